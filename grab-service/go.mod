@@ -1,0 +1,7 @@
+module github.com/flashsale/platform/grab-service
+
+go 1.26.8
+
+require github.com/flashsale/platform v0.0.0
+
+replace github.com/flashsale/platform => ../

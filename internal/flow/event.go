@@ -1,0 +1,71 @@
+// Package flow is the schema of the flow events on Kafka topic promo-grab-flow
+// (CONTRACT.md, "Flow events"), shared by grab-service and the flow sink.
+package flow
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Topic is the contract's Kafka topic.
+const Topic = "promo-grab-flow"
+
+// Kind is the state change an event records.
+type Kind string
+
+const (
+	Grab   Kind = "GRAB"   // qualification granted
+	Cancel Kind = "CANCEL" // qualification returned (cancel, or rollback of an unacknowledged grab)
+)
+
+// TimeFormat is RFC 3339 in UTC with milliseconds, as the contract asks.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Item is one promotion of a request.
+type Item struct {
+	PromoID string `json:"promoId"`
+	Type    int    `json:"type"`
+	Num     int64  `json:"num"`
+	Shard   int    `json:"shard"`
+}
+
+// Event is one flow event. Its Kafka message key is the requestId, so every event
+// of one request lands in one partition, in order.
+type Event struct {
+	EventID    string `json:"eventId"`
+	Kind       Kind   `json:"kind"`
+	RequestID  string `json:"requestId"`
+	Pin        string `json:"pin"`
+	IP         string `json:"ip"`
+	Items      []Item `json:"items"`
+	OccurredAt string `json:"occurredAt"`
+	// Reason says why a CANCEL happened (USER_CANCELLED, ..., ROLLBACK); optional.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Stamp formats t as the contract's occurredAt.
+func Stamp(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Decode parses and checks one event; the flow sink sends what fails to the dead-letter topic.
+func Decode(b []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return e, fmt.Errorf("decode flow event: %w", err)
+	}
+	if e.EventID == "" || e.RequestID == "" || len(e.Items) == 0 {
+		return e, fmt.Errorf("decode flow event %q: eventId, requestId and items are required", e.EventID)
+	}
+	if e.Kind != Grab && e.Kind != Cancel {
+		return e, fmt.Errorf("decode flow event %q: unknown kind %q", e.EventID, e.Kind)
+	}
+	if _, err := time.Parse(time.RFC3339, e.OccurredAt); err != nil {
+		return e, fmt.Errorf("decode flow event %q: occurredAt: %w", e.EventID, err)
+	}
+	for i, it := range e.Items {
+		if it.PromoID == "" || it.Num <= 0 {
+			return e, fmt.Errorf("decode flow event %q: item %d: promoId and a positive num are required", e.EventID, i)
+		}
+	}
+	return e, nil
+}

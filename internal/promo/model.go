@@ -1,0 +1,115 @@
+// Package promo is the promotion model both services share: the spec, its states,
+// id validation and the Redis key builders.
+package promo
+
+import (
+	"regexp"
+	"time"
+)
+
+// State is a promotion's state as the API shows it.
+type State string
+
+const (
+	Scheduled State = "SCHEDULED"
+	Active    State = "ACTIVE"
+	SoldOut   State = "SOLD_OUT"
+	Ended     State = "ENDED"
+	Stopped   State = "STOPPED"
+	Deleted   State = "DELETED"
+)
+
+// ValidState reports whether s is one of the contract's states.
+func ValidState(s string) bool {
+	switch State(s) {
+	case Scheduled, Active, SoldOut, Ended, Stopped, Deleted:
+		return true
+	}
+	return false
+}
+
+// Limits of the contract (openapi.yaml).
+const (
+	MaxTotal         = 1_000_000_000
+	MaxWindowSeconds = 3600
+	MaxTitleLen      = 200
+	MinType, MaxType = 1, 99
+)
+
+var (
+	promoIDPattern   = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+	requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+)
+
+// ValidPromoID reports whether id may become part of a Redis key.
+func ValidPromoID(id string) bool { return promoIDPattern.MatchString(id) }
+
+// ValidType reports whether t is a promotion type of the contract.
+func ValidType(t int) bool { return t >= MinType && t <= MaxType }
+
+// ValidRequestID reports whether id may be stored in the request ledger.
+func ValidRequestID(id string) bool { return requestIDPattern.MatchString(id) }
+
+// ValidPin accepts 1..128 printable, non-space ASCII or UTF-8 characters.
+func ValidPin(pin string) bool {
+	if len(pin) == 0 || len(pin) > 128 {
+		return false
+	}
+	for _, r := range pin {
+		if r <= ' ' || r == 0x7f || r == '\uFFFD' {
+			return false
+		}
+	}
+	return true
+}
+
+// RateLimit is the promotion-level window: at most Limit grab attempts per window.
+type RateLimit struct {
+	Limit         int64 `json:"limit"`
+	WindowSeconds int64 `json:"windowSeconds"`
+}
+
+// Spec is what a merchandiser sets. Zero limits mean unlimited.
+type Spec struct {
+	PromoID     string     `json:"promoId"`
+	Type        int        `json:"type"`
+	Title       string     `json:"title,omitempty"`
+	Total       int64      `json:"total"`
+	PerPinLimit int64      `json:"perPinLimit"`
+	PerIPLimit  int64      `json:"perIpLimit"`
+	MaxPerGrab  int64      `json:"maxPerGrab"`
+	RateLimit   *RateLimit `json:"rateLimit,omitempty"`
+	StartAt     time.Time  `json:"startAt"`
+	EndAt       time.Time  `json:"endAt"`
+}
+
+// Key is the promotion's Redis hash key.
+func (s Spec) Key() string { return Key(s.PromoID, s.Type) }
+
+// Promotion is a spec with its state and live counters, as the API returns it.
+type Promotion struct {
+	Spec
+	Key       string    `json:"key"`
+	Shard     int       `json:"shard"`
+	State     State     `json:"state"`
+	Remaining int64     `json:"remaining"`
+	Granted   int64     `json:"granted"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// DeriveState turns the stored admin state (ACTIVE, STOPPED or DELETED) and the
+// live remaining into the state the API shows at time now.
+func DeriveState(stored State, start, end time.Time, remaining int64, now time.Time) State {
+	switch {
+	case stored == Stopped || stored == Deleted:
+		return stored
+	case now.Before(start):
+		return Scheduled
+	case !now.Before(end):
+		return Ended
+	case remaining <= 0:
+		return SoldOut
+	}
+	return Active
+}
