@@ -28,3 +28,29 @@ func PendingKey(key string) string { return "{" + key + "}:pending" }
 func Keys(key string) [5]string {
 	return [5]string{key, PinsKey(key), IPsKey(key), LedgerKey(key), PendingKey(key)}
 }
+
+// ParseKey splits a promotion hash key C_<promoId>_<type> into its parts.
+func ParseKey(key string) (promoID string, typ int, ok bool) {
+	if len(key) < 4 || key[:2] != "C_" {
+		return "", 0, false
+	}
+	return SplitPromotionRef(key[2:])
+}
+
+// SplitPromotionRef splits "<promoId>_<type>" (promo ids hold no '_').
+func SplitPromotionRef(ref string) (promoID string, typ int, ok bool) {
+	for i := len(ref) - 1; i >= 0; i-- {
+		if ref[i] == '_' {
+			t, err := strconv.Atoi(ref[i+1:])
+			if err != nil || i == 0 {
+				return "", 0, false
+			}
+			return ref[:i], t, true
+		}
+	}
+	return "", 0, false
+}
+
+// RequestIndexKey names the record of which promotions a granted request holds, so a
+// cancel can find them; it lives on the shard the ring gives for this key.
+func RequestIndexKey(requestID string) string { return "R_" + requestID }

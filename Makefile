@@ -1,0 +1,57 @@
+# Entry points of the repository (CONTRACT.md, "The local stack and its commands").
+# The work is done by the scripts under deploy/; each prints the name of every step.
+
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+# Fuzz targets `make test` runs, space-separated pkg:FuzzName
+# (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
+FUZZ_TARGETS ?=
+FUZZTIME ?= 10s
+# Extra arguments for the demo, bench and drill programs: make bench ARGS="..."
+ARGS ?=
+export FUZZ_TARGETS FUZZTIME ARGS
+
+# Every module of go.work; in workspace mode one go command takes them all.
+GO_PKGS := ./... ./promo-admin/... ./grab-service/... ./recovery/...
+
+.PHONY: build up down status test demo bench drill fmt vet clean
+
+build:
+	@echo "==> build"
+	@deploy/build.sh
+
+up: build
+	@echo "==> up"
+	@deploy/local/stack.sh up
+
+down:
+	@echo "==> down"
+	@deploy/local/stack.sh down
+
+status:
+	@deploy/local/stack.sh status
+
+test:
+	@deploy/local/test.sh
+
+demo:
+	@deploy/local/demo.sh
+
+bench:
+	@deploy/local/run-tool.sh bench
+
+drill:
+	@deploy/local/run-tool.sh drill
+
+fmt:
+	@echo "==> fmt"
+	go fmt $(GO_PKGS)
+
+vet:
+	@echo "==> vet"
+	go vet $(GO_PKGS)
+
+clean: down
+	@echo "==> clean"
+	rm -rf bin .run

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make demo`: from a fresh machine to a flash sale against the local stack, then down.
+# The demo program itself is bin/demo (a main package under tools/); it gets the stack
+# file as `--stack <path>` plus whatever ARGS holds.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "deps"
+deploy/local/deps.sh
+
+step "build"
+deploy/build.sh
+
+# From here on the stack goes down again whatever happens; the exit code is kept.
+trap 'rc=$?; step "down"; deploy/local/stack.sh down || true; exit $rc' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "up"
+deploy/local/stack.sh up
+
+if [[ -x bin/demo ]]; then
+	step "demo"
+	# shellcheck disable=SC2086 # ARGS is a plain word list from make
+	bin/demo --stack "$ROOT/.run/stack.json" ${ARGS:-}
+else
+	step "demo"
+	echo "The demo program is missing: bin/demo was not built (no main package for it under tools/ yet)." >&2
+fi

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `make test`: every test CI runs, against a real local stack.
+#   deps -> build -> up -> go test (all workspace modules, -race) -> fuzz targets
+#   -> stack-restart test -> down
+# The stack is stopped whatever happens; the exit code is the first failing step's.
+#
+# FUZZ_TARGETS: space-separated "pkg:FuzzName" (e.g. ./internal/ring:FuzzShard), each run
+# for FUZZTIME (10s).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+
+FUZZ_TARGETS="${FUZZ_TARGETS:-}"
+FUZZTIME="${FUZZTIME:-10s}"
+# Every module of go.work; in workspace mode one `go test` takes them all from the root.
+GO_PKGS=(./... ./promo-admin/... ./grab-service/... ./recovery/...)
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+status=0
+fail() {
+	local rc="$1"
+	shift
+	printf '\n!!! %s failed (exit %d)\n' "$*" >&2
+	((status)) || status="$rc"
+}
+
+show_logs() {
+	local f
+	for f in .run/logs/*.log; do
+		[[ -e "$f" && "$f" != *redis-* ]] || continue
+		printf '\n--- last lines of %s\n' "$f" >&2
+		tail -n 40 "$f" >&2
+	done
+}
+
+stop_stack() {
+	local rc=$?
+	((status)) || status=$rc
+	if ((status)) && [[ -d .run/logs ]]; then show_logs; fi
+	step "down"
+	deploy/local/stack.sh down || true
+	exit "$status"
+}
+trap stop_stack EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step "deps"
+deploy/local/deps.sh --test
+
+step "build"
+deploy/build.sh
+
+step "up"
+deploy/local/stack.sh up
+
+step "go test (race) over ${GO_PKGS[*]}"
+go test -count=1 -race -timeout 20m "${GO_PKGS[@]}" || fail $? "go test"
+
+for target in $FUZZ_TARGETS; do
+	pkg="${target%%:*}"
+	name="${target#*:}"
+	step "fuzz $name in $pkg for $FUZZTIME"
+	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" || fail $? "fuzz $target"
+done
+
+step "stack restart test"
+FLASHSALE_STACK_TEST=1 go test -count=1 -v -timeout 15m ./deploy/local/stacktest/ || fail $? "stack restart test"
+
+if ((status == 0)); then step "all tests passed"; fi

@@ -1,0 +1,123 @@
+package grab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+)
+
+// Cancel returns every item a granted grab holds (remaining, pin and ip counters)
+// and publishes a CANCEL event. The return is durable in Redis before the event is
+// sent; an event Kafka does not take now is owed in the ledger and published by the
+// reconciler, so the answer is RETURNED either way.
+func (s *Service) Cancel(ctx context.Context, requestID, pin, reason string) (Result, error) {
+	res, err := s.cancel(ctx, requestID, pin, reason)
+	if err == nil {
+		s.Metrics.cancels.WithLabelValues(string(res.Result)).Inc()
+	} else {
+		s.Metrics.cancels.WithLabelValues("ERROR").Inc()
+	}
+	return res, err
+}
+
+func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, error) {
+	now := s.Clock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
+	defer cancel()
+	idx, err := s.lookup(ctx, rid)
+	if err != nil {
+		return Result{}, err
+	}
+	if idx.Pin != pin {
+		return Result{}, ErrGrabNotFound
+	}
+	items := make([]Item, len(idx.Items))
+	for i, it := range idx.Items {
+		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num}
+	}
+	gs := s.groups(items)
+	replies, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: now.UnixMilli()})
+	var returned []group
+	already := 0
+	for i, err := range errs {
+		if err != nil {
+			s.logErr("cancel failed on a shard", err, "requestId", rid, "shard", gs[i].shard)
+			return Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the cancel"}, nil
+		}
+		switch replies[i].Code {
+		case lua.ReturnReturned:
+			returned = append(returned, gs[i])
+		case lua.ReturnAlreadyReturned:
+			already++
+		default: // NOT_FOUND or PENDING: nothing granted to return
+			return Result{}, ErrGrabNotFound
+		}
+	}
+	if len(returned) == 0 {
+		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
+	}
+	var back []Item
+	for _, g := range returned {
+		for _, i := range g.idx {
+			back = append(back, items[i])
+		}
+		for _, key := range g.keys {
+			s.refusals.forget(key)
+		}
+	}
+	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {
+		s.logErr("cancel event not acknowledged; the reconciler will publish it", err, "requestId", rid)
+	} else {
+		s.finalize(rid, pin, returned)
+	}
+	out := Result{RequestID: rid, Result: Returned}
+	for _, it := range back {
+		out.Items = append(out.Items, ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
+	}
+	return out, nil
+}
+
+// finalize records that the CANCEL owed for these takes has been acknowledged.
+func (s *Service) finalize(rid, pin string, gs []group) {
+	ctx, cancel := s.settleCtx()
+	defer cancel()
+	_, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnFinalize, NowMs: s.Clock().UnixMilli()})
+	for i, err := range errs {
+		// Harmless: the reconciler publishes the CANCEL again and the record dedupes it.
+		s.logErr("finalize failed", err, "requestId", rid, "shard", gs[i].shard)
+	}
+}
+
+// lookup finds a granted request's items: the Redis request index, else the record.
+func (s *Service) lookup(ctx context.Context, rid string) (requestIndex, error) {
+	key := promo.RequestIndexKey(rid)
+	raw, err := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+		cmd := redis.NewCmd(ctx, "get", key)
+		_ = p.Process(ctx, cmd)
+		return cmd
+	}).Text()
+	var idx requestIndex
+	if err == nil && json.Unmarshal([]byte(raw), &idx) == nil {
+		return idx, nil
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		s.logErr("request index unreadable; asking the record", err, "requestId", rid)
+	}
+	if s.Record == nil {
+		return idx, ErrGrabNotFound
+	}
+	pin, ip, items, err := s.Record.GrabItems(ctx, rid)
+	if err != nil {
+		return idx, err
+	}
+	if len(items) == 0 {
+		return idx, ErrGrabNotFound
+	}
+	return requestIndex{Pin: pin, IP: ip, Items: items}, nil
+}

@@ -1,0 +1,119 @@
+package grab
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/lua"
+)
+
+// errShardBusy means a shard's queue stayed full until the caller's deadline.
+var errShardBusy = errors.New("shard queue full")
+
+// job is one script call waiting for its shard's next pipeline.
+type job struct {
+	queue func(redis.Pipeliner) *redis.Cmd
+	cmd   *redis.Cmd
+	done  chan struct{}
+}
+
+// shardExec runs script calls on one shard. Calls that arrive while a pipeline is
+// in flight are coalesced into the next one (up to maxBatch), so under load one
+// round trip and one syscall pair carry many grabs; an idle shard adds no wait.
+type shardExec struct {
+	shard    int
+	client   redis.UniversalClient
+	jobs     chan *job
+	maxBatch int
+	timeout  time.Duration
+	metrics  *Metrics
+}
+
+func newShardExec(shard int, c redis.UniversalClient, workers, maxBatch, queue int, timeout time.Duration, m *Metrics) *shardExec {
+	e := &shardExec{shard: shard, client: c, jobs: make(chan *job, queue), maxBatch: maxBatch, timeout: timeout, metrics: m}
+	for i := 0; i < workers; i++ {
+		go e.loop()
+	}
+	return e
+}
+
+// do queues one call and waits for its reply. Once queued, the call may run, so
+// do always waits for the pipeline (bounded by the executor's timeout): a take whose
+// reply was dropped would be held until the reconciler found it.
+func (e *shardExec) do(ctx context.Context, queue func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
+	j := &job{queue: queue, done: make(chan struct{})}
+	select {
+	case e.jobs <- j:
+	case <-ctx.Done():
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(errShardBusy)
+		return cmd
+	}
+	<-j.done
+	return j.cmd
+}
+
+func (e *shardExec) close() { close(e.jobs) }
+
+func (e *shardExec) loop() {
+	batch := make([]*job, 0, e.maxBatch)
+	for first := range e.jobs {
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < e.maxBatch {
+			select {
+			case j, ok := <-e.jobs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, j)
+			default:
+				break fill
+			}
+		}
+		e.run(batch)
+	}
+}
+
+func (e *shardExec) run(batch []*job) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+	defer cancel()
+	start := time.Now()
+	e.exec(ctx, batch)
+	// A restarted Redis has lost its scripts: load them and run again just the calls
+	// that answered NOSCRIPT (a NOSCRIPT reply means that call did not run).
+	var again []*job
+	for _, j := range batch {
+		if lua.IsNoScript(j.cmd.Err()) {
+			again = append(again, j)
+		}
+	}
+	if len(again) > 0 && lua.Load(ctx, e.client) == nil {
+		e.exec(ctx, again)
+	}
+	failed := false
+	for _, j := range batch {
+		if err := j.cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			failed = true
+		}
+		close(j.done)
+	}
+	label := strconv.Itoa(e.shard)
+	e.metrics.redisLatency.WithLabelValues(label).Observe(time.Since(start).Seconds())
+	e.metrics.redisBatch.Observe(float64(len(batch)))
+	if failed {
+		e.metrics.redisErrors.WithLabelValues(label).Inc()
+	}
+}
+
+func (e *shardExec) exec(ctx context.Context, batch []*job) {
+	pipe := e.client.Pipeline()
+	for _, j := range batch {
+		j.cmd = j.queue(pipe)
+	}
+	_, _ = pipe.Exec(ctx) // each call's error stays on its own Cmd
+}

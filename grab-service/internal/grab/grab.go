@@ -1,0 +1,315 @@
+package grab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+)
+
+// Grab takes qualification for every item, all or nothing, and answers GRANTED only
+// once the GRAB flow event is acknowledged. The error return is for failures of the
+// service itself (and bad input found late, num above maxPerGrab); every business
+// answer, refusals included, is a Result.
+func (s *Service) Grab(ctx context.Context, req Request) (Result, error) {
+	start := s.Clock()
+	res, err := s.grab(ctx, req, start)
+	s.Metrics.grabLatency.Observe(s.Clock().Sub(start).Seconds())
+	if err == nil {
+		s.Metrics.grabs.WithLabelValues(string(res.Result)).Inc()
+	}
+	return res, err
+}
+
+func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result, error) {
+	rid := req.RequestID
+	snap := s.Switches.Load()
+	if !snap.GrabEnabled {
+		return Result{RequestID: rid, Result: Degraded, Message: "grabs are switched off by on-call; retry later"}, nil
+	}
+	for i, it := range req.Items {
+		if snap.Blocked(it.PromoID, it.Type) {
+			s.Metrics.shortCircuit.WithLabelValues(string(Stopped)).Inc()
+			return refusal(rid, Stopped, i, "promotion blocked by on-call"), nil
+		}
+		if o, ok := s.refusals.get(promo.Key(it.PromoID, it.Type), now); ok {
+			s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()
+			return refusal(rid, o, i, "answered from the local "+string(o)+" cache"), nil
+		}
+	}
+
+	deadline := now.Add(s.cfg.AnswerTimeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	gs := s.groups(req.Items)
+	replies, errs := s.take(ctx, req, gs, now, deadline, snap.RateFactorPermille())
+	if res, err, done := s.settleTakes(req, gs, replies, errs, now); done {
+		return res, err
+	}
+
+	if err := s.Fault("after-take"); err != nil {
+		return Result{}, err
+	}
+	if err := s.publish(ctx, s.event(flow.Grab, req.RequestID, req.Pin, req.IP, req.Items, now, "")); err != nil {
+		s.logErr("grab event not acknowledged; rolling back", err, "requestId", rid)
+		s.abort(req, gs)
+		return Result{RequestID: rid, Result: Unavailable, Message: "the grab could not be committed; nothing was taken"}, nil
+	}
+	if err := s.Fault("after-publish"); err != nil {
+		return Result{}, err
+	}
+	if !s.commit(ctx, req, gs) {
+		s.abort(req, gs)
+		return Result{RequestID: rid, Result: Unavailable, Message: "the grab could not be committed; nothing was taken"}, nil
+	}
+	out := Result{RequestID: rid, Result: Granted, Items: make([]ItemResult, len(req.Items))}
+	for gi, g := range gs {
+		for k, i := range g.idx {
+			it := req.Items[i]
+			rem := replies[gi].Remaining[k]
+			out.Items[i] = ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Remaining: &rem}
+		}
+	}
+	return out, nil
+}
+
+// take runs one q.lua per shard, shards in parallel.
+func (s *Service) take(ctx context.Context, req Request, gs []group, now, deadline time.Time, factor int64) ([]lua.GrabReply, []error) {
+	replies := make([]lua.GrabReply, len(gs))
+	errs := make([]error, len(gs))
+	hash := req.bodyHash()
+	eachGroup(gs, func(i int, g group) {
+		call := lua.GrabCall{
+			NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
+			RequestID: req.RequestID, BodyHash: hash, Pin: req.Pin, IP: req.IP,
+			RateFactorPermille: factor,
+		}
+		for k, key := range g.keys {
+			call.Items = append(call.Items, lua.GrabItem{Key: key, Num: req.Items[g.idx[k]].Num})
+		}
+		replies[i], errs[i] = lua.ParseGrab(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+			return lua.QueueGrab(ctx, p, call)
+		}))
+	})
+	return replies, errs
+}
+
+// settleTakes decides the answer when not every shard took: it undoes the shards
+// that did (nothing was published, so the ledger forgets them) and names the first
+// failing item. done is false only when every shard took.
+func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, errs []error, now time.Time) (Result, error, bool) {
+	rid := req.RequestID
+	var took []group
+	failed, failedAt := -1, len(req.Items)
+	var dup []string
+	reused := false
+	for i, g := range gs {
+		switch {
+		case errs[i] != nil:
+			s.logErr("take failed", errs[i], "requestId", rid, "shard", g.shard)
+			if g.idx[0] < failedAt {
+				failed, failedAt = i, g.idx[0]
+			}
+		case replies[i].Code == lua.CodeOK:
+			took = append(took, g)
+		case replies[i].Code == lua.CodeDuplicate:
+			dup = append(dup, replies[i].LedgerState)
+		case replies[i].Code == lua.CodeRequestIDReused:
+			reused = true
+		default:
+			if at := g.idx[replies[i].Index]; at < failedAt {
+				failed, failedAt = i, at
+			}
+		}
+	}
+	if len(took) == len(gs) {
+		return Result{}, nil, false
+	}
+	if len(took) > 0 {
+		s.undo(req, took)
+	}
+	switch {
+	case reused:
+		return Result{RequestID: rid, Result: RequestIDReused, Message: "requestId already used with another body"}, nil, true
+	case len(dup) > 0:
+		return s.replay(req, dup), nil, true
+	case errs[failed] != nil:
+		return refusal(rid, Unavailable, failedAt, "shard unavailable; nothing was taken"), nil, true
+	}
+	r := replies[failed]
+	key := gs[failed].keys[r.Index]
+	switch r.Code {
+	case lua.CodeTooMany:
+		return Result{}, httpx.Invalid(fmt.Sprintf("items[%d].num", failedAt), "above the promotion's maxPerGrab"), true
+	case lua.CodeRateLimited:
+		res := refusal(rid, RateLimited, failedAt, "promotion rate limit reached")
+		res.RetryAfter = time.Duration(r.RetryAfterMs) * time.Millisecond
+		return res, nil, true
+	}
+	o := outcomeOf(r.Code)
+	if cacheable(o) {
+		s.refusals.put(key, o, now.Add(s.cfg.RefusalTTL))
+	}
+	return refusal(rid, o, failedAt, ""), nil, true
+}
+
+// replay answers a request the ledger already holds with its first answer.
+func (s *Service) replay(req Request, states []string) Result {
+	rid := req.RequestID
+	for _, st := range states {
+		switch st {
+		case lua.LedgerPending:
+			return Result{RequestID: rid, Result: Unavailable, Message: "a grab with this requestId is still being committed; retry"}
+		case lua.LedgerAborted, lua.LedgerAbortRecorded:
+			return Result{RequestID: rid, Result: Unavailable, Message: "this requestId was rolled back; retry with a new requestId"}
+		case lua.LedgerCancelled, lua.LedgerReturned:
+			return Result{RequestID: rid, Result: AlreadyReturned, Message: "this grab was granted and has since been returned"}
+		}
+	}
+	out := Result{RequestID: rid, Result: Granted, Message: "replay of a granted grab"}
+	for _, it := range req.Items {
+		out.Items = append(out.Items, ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
+	}
+	return out
+}
+
+// undo gives back takes whose GRAB was never published: the ledger forgets them.
+func (s *Service) undo(req Request, gs []group) {
+	ctx, cancel := s.settleCtx()
+	defer cancel()
+	_, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnUndo, NowMs: s.Clock().UnixMilli()})
+	for i, err := range errs {
+		// Left pending, the take is settled by the reconciler after its deadline.
+		s.logErr("undo failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
+	}
+	s.Metrics.rollbacks.WithLabelValues("refused").Inc()
+}
+
+// abort gives back takes whose GRAB may have been published: stock returns at once
+// and each entry is marked as owing a CANCEL, which the reconciler publishes, so
+// the record nets the grab out whichever way the acknowledgement went.
+func (s *Service) abort(req Request, gs []group) {
+	ctx, cancel := s.settleCtx()
+	defer cancel()
+	call := lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli()}
+	replies, errs := s.returnOn(ctx, gs, call)
+	var committed []group
+	for i, err := range errs {
+		s.logErr("abort failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
+		if err == nil && replies[i].Code == lua.ReturnCommitted {
+			committed = append(committed, gs[i])
+		}
+	}
+	if len(committed) > 0 { // part of the grab was committed before another part failed
+		call.Mode, call.Reason = lua.ReturnCancel, "ROLLBACK"
+		_, errs := s.returnOn(ctx, committed, call)
+		for i, err := range errs {
+			s.logErr("rollback of a committed part failed", err, "requestId", req.RequestID, "shard", committed[i].shard)
+		}
+	}
+	s.Metrics.rollbacks.WithLabelValues("uncommitted").Inc()
+}
+
+// commit marks every take granted and records where the request's items live.
+func (s *Service) commit(ctx context.Context, req Request, gs []group) bool {
+	ok := make([]bool, len(gs))
+	eachGroup(gs, func(i int, g group) {
+		for attempt := 0; attempt < 2 && !ok[i]; attempt++ {
+			code, err := lua.ParseCommit(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+				return lua.QueueCommit(ctx, p, req.RequestID, g.keys)
+			}))
+			if err != nil {
+				s.logErr("commit failed", err, "requestId", req.RequestID, "shard", g.shard, "attempt", attempt)
+				continue
+			}
+			ok[i] = code == lua.CommitCommitted
+			if !ok[i] {
+				s.Logger.Warn("commit refused: the reconciler settled the take first", "requestId", req.RequestID, "code", code.String())
+				return
+			}
+		}
+	})
+	for _, b := range ok {
+		if !b {
+			return false
+		}
+	}
+	s.writeIndex(ctx, req)
+	return true
+}
+
+// requestIndex is what a cancel needs to find a granted request's items.
+type requestIndex struct {
+	Pin   string      `json:"pin"`
+	IP    string      `json:"ip"`
+	Items []flow.Item `json:"items"`
+}
+
+const indexTTL = 30 * 24 * time.Hour
+
+// writeIndex stores the request index; a failure only costs a cancel the fallback
+// lookup in MySQL, so it is logged, not fatal.
+func (s *Service) writeIndex(ctx context.Context, req Request) {
+	idx := requestIndex{Pin: req.Pin, IP: req.IP, Items: s.flowItems(req.Items)}
+	b, _ := json.Marshal(idx)
+	key := promo.RequestIndexKey(req.RequestID)
+	sh := s.ring.Shard(key)
+	err := s.execs[sh].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+		cmd := redis.NewCmd(ctx, "set", key, b, "ex", int(indexTTL.Seconds()))
+		_ = p.Process(ctx, cmd)
+		return cmd
+	}).Err()
+	s.logErr("request index not written; cancel will look in MySQL", err, "requestId", req.RequestID)
+}
+
+func (s *Service) flowItems(items []Item) []flow.Item {
+	out := make([]flow.Item, len(items))
+	for i, it := range items {
+		out[i] = flow.Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Shard: s.ring.Shard(promo.Key(it.PromoID, it.Type))}
+	}
+	return out
+}
+
+func (s *Service) event(kind flow.Kind, rid, pin, ip string, items []Item, at time.Time, reason string) flow.Event {
+	return flow.Event{EventID: newEventID(), Kind: kind, RequestID: rid, Pin: pin, IP: ip,
+		Items: s.flowItems(items), OccurredAt: flow.Stamp(at), Reason: reason}
+}
+
+func (s *Service) publish(ctx context.Context, events ...flow.Event) error {
+	start := time.Now()
+	err := s.Publisher.Publish(ctx, events...)
+	s.Metrics.kafkaLatency.Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.Metrics.kafkaErrors.WithLabelValues(string(events[0].Kind)).Inc()
+	}
+	return err
+}
+
+func outcomeOf(c lua.Code) Outcome {
+	switch c {
+	case lua.CodeNotFound:
+		return NotFound
+	case lua.CodeStopped:
+		return Stopped
+	case lua.CodeNotStarted:
+		return NotStarted
+	case lua.CodeEnded:
+		return Ended
+	case lua.CodeSoldOut:
+		return SoldOut
+	case lua.CodePinLimit:
+		return PinLimit
+	case lua.CodeIPLimit:
+		return IPLimit
+	case lua.CodeRateLimited:
+		return RateLimited
+	}
+	return Unavailable
+}

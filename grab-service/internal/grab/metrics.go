@@ -1,0 +1,52 @@
+package grab
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are grab-service's business metrics (HTTP route metrics live in httpx).
+type Metrics struct {
+	grabs        *prometheus.CounterVec
+	grabLatency  prometheus.Histogram
+	cancels      *prometheus.CounterVec
+	kafkaLatency prometheus.Histogram
+	kafkaErrors  *prometheus.CounterVec
+	rollbacks    *prometheus.CounterVec
+	shortCircuit *prometheus.CounterVec
+	reconciled   *prometheus.CounterVec
+	redisLatency *prometheus.HistogramVec
+	redisErrors  *prometheus.CounterVec
+	redisBatch   prometheus.Histogram
+}
+
+// NewMetrics registers the metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	const ns, sub = "flashsale", "grab"
+	fast := []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 3}
+	m := &Metrics{
+		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "grabs_total", Help: "Grab answers by result."}, []string{"result"}),
+		grabLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name: "grab_duration_seconds", Help: "Time to answer a grab.", Buckets: fast}),
+		cancels: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "cancels_total", Help: "Cancel answers by result."}, []string{"result"}),
+		kafkaLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name: "kafka_send_duration_seconds", Help: "Time from send to acknowledgement of a flow event.", Buckets: fast}),
+		kafkaErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "kafka_send_errors_total", Help: "Flow events not acknowledged, by kind."}, []string{"kind"}),
+		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "rollbacks_total", Help: "Takes given back, by why."}, []string{"reason"}),
+		shortCircuit: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "short_circuit_total", Help: "Grabs answered locally without Redis, by result."}, []string{"result"}),
+		reconciled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "reconciled_total", Help: "Open takes settled by the reconciler, by action."}, []string{"action"}),
+		redisLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name: "redis_pipeline_duration_seconds", Help: "Pipeline round trip by shard.", Buckets: fast}, []string{"shard"}),
+		redisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "redis_errors_total", Help: "Pipelines with a failed call, by shard."}, []string{"shard"}),
+		redisBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
+			Name: "redis_pipeline_calls", Help: "Script calls coalesced into one pipeline.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
+	}
+	reg.MustRegister(m.grabs, m.grabLatency, m.cancels, m.kafkaLatency, m.kafkaErrors, m.rollbacks,
+		m.shortCircuit, m.reconciled, m.redisLatency, m.redisErrors, m.redisBatch)
+	return m
+}

@@ -1,0 +1,83 @@
+// Package grab is grab-service's business logic: take qualification on the shards
+// (q.lua), commit it behind the Kafka acknowledgement of its GRAB flow event, return
+// it on any failure or cancel, and reconcile takes left open by a crash.
+package grab
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+)
+
+// Item is one promotion of a grab.
+type Item struct {
+	PromoID string `json:"promoId"`
+	Type    int    `json:"type"`
+	Num     int64  `json:"num"`
+}
+
+// Request is a validated grab.
+type Request struct {
+	RequestID string `json:"requestId"`
+	Pin       string `json:"pin"`
+	IP        string `json:"ip"`
+	Items     []Item `json:"items"`
+}
+
+// bodyHash fingerprints the request so a replay with another body is told apart.
+func (r Request) bodyHash() string {
+	h := sha256.New()
+	for _, s := range []string{r.RequestID, r.Pin, r.IP} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, it := range r.Items {
+		h.Write([]byte(it.PromoID + "\x00" + strconv.Itoa(it.Type) + "\x00" + strconv.FormatInt(it.Num, 10) + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Outcome is the result field of the contract's GrabResult.
+type Outcome string
+
+const (
+	Granted           Outcome = "GRANTED"
+	SoldOut           Outcome = "SOLD_OUT"
+	PinLimit          Outcome = "PIN_LIMIT"
+	IPLimit           Outcome = "IP_LIMIT"
+	NotStarted        Outcome = "NOT_STARTED"
+	Ended             Outcome = "ENDED"
+	Stopped           Outcome = "STOPPED"
+	NotFound          Outcome = "NOT_FOUND"
+	RateLimited       Outcome = "RATE_LIMITED"
+	RequestIDReused   Outcome = "REQUEST_ID_REUSED"
+	Degraded          Outcome = "DEGRADED"
+	Unavailable       Outcome = "UNAVAILABLE"
+	Returned          Outcome = "RETURNED"
+	AlreadyReturned   Outcome = "ALREADY_RETURNED"
+	invalidNumOutcome Outcome = "INVALID_NUM" // num above maxPerGrab: a 400, never sent as a result
+)
+
+// ItemResult is one item of an answer.
+type ItemResult struct {
+	PromoID   string `json:"promoId"`
+	Type      int    `json:"type"`
+	Num       int64  `json:"num"`
+	Remaining *int64 `json:"remaining,omitempty"`
+}
+
+// Result is the contract's GrabResult. Business refusals travel here, not as errors,
+// so they never count as failures of the endpoint.
+type Result struct {
+	RequestID  string        `json:"requestId"`
+	Result     Outcome       `json:"result"`
+	Items      []ItemResult  `json:"items,omitempty"`
+	FailedItem *int          `json:"failedItem,omitempty"`
+	Message    string        `json:"message,omitempty"`
+	RetryAfter time.Duration `json:"-"`
+}
+
+func refusal(rid string, o Outcome, failed int, msg string) Result {
+	return Result{RequestID: rid, Result: o, FailedItem: &failed, Message: msg}
+}

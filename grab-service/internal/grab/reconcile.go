@@ -1,0 +1,162 @@
+package grab
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+)
+
+// The reconciler closes the crash window. A take is written "pending" with a
+// deadline before its GRAB event is sent; a process killed before the commit leaves
+// it open. Past deadline + ReconcileMargin the reconciler asks the record (the dtm
+// back-query): a GRAB in the flow log means the grab committed, so the take is
+// marked granted and never returned; otherwise it is aborted (stock back) and a
+// CANCEL is published, which nets out a GRAB that reached Kafka but not yet MySQL.
+// It also publishes every CANCEL still owed by an abort or a cancel.
+
+// ReconcileStats counts one pass.
+type ReconcileStats struct {
+	Committed, Aborted, Published int
+}
+
+// RunReconciler runs a pass every interval until ctx ends.
+func (s *Service) RunReconciler(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if _, err := s.Reconcile(ctx); err != nil {
+				s.logErr("reconcile pass incomplete", err)
+			}
+		}
+	}
+}
+
+type owed struct {
+	key   string
+	rid   string
+	entry lua.LedgerEntry
+}
+
+// Reconcile runs one pass over every shard.
+func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
+	var st ReconcileStats
+	var firstErr error
+	for shard, c := range s.Shards {
+		if err := s.reconcileShard(ctx, shard, c, &st); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return st, firstErr
+}
+
+func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, st *ReconcileStats) error {
+	due := s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli()
+	var debts []owed
+	iter := c.Scan(ctx, 0, "{C_*}:pending", 500).Iterator()
+	for iter.Next(ctx) {
+		pendingKey := iter.Val()
+		key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
+		promoID, typ, ok := promo.ParseKey(key)
+		if !ok || s.ring.Shard(key) != shard {
+			continue // a key of another layout, or of another shard sharing this server
+		}
+		rids, err := c.ZRangeByScore(ctx, pendingKey, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(due, 10), Count: 200}).Result()
+		if err != nil {
+			return err
+		}
+		for _, rid := range rids {
+			e, found, err := lua.ReadLedger(ctx, c, key, rid)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !found:
+				c.ZRem(ctx, pendingKey, rid)
+			case e.State == lua.LedgerPending:
+				if d, err := s.settlePending(ctx, c, key, promoID, typ, rid, e, st); err != nil {
+					s.logErr("settle pending take", err, "key", key, "requestId", rid)
+				} else if d {
+					e.State = lua.LedgerAborted
+					debts = append(debts, owed{key, rid, e})
+				}
+			case e.State == lua.LedgerAborted || e.State == lua.LedgerCancelled:
+				debts = append(debts, owed{key, rid, e})
+			default: // settled entries do not belong in the set
+				c.ZRem(ctx, pendingKey, rid)
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	return s.payDebts(ctx, c, debts, st)
+}
+
+// settlePending commits a take whose GRAB is in the record, or aborts it; it
+// reports whether a CANCEL is now owed.
+func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, key, promoID string, typ int, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
+	inRecord := false
+	if s.Record != nil {
+		var err error
+		if inRecord, err = s.Record.HasGrab(ctx, rid, promoID, typ); err != nil {
+			return false, err // cannot tell: leave it for the next pass
+		}
+	}
+	if inRecord {
+		code, err := lua.Commit(ctx, c, rid, []string{key})
+		if err == nil && code == lua.CommitCommitted {
+			st.Committed++
+			s.Metrics.reconciled.WithLabelValues("committed").Inc()
+		}
+		return false, err
+	}
+	r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: e.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{key}})
+	if err != nil || r.Code != lua.ReturnReturned {
+		return false, err // committed meanwhile, or already aborted: nothing owed by us
+	}
+	st.Aborted++
+	s.Metrics.reconciled.WithLabelValues("aborted").Inc()
+	s.Metrics.rollbacks.WithLabelValues("reconciled").Inc()
+	return true, nil
+}
+
+// payDebts publishes the owed CANCEL events in one batch and finalizes them.
+func (s *Service) payDebts(ctx context.Context, c redis.UniversalClient, debts []owed, st *ReconcileStats) error {
+	if len(debts) == 0 {
+		return nil
+	}
+	now := s.Clock()
+	events := make([]flow.Event, len(debts))
+	for i, d := range debts {
+		promoID, typ, _ := promo.ParseKey(d.key)
+		reason := d.entry.Reason
+		if reason == "" {
+			reason = "ROLLBACK"
+		}
+		events[i] = s.event(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, []Item{{PromoID: promoID, Type: typ, Num: d.entry.Num}}, now, reason)
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
+	defer cancel()
+	if err := s.publish(pctx, events...); err != nil {
+		return err
+	}
+	for _, d := range debts {
+		if _, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: d.rid, Pin: d.entry.Pin, Mode: lua.ReturnFinalize, NowMs: now.UnixMilli(), Keys: []string{d.key}}); err != nil {
+			return err
+		}
+		st.Published++
+	}
+	s.Metrics.reconciled.WithLabelValues("cancel_published").Add(float64(len(debts)))
+	return nil
+}

@@ -1,0 +1,178 @@
+package grab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/lua"
+)
+
+// Record is the system of record as the grab path consults it: whether a GRAB
+// reached the flow log (the reconciler's back-query), and a granted request's items
+// (the cancel path's fallback when the request index in Redis is gone).
+type Record interface {
+	HasGrab(ctx context.Context, requestID, promoID string, typ int) (bool, error)
+	GrabItems(ctx context.Context, requestID string) (pin, ip string, items []flow.Item, err error)
+}
+
+// Config tunes the service; Defaults are the contract's numbers.
+type Config struct {
+	// AnswerTimeout bounds a grab or cancel end to end (the contract's 3 s).
+	AnswerTimeout time.Duration
+	// ReconcileMargin is how long past its answer deadline a take may stay open
+	// before the reconciler settles it; it covers clock skew between instances
+	// and a Kafka write still being retried.
+	ReconcileMargin time.Duration
+	// RefusalTTL bounds how stale a locally cached SOLD_OUT/STOPPED/ENDED/NOT_FOUND may be.
+	RefusalTTL time.Duration
+	// StatusTTL is the life of a cached status answer.
+	StatusTTL time.Duration
+	// RedisTimeout bounds one pipeline round trip.
+	RedisTimeout time.Duration
+	// Workers per shard, calls per pipeline, and the bounded queue in front of them.
+	Workers, MaxBatch, Queue int
+}
+
+// Defaults are sized for the local stack and the contract.
+func Defaults() Config {
+	return Config{
+		AnswerTimeout:   3 * time.Second,
+		ReconcileMargin: 5 * time.Second,
+		RefusalTTL:      500 * time.Millisecond,
+		StatusTTL:       500 * time.Millisecond,
+		RedisTimeout:    time.Second,
+		Workers:         4,
+		MaxBatch:        64,
+		Queue:           4096,
+	}
+}
+
+// Deps are what the service is built from; main wires them.
+type Deps struct {
+	Shards    []redis.UniversalClient // index = logical shard; len 16
+	Publisher Publisher
+	Record    Record
+	Switches  *configcenter.Holder
+	Metrics   *Metrics
+	Logger    *slog.Logger
+	Clock     func() time.Time
+	// Fault, when set (tests only), is called at named points of the grab path; an
+	// error stops the grab right there, as a killed process would.
+	Fault func(point string) error
+}
+
+// Service implements grab, cancel, status and the reconciler.
+type Service struct {
+	Deps
+	cfg      Config
+	ring     *ring.Ring
+	execs    []*shardExec
+	refusals refusalCache
+	status   statusCache
+}
+
+// New builds the service and starts its shard executors.
+func New(cfg Config, d Deps) (*Service, error) {
+	if len(d.Shards) != ring.Shards {
+		return nil, fmt.Errorf("grab service: %d shard clients, want %d", len(d.Shards), ring.Shards)
+	}
+	if d.Clock == nil {
+		d.Clock = time.Now
+	}
+	if d.Fault == nil {
+		d.Fault = func(string) error { return nil }
+	}
+	s := &Service{Deps: d, cfg: cfg, ring: ring.Default}
+	for i, c := range d.Shards {
+		s.execs = append(s.execs, newShardExec(i, c, cfg.Workers, cfg.MaxBatch, cfg.Queue, cfg.RedisTimeout, d.Metrics))
+	}
+	return s, nil
+}
+
+// Close stops the shard executors; call it after the last request has finished.
+func (s *Service) Close() {
+	for _, e := range s.execs {
+		e.close()
+	}
+}
+
+// ErrGrabNotFound answers a cancel of a request that holds nothing granted.
+var ErrGrabNotFound = httpx.NotFound("no granted grab with that requestId for that pin")
+
+// group is the part of a request that lives on one shard.
+type group struct {
+	shard int
+	idx   []int    // indexes into the request's items
+	keys  []string // promotion hash keys, in idx order
+}
+
+func (s *Service) groups(items []Item) []group {
+	var gs []group
+	at := map[int]int{}
+	for i, it := range items {
+		key := promo.Key(it.PromoID, it.Type)
+		sh := s.ring.Shard(key)
+		g, ok := at[sh]
+		if !ok {
+			g = len(gs)
+			at[sh] = g
+			gs = append(gs, group{shard: sh})
+		}
+		gs[g].idx = append(gs[g].idx, i)
+		gs[g].keys = append(gs[g].keys, key)
+	}
+	return gs
+}
+
+// eachGroup runs fn for every group in parallel and waits.
+func eachGroup(gs []group, fn func(i int, g group)) {
+	if len(gs) == 1 {
+		fn(0, gs[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i, g)
+		}()
+	}
+	wg.Wait()
+}
+
+// returnOn runs return.lua in mode on every group and reports each reply.
+func (s *Service) returnOn(ctx context.Context, gs []group, call lua.ReturnCall) ([]lua.ReturnReply, []error) {
+	replies := make([]lua.ReturnReply, len(gs))
+	errs := make([]error, len(gs))
+	eachGroup(gs, func(i int, g group) {
+		c := call
+		c.Keys = g.keys
+		replies[i], errs[i] = lua.ParseReturn(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+			return lua.QueueReturn(ctx, p, c)
+		}))
+	})
+	return replies, errs
+}
+
+// settleCtx is for clean-up that must run even when the caller's deadline has passed.
+func (s *Service) settleCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.cfg.RedisTimeout*2)
+}
+
+func (s *Service) logErr(msg string, err error, attrs ...any) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.Logger.Warn(msg, append(attrs, "err", err.Error())...)
+	}
+}

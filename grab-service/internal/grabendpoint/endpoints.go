@@ -1,0 +1,82 @@
+// Package grabendpoint adapts the grab service to go-kit endpoints, with the
+// per-instance method rate limits stacked in one place.
+package grabendpoint
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-kit/kit/endpoint"
+	"golang.org/x/time/rate"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grab"
+)
+
+// CancelRequest is a decoded cancel.
+type CancelRequest struct {
+	RequestID, Pin, Reason string
+}
+
+// StatusRequest is a decoded status query.
+type StatusRequest struct {
+	PromoID string
+	Type    int
+}
+
+// Set holds the service's endpoints.
+type Set struct {
+	Grab, Cancel, Status endpoint.Endpoint
+}
+
+// New wires the endpoints. The method limiter answers RATE_LIMITED in the response,
+// like every refusal, so nothing placed around it would count limiting as failure.
+func New(svc *grab.Service, switches *configcenter.Holder) Set {
+	grabLimit := &methodLimiter{get: func(s *configcenter.Snapshot) float64 { return s.MethodLimits.Grab }, switches: switches}
+	cancelLimit := &methodLimiter{get: func(s *configcenter.Snapshot) float64 { return s.MethodLimits.Cancel }, switches: switches}
+	var grabEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {
+		return svc.Grab(ctx, req.(grab.Request))
+	}
+	grabEP = grabLimit.middleware(func(req any) string { return req.(grab.Request).RequestID })(grabEP)
+
+	var cancelEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {
+		r := req.(CancelRequest)
+		return svc.Cancel(ctx, r.RequestID, r.Pin, r.Reason)
+	}
+	cancelEP = cancelLimit.middleware(func(req any) string { return req.(CancelRequest).RequestID })(cancelEP)
+
+	statusEP := func(ctx context.Context, req any) (any, error) {
+		r := req.(StatusRequest)
+		return svc.Status(ctx, r.PromoID, r.Type)
+	}
+	return Set{Grab: grabEP, Cancel: cancelEP, Status: statusEP}
+}
+
+// methodLimiter is a per-instance token bucket whose rate follows the switches:
+// a change of methodLimits applies on the next request, without a restart.
+type methodLimiter struct {
+	get      func(*configcenter.Snapshot) float64
+	switches *configcenter.Holder
+	limiter  *rate.Limiter // rate.Limiter is safe for concurrent SetLimit and Allow
+}
+
+func (m *methodLimiter) middleware(requestID func(any) string) endpoint.Middleware {
+	m.limiter = rate.NewLimiter(rate.Inf, 1)
+	return func(next endpoint.Endpoint) endpoint.Endpoint {
+		return func(ctx context.Context, req any) (any, error) {
+			perSecond := m.get(m.switches.Load())
+			if perSecond <= 0 {
+				return next(ctx, req)
+			}
+			if lim := rate.Limit(perSecond); m.limiter.Limit() != lim {
+				m.limiter.SetLimit(lim)
+				m.limiter.SetBurst(max(1, int(perSecond/10))) // a tenth of a second's worth
+			}
+			if !m.limiter.Allow() {
+				return grab.Result{RequestID: requestID(req), Result: grab.RateLimited,
+					Message: "method rate limit of this instance reached", RetryAfter: time.Second}, nil
+			}
+			return next(ctx, req)
+		}
+	}
+}

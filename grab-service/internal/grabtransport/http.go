@@ -1,0 +1,204 @@
+// Package grabtransport serves the grab endpoints over HTTP/JSON per openapi.yaml:
+// strict decoding, one error encoder, and the contract's status codes.
+package grabtransport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+
+	kithttp "github.com/go-kit/kit/transport/http"
+
+	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// MaxItems is the contract's cap on items per grab.
+const MaxItems = 50
+
+// Handler mounts the grab routes on mux behind the checkout role.
+func Handler(mux *http.ServeMux, set grabendpoint.Set, tokens httpx.Tokens, m *httpx.RouteMetrics) {
+	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(httpx.WriteError)}
+	route := func(pattern, name string, h http.Handler) {
+		mux.Handle(pattern, m.Wrap(name, h))
+	}
+	route("POST /v1/grab", "grab", tokens.Require(kithttp.NewServer(set.Grab, decodeGrab, encodeGrab, opts...), httpx.RoleCheckout))
+	route("POST /v1/grab/{requestId}/cancel", "cancel", tokens.Require(kithttp.NewServer(set.Cancel, decodeCancel, encodeResult, opts...), httpx.RoleCheckout))
+	route("GET /v1/promotions/{promoId}/{type}/status", "status", kithttp.NewServer(set.Status, decodeStatus, encodeStatus, opts...))
+}
+
+type wireItem struct {
+	PromoID *string `json:"promoId"`
+	Type    *int    `json:"type"`
+	Num     *int64  `json:"num"`
+}
+
+type wireGrab struct {
+	RequestID *string    `json:"requestId"`
+	Pin       *string    `json:"pin"`
+	IP        *string    `json:"ip"`
+	Items     []wireItem `json:"items"`
+}
+
+func decodeGrab(_ context.Context, r *http.Request) (any, error) {
+	var w wireGrab
+	if err := httpx.DecodeJSON(nil, r, &w, false); err != nil {
+		return nil, err
+	}
+	return ParseGrab(w)
+}
+
+// DecodeGrabBody parses and validates a grab body (the fuzz target's entry point).
+func DecodeGrabBody(body []byte) (grab.Request, error) {
+	var w wireGrab
+	if err := httpx.DecodeBytes(body, &w, false); err != nil {
+		return grab.Request{}, err
+	}
+	return ParseGrab(w)
+}
+
+// ParseGrab validates a decoded grab body, naming the first offending field.
+func ParseGrab(w wireGrab) (grab.Request, error) {
+	var req grab.Request
+	switch {
+	case w.RequestID == nil:
+		return req, httpx.Invalid("requestId", "required")
+	case !promo.ValidRequestID(*w.RequestID):
+		return req, httpx.Invalid("requestId", "must match ^[A-Za-z0-9._:-]{1,128}$")
+	case w.Pin == nil:
+		return req, httpx.Invalid("pin", "required")
+	case !promo.ValidPin(*w.Pin):
+		return req, httpx.Invalid("pin", "1 to 128 printable characters, no whitespace")
+	case w.IP == nil:
+		return req, httpx.Invalid("ip", "required")
+	case w.Items == nil:
+		return req, httpx.Invalid("items", "required")
+	case len(w.Items) == 0 || len(w.Items) > MaxItems:
+		return req, httpx.Invalid("items", fmt.Sprintf("between 1 and %d items", MaxItems))
+	}
+	ip, err := netip.ParseAddr(*w.IP)
+	if err != nil || ip.Zone() != "" {
+		return req, httpx.Invalid("ip", "must be an IPv4 or IPv6 address")
+	}
+	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: ip.Unmap().String()}
+	seen := map[string]bool{}
+	for i, it := range w.Items {
+		field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
+		switch {
+		case it.PromoID == nil:
+			return req, httpx.Invalid(field("promoId"), "required")
+		case !promo.ValidPromoID(*it.PromoID):
+			return req, httpx.Invalid(field("promoId"), "must match ^[A-Za-z0-9-]{1,64}$")
+		case it.Type == nil:
+			return req, httpx.Invalid(field("type"), "required")
+		case !promo.ValidType(*it.Type):
+			return req, httpx.Invalid(field("type"), "must be 1..99")
+		case it.Num == nil:
+			return req, httpx.Invalid(field("num"), "required")
+		case *it.Num < 1 || *it.Num > promo.MaxTotal:
+			return req, httpx.Invalid(field("num"), "must be 1..1000000000")
+		}
+		key := promo.Key(*it.PromoID, *it.Type)
+		if seen[key] {
+			return req, httpx.Invalid(field("promoId"), "promotion listed twice; put the quantity in num")
+		}
+		seen[key] = true
+		req.Items = append(req.Items, grab.Item{PromoID: *it.PromoID, Type: *it.Type, Num: *it.Num})
+	}
+	return req, nil
+}
+
+var cancelReasons = map[string]bool{"USER_CANCELLED": true, "PAYMENT_EXPIRED": true, "STOCK_SHORT": true, "OTHER": true}
+
+func decodeCancel(_ context.Context, r *http.Request) (any, error) {
+	rid := r.PathValue("requestId")
+	if !promo.ValidRequestID(rid) {
+		return nil, httpx.Invalid("requestId", "must match ^[A-Za-z0-9._:-]{1,128}$")
+	}
+	var w struct {
+		Pin    *string `json:"pin"`
+		Reason *string `json:"reason"`
+	}
+	if err := httpx.DecodeJSON(nil, r, &w, false); err != nil {
+		return nil, err
+	}
+	req := grabendpoint.CancelRequest{RequestID: rid, Reason: "USER_CANCELLED"}
+	switch {
+	case w.Pin == nil:
+		return nil, httpx.Invalid("pin", "required")
+	case !promo.ValidPin(*w.Pin):
+		return nil, httpx.Invalid("pin", "1 to 128 printable characters, no whitespace")
+	case w.Reason != nil && !cancelReasons[*w.Reason]:
+		return nil, httpx.Invalid("reason", "one of USER_CANCELLED, PAYMENT_EXPIRED, STOCK_SHORT, OTHER")
+	}
+	req.Pin = *w.Pin
+	if w.Reason != nil {
+		req.Reason = *w.Reason
+	}
+	return req, nil
+}
+
+// PromotionPath reads and validates {promoId}/{type} path values.
+func PromotionPath(r *http.Request) (string, int, error) {
+	id := r.PathValue("promoId")
+	if !promo.ValidPromoID(id) {
+		return "", 0, httpx.Invalid("promoId", "must match ^[A-Za-z0-9-]{1,64}$")
+	}
+	typ, err := strconv.Atoi(r.PathValue("type"))
+	if err != nil || !promo.ValidType(typ) {
+		return "", 0, httpx.Invalid("type", "must be an integer 1..99")
+	}
+	return id, typ, nil
+}
+
+func decodeStatus(_ context.Context, r *http.Request) (any, error) {
+	id, typ, err := PromotionPath(r)
+	return grabendpoint.StatusRequest{PromoID: id, Type: typ}, err
+}
+
+// statusOf maps a result to the contract's HTTP status.
+func statusOf(o grab.Outcome) int {
+	switch o {
+	case grab.Granted, grab.Returned:
+		return http.StatusOK
+	case grab.RateLimited:
+		return http.StatusTooManyRequests
+	case grab.Degraded, grab.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusConflict
+}
+
+// encodeGrab answers a replayed grab that was since returned with 409: a 200 from
+// the grab route always means GRANTED to the checkout service.
+func encodeGrab(ctx context.Context, w http.ResponseWriter, resp any) error {
+	res := resp.(grab.Result)
+	if res.Result == grab.AlreadyReturned {
+		httpx.WriteJSON(w, http.StatusConflict, res)
+		return nil
+	}
+	return encodeResult(ctx, w, res)
+}
+
+func encodeResult(_ context.Context, w http.ResponseWriter, resp any) error {
+	res := resp.(grab.Result)
+	if res.Result == grab.AlreadyReturned {
+		httpx.WriteJSON(w, http.StatusOK, res)
+		return nil
+	}
+	if res.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((res.RetryAfter+999_999_999)/1_000_000_000)))
+	}
+	httpx.WriteJSON(w, statusOf(res.Result), res)
+	return nil
+}
+
+func encodeStatus(_ context.Context, w http.ResponseWriter, resp any) error {
+	w.Header().Set("Cache-Control", "public, max-age=1")
+	httpx.WriteJSON(w, http.StatusOK, resp)
+	return nil
+}

@@ -1,0 +1,105 @@
+// Command grab-service answers the checkout service's grabs and cancels and the
+// detail page's status polls. It only wires the packages under internal/.
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
+	"github.com/flashsale/platform/grab-service/internal/grabtransport"
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/shardpool"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/svc"
+	"github.com/flashsale/platform/lua"
+)
+
+func main() {
+	log := svc.Logger("grab-service")
+	if err := run(log); err != nil {
+		log.Error("grab-service stopped", "err", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger) error {
+	var f svc.Flags
+	fs := flag.NewFlagSet("grab-service", flag.ExitOnError)
+	f.Register(fs, "127.0.0.1:8080")
+	cfg := grab.Defaults()
+	batch := fs.Duration("kafka-batch-timeout", 2*time.Millisecond, "longest a flow event waits for others to share its Kafka batch")
+	reconcileEvery := fs.Duration("reconcile-every", time.Second, "interval of the reconciler's passes")
+	fs.DurationVar(&cfg.AnswerTimeout, "answer-timeout", cfg.AnswerTimeout, "bound on a grab or cancel, end to end")
+	fs.IntVar(&cfg.Workers, "shard-workers", cfg.Workers, "pipelines in flight per shard")
+	fs.IntVar(&cfg.MaxBatch, "shard-batch", cfg.MaxBatch, "most script calls coalesced into one pipeline (1 = no coalescing)")
+	_ = fs.Parse(os.Args[1:])
+
+	tokens, err := svc.Tokens(f.Local, svc.TokenSpec{Env: "FLASHSALE_CHECKOUT_TOKEN", LocalDefault: "dev-checkout-token", Role: httpx.RoleCheckout})
+	if err != nil {
+		return err
+	}
+	pool, err := shardpool.New(f.Redis, redis.Options{PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, c := range pool.Servers() {
+		if err := lua.Load(ctx, c); err != nil {
+			logger.Error("scripts not loaded yet; they load on first use", "err", err.Error())
+		}
+	}
+	db, err := store.Open(ctx, f.MySQL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	publisher := grab.NewKafkaPublisher(f.Kafka, *batch)
+	defer publisher.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	switches := configcenter.NewHolder()
+	cfgMetrics := configcenter.NewMetrics(reg)
+
+	shards := make([]redis.UniversalClient, 16)
+	for i := range shards {
+		shards[i] = pool.Client(i)
+	}
+	service, err := grab.New(cfg, grab.Deps{
+		Shards: shards, Publisher: publisher, Record: db, Switches: switches,
+		Metrics: grab.NewMetrics(reg), Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer service.Close()
+
+	mux := http.NewServeMux()
+	grabtransport.Handler(mux, grabendpoint.New(service, switches), tokens, httpx.NewRouteMetrics(reg, "grab"))
+	httpx.Ops(mux, reg, map[string]httpx.Check{
+		"redis": pool.Ping,
+		"mysql": db.Ping,
+		"kafka": publisher.Ping,
+	})
+
+	g := svc.NewGroup(logger)
+	g.HTTP(svc.Server(f.Listen, mux))
+	g.Loop(func(ctx context.Context) error { return service.RunReconciler(ctx, *reconcileEvery) })
+	g.Loop(func(ctx context.Context) error {
+		return configcenter.Follow(ctx, configcenter.FileSource{Path: f.Switches}, switches, cfgMetrics, logger)
+	})
+	return g.Run()
+}

@@ -1,0 +1,141 @@
+// Package shardpool routes a promotion key to the Redis client of its logical shard.
+// The ring (internal/ring) names the shard; configuration names each shard's
+// master address. Several shards may share one address (the local stack may run
+// fewer servers than shards): they then share one client and its connection pool.
+package shardpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/ring"
+)
+
+// Pool holds one client per distinct address and the shard -> client table.
+// It is safe for concurrent use; Close it once when done.
+type Pool struct {
+	addrs   [ring.Shards]string
+	clients [ring.Shards]*redis.Client
+	byAddr  map[string]*redis.Client
+}
+
+// New builds the pool from exactly ring.Shards addresses (index = logical shard).
+// opts is the template of every client: its Addr is replaced by each address.
+func New(addrs []string, opts redis.Options) (*Pool, error) {
+	if len(addrs) != ring.Shards {
+		return nil, fmt.Errorf("shardpool: %d redis addresses given, want exactly %d (index = logical shard)", len(addrs), ring.Shards)
+	}
+	p := &Pool{byAddr: make(map[string]*redis.Client)}
+	for i, a := range addrs {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("shardpool: empty redis address for shard %d", i)
+		}
+		c, ok := p.byAddr[a]
+		if !ok {
+			o := opts
+			o.Addr = a
+			c = redis.NewClient(&o)
+			p.byAddr[a] = c
+		}
+		p.addrs[i], p.clients[i] = a, c
+	}
+	return p, nil
+}
+
+// For returns key's logical shard and the client of its master.
+func (p *Pool) For(key string) (shard int, c *redis.Client) {
+	shard = ring.Default.Shard(key)
+	return shard, p.clients[shard]
+}
+
+// Client returns the client of a logical shard; it panics on a shard outside 0..15.
+func (p *Pool) Client(shard int) *redis.Client { return p.clients[shard] }
+
+// Addr returns the configured address of a logical shard.
+func (p *Pool) Addr(shard int) string { return p.addrs[shard] }
+
+// Servers returns one client per distinct address, ordered by address (for work
+// done once per server, such as loading scripts).
+func (p *Pool) Servers() []*redis.Client {
+	addrs := make([]string, 0, len(p.byAddr))
+	for a := range p.byAddr {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	out := make([]*redis.Client, len(addrs))
+	for i, a := range addrs {
+		out[i] = p.byAddr[a]
+	}
+	return out
+}
+
+// ShardError names the shards whose server did not answer.
+type ShardError struct {
+	Shards []int          // failing logical shards, ascending
+	Errs   map[int]error  // the cause, per failing shard
+	Addrs  map[int]string // the address, per failing shard
+}
+
+func (e *ShardError) Error() string {
+	parts := make([]string, 0, len(e.Shards))
+	for _, s := range e.Shards {
+		parts = append(parts, fmt.Sprintf("redis shard %d (%s): %v", s, e.Addrs[s], e.Errs[s]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Ping pings every distinct server at once and returns a *ShardError naming each
+// logical shard whose server failed, or nil when all answer.
+func (p *Pool) Ping(ctx context.Context) error {
+	type result struct {
+		addr string
+		err  error
+	}
+	results := make(chan result, len(p.byAddr))
+	var wg sync.WaitGroup
+	for a, c := range p.byAddr {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- result{a, c.Ping(ctx).Err()}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	failed := map[string]error{}
+	for r := range results {
+		if r.err != nil {
+			failed[r.addr] = r.err
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	e := &ShardError{Errs: map[int]error{}, Addrs: map[int]string{}}
+	for s, a := range p.addrs {
+		if err, ok := failed[a]; ok {
+			e.Shards = append(e.Shards, s)
+			e.Errs[s], e.Addrs[s] = err, a
+		}
+	}
+	sort.Ints(e.Shards)
+	return e
+}
+
+// Close closes every client once.
+func (p *Pool) Close() error {
+	var errs []error
+	for a, c := range p.byAddr {
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close redis %s: %w", a, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
+
+// Migration is one versioned schema change, migrations/NNNN_name.sql.
+type Migration struct {
+	Version    int
+	Name       string
+	Statements []string
+}
+
+// Migrations lists the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("store: read migrations: %w", err)
+	}
+	var out []Migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("store: migration file %s is not named NNNN_name.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		if prev, dup := seen[v]; dup {
+			return nil, fmt.Errorf("store: migrations %s and %s share version %d", prev, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("store: read migration %s: %w", e.Name(), err)
+		}
+		out = append(out, Migration{Version: v, Name: m[2], Statements: splitStatements(string(b))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// splitStatements cuts a migration into statements at each line ending in ';'.
+// Lines starting with "--" are comments. The files are ours, so no statement puts
+// a ';' at the end of a line inside a string.
+func splitStatements(src string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(src, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteString("\n")
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// migrate applies, in order, every migration not yet recorded in schema_migrations.
+// A named lock (GET_LOCK, held by one connection) serialises services that start at
+// once against the same database: the second waits, then finds nothing to do.
+func (s *Store) migrate(ctx context.Context, dbName string) error {
+	migrations, err := Migrations()
+	if err != nil {
+		return err
+	}
+	conn, err := s.db.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer conn.Close()
+
+	// GET_LOCK names are server-wide; the database name keeps test databases apart.
+	lock := "flashsale.migrate." + dbName
+	if len(lock) > 64 {
+		lock = lock[:64]
+	}
+	var got *int
+	if err := conn.QueryRowxContext(ctx, "SELECT GET_LOCK(?, ?)", lock, 60).Scan(&got); err != nil {
+		return fmt.Errorf("store: migrate: take lock %s: %w", lock, err)
+	}
+	if got == nil || *got != 1 {
+		return fmt.Errorf("store: migrate: lock %s not granted within 60s", lock)
+	}
+	defer func() {
+		// Release on a fresh context: the caller's may be done, the lock must go.
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = conn.ExecContext(rctx, "SELECT RELEASE_LOCK(?)", lock)
+	}()
+
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version    INT NOT NULL PRIMARY KEY,
+  name       VARCHAR(255) NOT NULL,
+  applied_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`); err != nil {
+		return fmt.Errorf("store: migrate: create schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := conn.QueryxContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+	}
+
+	for _, m := range migrations {
+		if applied[m.Version] {
+			continue
+		}
+		// MySQL commits DDL implicitly, so a migration is not one transaction: its
+		// statements are written to be re-runnable (IF NOT EXISTS) and the version is
+		// recorded only after the last one succeeded.
+		for i, stmt := range m.Statements {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("store: migration %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.Version, m.Name); err != nil {
+			return fmt.Errorf("store: record migration %04d_%s: %w", m.Version, m.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+)
+
+// Sentinel errors. Every error the store returns wraps the operation and its cause;
+// test for these with errors.Is.
+var (
+	ErrNotFound  = errors.New("not found")
+	ErrExists    = errors.New("already exists")
+	ErrBusy      = errors.New("another change of this promotion is pending")
+	ErrNoPending = errors.New("no pending change of that version")
+	ErrBadCursor = errors.New("malformed cursor")
+)
+
+// Store is the MySQL/MariaDB system of record. It is safe for concurrent use.
+type Store struct {
+	db *sqlx.DB
+}
+
+// Open connects to dsn (go-sql-driver form, database name required), creates the
+// database if it is missing and applies the embedded migrations not yet applied.
+// Every connection works in UTC: times are sent and read as UTC and the session
+// time zone is +00:00, so DATETIME columns hold UTC.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse dsn: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, errors.New("store: the dsn names no database")
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	if err := createDatabase(ctx, cfg); err != nil {
+		return nil, err
+	}
+	db, err := sqlx.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", cfg.DBName, err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxLifetime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: connect %s: %w", cfg.DBName, err)
+	}
+	s := &Store{db: db}
+	if err := s.migrate(ctx, cfg.DBName); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func createDatabase(ctx context.Context, cfg *mysql.Config) error {
+	server := cfg.Clone()
+	server.DBName = ""
+	db, err := sqlx.Open("mysql", server.FormatDSN())
+	if err != nil {
+		return fmt.Errorf("store: open server: %w", err)
+	}
+	defer db.Close()
+	q := "CREATE DATABASE IF NOT EXISTS " + quoteIdent(cfg.DBName) +
+		" CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("store: create database %s: %w", cfg.DBName, err)
+	}
+	return nil
+}
+
+func quoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// DB is the underlying handle, for the packages that share the database
+// (the flow log) and for tests.
+func (s *Store) DB() *sqlx.DB { return s.db }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// isDuplicate reports whether err is MySQL's duplicate-key error (1062).
+func isDuplicate(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}

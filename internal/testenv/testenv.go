@@ -1,0 +1,75 @@
+// Package testenv gives tests the real services of the local stack (`make up`):
+// the 16 Redis shards, a throwaway MariaDB database of their own, and the Kafka broker.
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/stack"
+)
+
+// Stack returns the running local stack or fails the test with how to start it.
+func Stack(t testing.TB) stack.File {
+	t.Helper()
+	f, err := stack.Load("")
+	if err != nil {
+		t.Fatalf("local stack: %v", err)
+	}
+	return f
+}
+
+// Shards returns one client per logical shard, closed when the test ends.
+func Shards(t testing.TB) []*redis.Client {
+	t.Helper()
+	addrs := Stack(t).Redis
+	clients := make([]*redis.Client, len(addrs))
+	for i, a := range addrs {
+		clients[i] = redis.NewClient(&redis.Options{Addr: a})
+		c := clients[i]
+		t.Cleanup(func() { c.Close() })
+	}
+	return clients
+}
+
+// Suffix is a random token that keeps one test's ids apart from every other run's.
+func Suffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// MySQLDSN creates a throwaway database on the stack's MySQL server and returns a DSN
+// for it; the database is dropped when the test ends, so runs never see each other's rows.
+func MySQLDSN(t testing.TB) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(Stack(t).MySQLDSN)
+	if err != nil {
+		t.Fatalf("parse stack mysql dsn: %v", err)
+	}
+	cfg.DBName = ""
+	admin, err := sqlx.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("open mysql: %v", err)
+	}
+	defer admin.Close()
+	name := "t_" + strings.ToLower(Suffix()+Suffix())
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("create throwaway database: %v", err)
+	}
+	t.Cleanup(func() {
+		if db, err := sqlx.Open("mysql", cfg.FormatDSN()); err == nil {
+			_, _ = db.Exec("DROP DATABASE IF EXISTS " + name)
+			db.Close()
+		}
+	})
+	cfg.DBName = name
+	cfg.ParseTime = true
+	return cfg.FormatDSN()
+}

@@ -1,0 +1,288 @@
+package lua
+
+import (
+	"context"
+	"testing"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+func specV(ver int64, mod func(s *AdminSpec)) AdminSpec {
+	s := baseSpec()
+	s.Ver = ver
+	if mod != nil {
+		mod(&s)
+	}
+	return s
+}
+
+// hashOf is the hash Create writes for s (window empty, remaining = total).
+func hashOf(s AdminSpec) HashState {
+	return HashState{Total: s.Total, Remaining: s.Total, PerPin: s.PerPin, PerIP: s.PerIP, MaxPerGrab: s.MaxPerGrab,
+		RateLimit: s.RateLimit, RateWindowMs: s.RateWindowMs, StartMs: s.StartMs, EndMs: s.EndMs, State: s.State, Ver: s.Ver}
+}
+
+func TestCreate(t *testing.T) {
+	t.Parallel()
+	full := specV(3, func(s *AdminSpec) { s.PerPin, s.PerIP, s.RateLimit, s.RateWindowMs = 2, 4, 100, 60_000 })
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, k string)
+		spec  AdminSpec
+		want  AdminCode
+		hash  func(k string) HashState
+	}{
+		{"creates every field", nil, full, AdminOK, func(string) HashState { return hashOf(full) }},
+		{"creates stopped", nil, specV(1, func(s *AdminSpec) { s.State = "STOPPED" }), AdminOK,
+			func(string) HashState { return hashOf(specV(1, func(s *AdminSpec) { s.State = "STOPPED" })) }},
+		{"leftover companions are emptied", func(t *testing.T, k string) {
+			ctx := context.Background()
+			rdb.HSet(ctx, promo.PinsKey(k), "p1", 5)
+			rdb.HSet(ctx, promo.IPsKey(k), "ip", 5)
+			rdb.HSet(ctx, promo.LedgerKey(k), "r1", `{"s":"G"}`)
+			rdb.ZAdd(ctx, promo.PendingKey(k), redisZ(1, "r1"))
+		}, full, AdminOK, func(string) HashState { return hashOf(full) }},
+		{"same version again is ALREADY_APPLIED and keeps the counters", func(t *testing.T, k string) {
+			mustCreate(t, k, full)
+			mustGrab(t, grabCall("r1", "p1", "ip", item(k, 1)))
+		}, full, AdminAlreadyApplied, func(string) HashState {
+			h := hashOf(full)
+			h.Remaining, h.WinCount, h.WinStart = 9, 1, now
+			return h
+		}},
+		{"another version is EXISTS", func(t *testing.T, k string) { mustCreate(t, k, full) },
+			specV(4, func(s *AdminSpec) { s.Total = 99 }), AdminExists, func(string) HashState { return hashOf(full) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := promoKey(t, "k")
+			if tc.setup != nil {
+				tc.setup(t, k)
+			}
+			have, err := Create(context.Background(), rdb, k, tc.spec)
+			if err != nil || have != tc.want {
+				t.Fatalf("have %v %v, want %v", have, err, tc.want)
+			}
+			if h := mustHash(t, k); h != tc.hash(k) {
+				t.Errorf("hash %+v, want %+v", h, tc.hash(k))
+			}
+			if tc.want == AdminOK {
+				for _, ck := range []string{promo.PinsKey(k), promo.IPsKey(k), promo.LedgerKey(k), promo.PendingKey(k)} {
+					if rdb.Exists(context.Background(), ck).Val() != 0 {
+						t.Errorf("%s survived create", ck)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCreateInvalid(t *testing.T) {
+	t.Parallel()
+	k := promoKey(t, "k")
+	bad := map[string]AdminSpec{
+		"bad state":        specV(1, func(s *AdminSpec) { s.State = "SOLD_OUT" }),
+		"negative total":   specV(1, func(s *AdminSpec) { s.Total = -1 }),
+		"zero maxPerGrab":  specV(1, func(s *AdminSpec) { s.MaxPerGrab = 0 }),
+		"rate, no window":  specV(1, func(s *AdminSpec) { s.RateLimit = 5 }),
+		"negative version": specV(-1, nil),
+	}
+	for name, s := range bad {
+		if _, err := Create(context.Background(), rdb, k, s); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := Create(context.Background(), rdb, "", baseSpec()); err == nil {
+		t.Error("empty key accepted")
+	}
+	if rdb.Exists(context.Background(), k).Val() != 0 {
+		t.Error("an invalid create wrote the hash")
+	}
+}
+
+func TestPatch(t *testing.T) {
+	t.Parallel()
+	v1 := specV(1, func(s *AdminSpec) { s.RateLimit, s.RateWindowMs = 100, 1000 })
+	// grabbed4 creates v1 and grabs 4 units, so granted = 4 and the window counts 1.
+	grabbed4 := func(t *testing.T, k string) {
+		mustCreate(t, k, v1)
+		mustGrab(t, grabCall("r1", "p1", "ip", item(k, 4)))
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, k string)
+		spec  AdminSpec
+		want  AdminReply
+		hash  HashState // checked unless want is NOT_FOUND
+	}{
+		{"missing is NOT_FOUND", nil, specV(2, nil), AdminReply{Code: AdminNotFound}, HashState{}},
+		{"same version is ALREADY_APPLIED", grabbed4, specV(1, func(s *AdminSpec) { s.Total = 50 }),
+			AdminReply{Code: AdminAlreadyApplied, Remaining: 6, Granted: 4},
+			func() HashState { h := hashOf(v1); h.Remaining, h.WinCount, h.WinStart = 6, 1, now; return h }()},
+		{"older version is STALE", func(t *testing.T, k string) { mustCreate(t, k, specV(3, nil)) },
+			specV(2, func(s *AdminSpec) { s.Total = 50 }), AdminReply{Code: AdminStale}, hashOf(specV(3, nil))},
+		{"stopped is STOPPED", func(t *testing.T, k string) {
+			mustCreate(t, k, v1)
+			if code, err := Stop(context.Background(), rdb, k, 2); err != nil || code != AdminOK {
+				t.Fatal(code, err)
+			}
+		}, specV(3, func(s *AdminSpec) { s.Total = 50 }), AdminReply{Code: AdminStopped},
+			func() HashState { h := hashOf(v1); h.State, h.Ver = "STOPPED", 2; return h }()},
+		{"below granted is refused", grabbed4, specV(2, func(s *AdminSpec) { s.Total = 3 }),
+			AdminReply{Code: AdminBelowGranted, Granted: 4},
+			func() HashState { h := hashOf(v1); h.Remaining, h.WinCount, h.WinStart = 6, 1, now; return h }()},
+		{"down to exactly granted leaves nothing", grabbed4,
+			specV(2, func(s *AdminSpec) { s.Total, s.RateLimit, s.RateWindowMs = 4, 100, 1000 }),
+			AdminReply{Code: AdminOK, Remaining: 0, Granted: 4},
+			func() HashState {
+				h := hashOf(v1)
+				h.Ver, h.Total, h.Remaining, h.WinCount, h.WinStart = 2, 4, 0, 1, now
+				return h
+			}()},
+		{"more stock and new limits; same rate keeps the window", grabbed4,
+			specV(2, func(s *AdminSpec) {
+				s.Total, s.PerPin, s.PerIP, s.MaxPerGrab, s.RateLimit, s.RateWindowMs, s.EndMs = 30, 7, 9, 3, 100, 1000, now+1
+			}),
+			AdminReply{Code: AdminOK, Remaining: 26, Granted: 4},
+			HashState{Total: 30, Remaining: 26, PerPin: 7, PerIP: 9, MaxPerGrab: 3, RateLimit: 100, RateWindowMs: 1000,
+				WinCount: 1, WinStart: now, StartMs: v1.StartMs, EndMs: now + 1, State: "ACTIVE", Ver: 2}},
+		{"a new rate limit restarts the window", grabbed4,
+			specV(2, func(s *AdminSpec) { s.RateLimit, s.RateWindowMs = 50, 1000 }),
+			AdminReply{Code: AdminOK, Remaining: 6, Granted: 4},
+			func() HashState { h := hashOf(v1); h.Ver, h.Remaining, h.RateLimit = 2, 6, 50; return h }()},
+		{"a new window restarts the window", grabbed4,
+			specV(2, func(s *AdminSpec) { s.RateLimit, s.RateWindowMs = 100, 2000 }),
+			AdminReply{Code: AdminOK, Remaining: 6, Granted: 4},
+			func() HashState { h := hashOf(v1); h.Ver, h.Remaining, h.RateWindowMs = 2, 6, 2000; return h }()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := promoKey(t, "k")
+			if tc.setup != nil {
+				tc.setup(t, k)
+			}
+			have, err := Patch(context.Background(), rdb, k, tc.spec)
+			if err != nil || have != tc.want {
+				t.Fatalf("have %+v %v, want %+v", have, err, tc.want)
+			}
+			if tc.want.Code == AdminNotFound {
+				if rdb.Exists(context.Background(), k).Val() != 0 {
+					t.Error("patch created the hash")
+				}
+				return
+			}
+			if h := mustHash(t, k); h != tc.hash {
+				t.Errorf("hash %+v\nwant %+v", h, tc.hash)
+			}
+		})
+	}
+}
+
+// After patching total down to what is granted, the next grab is SOLD_OUT.
+func TestPatchDownThenSoldOut(t *testing.T) {
+	t.Parallel()
+	k := promoKey(t, "k")
+	mustCreate(t, k, baseSpec())
+	mustGrab(t, grabCall("r1", "p1", "ip", item(k, 2)))
+	if r, err := Patch(context.Background(), rdb, k, specV(2, func(s *AdminSpec) { s.Total = 2 })); err != nil || r.Code != AdminOK {
+		t.Fatal(r, err)
+	}
+	if r := mustGrab(t, grabCall("r2", "p2", "ip2", item(k, 1))); r.Code != CodeSoldOut {
+		t.Fatalf("have %+v", r)
+	}
+	// A return after the patch puts the unit back within the new total.
+	mustReturn(t, ReturnCall{RequestID: "r1", Pin: "p1", NowMs: now, Keys: []string{k}}, ReturnReturned)
+	if h := mustHash(t, k); h.Remaining != 2 || h.Granted() != 0 {
+		t.Fatalf("hash %+v", h)
+	}
+}
+
+func TestStop(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		setup     func(t *testing.T, k string)
+		ver       int64
+		want      AdminCode
+		wantState string
+		wantVer   int64
+	}{
+		{"missing is NOT_FOUND", nil, 2, AdminNotFound, "", 0},
+		{"stops", func(t *testing.T, k string) { mustCreate(t, k, specV(1, nil)) }, 2, AdminOK, "STOPPED", 2},
+		{"same version as the hash stops", func(t *testing.T, k string) { mustCreate(t, k, specV(2, nil)) }, 2, AdminOK, "STOPPED", 2},
+		{"again is still OK", func(t *testing.T, k string) {
+			mustCreate(t, k, specV(1, nil))
+			if c, err := Stop(context.Background(), rdb, k, 2); err != nil || c != AdminOK {
+				t.Fatal(c, err)
+			}
+		}, 2, AdminOK, "STOPPED", 2},
+		{"older version is STALE", func(t *testing.T, k string) { mustCreate(t, k, specV(3, nil)) }, 2, AdminStale, "ACTIVE", 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := promoKey(t, "k")
+			if tc.setup != nil {
+				tc.setup(t, k)
+			}
+			have, err := Stop(context.Background(), rdb, k, tc.ver)
+			if err != nil || have != tc.want {
+				t.Fatalf("have %v %v, want %v", have, err, tc.want)
+			}
+			h, found, err := ReadHash(context.Background(), rdb, k)
+			if err != nil || found != (tc.wantState != "") || h.State != tc.wantState || h.Ver != tc.wantVer {
+				t.Fatalf("hash %+v found=%v err=%v", h, found, err)
+			}
+			if tc.wantState == "STOPPED" {
+				if r := mustGrab(t, grabCall("r9", "p9", "ip9", item(k, 1))); r.Code != CodeStopped {
+					t.Fatalf("grab after stop: %+v", r)
+				}
+			}
+		})
+	}
+	if _, err := Stop(context.Background(), rdb, "", 1); err == nil {
+		t.Error("empty key accepted")
+	}
+}
+
+func TestDelete(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, k string)
+		want  AdminCode
+	}{
+		{"deletes the hash and its companions", func(t *testing.T, k string) {
+			mustCreate(t, k, baseSpec())
+			mustGrab(t, grabCall("r1", "p1", "ip", item(k, 1)))
+		}, AdminOK},
+		{"missing hash is NOT_FOUND, companions still go", func(t *testing.T, k string) {
+			mustCreate(t, k, baseSpec())
+			mustGrab(t, grabCall("r1", "p1", "ip", item(k, 1)))
+			rdb.Del(context.Background(), k)
+		}, AdminNotFound},
+		{"nothing at all is NOT_FOUND", nil, AdminNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := promoKey(t, "k")
+			if tc.setup != nil {
+				tc.setup(t, k)
+			}
+			have, err := Delete(context.Background(), rdb, k, 2)
+			if err != nil || have != tc.want {
+				t.Fatalf("have %v %v, want %v", have, err, tc.want)
+			}
+			ks := promo.Keys(k)
+			if n := rdb.Exists(context.Background(), ks[:]...).Val(); n != 0 {
+				t.Fatalf("%d of the five keys survived", n)
+			}
+		})
+	}
+	if _, err := Delete(context.Background(), rdb, "", 1); err == nil {
+		t.Error("empty key accepted")
+	}
+}

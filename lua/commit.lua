@@ -1,0 +1,44 @@
+-- commit.lua: mark a take committed once its GRAB flow event is acknowledged.
+--
+-- KEYS: 5 per item, in promo.Keys order (hash, pins, ips, req, pending), repeated.
+-- ARGV: [1] requestId
+-- Returns:
+--   {0 COMMITTED}  every entry is now G (P entries became G and left pending)
+--   {1 NOT_FOUND}  an item has no ledger entry for requestId; nothing changed
+--   {2 RETURNED}   an entry is R (already returned); nothing changed. The caller
+--                  must treat this as a conflict: the grant no longer exists.
+
+if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 1 or ARGV[1] == '' then
+  error('commit.lua: want 5 KEYS per item and ARGV requestId')
+end
+local rid = ARGV[1]
+local n = #KEYS / 5
+
+local entries, seen = {}, {}
+for i = 1, n do
+  local b = 5 * (i - 1)
+  if seen[KEYS[b + 1]] then
+    error('commit.lua: a promotion is listed twice')
+  end
+  seen[KEYS[b + 1]] = true
+  local raw = redis.call('HGET', KEYS[b + 4], rid)
+  if not raw then
+    return {1}
+  end
+  local entry = cjson.decode(raw)
+  if entry.s == 'R' then
+    return {2}
+  end
+  entries[i] = entry
+end
+
+for i = 1, n do
+  local b = 5 * (i - 1)
+  local entry = entries[i]
+  if entry.s == 'P' then
+    entry.s = 'G'
+    redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
+  end
+  redis.call('ZREM', KEYS[b + 5], rid)
+end
+return {0}

@@ -1,0 +1,42 @@
+-- create.lua: create a promotion hash from its spec (version ver from MySQL).
+-- Re-applying the same version is harmless, so a repair job may replay it.
+--
+-- KEYS: [1] C_<promoId>_<type>  [2] {..}:pins  [3] {..}:ips  [4] {..}:req  [5] {..}:pending
+-- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
+--       [7] rateWindowMs  [8] startMs  [9] endMs  [10] state ("ACTIVE" | "STOPPED")
+-- Returns (admin codes, shared by create/patch/stop/delete):
+--   {0 OK}               created: remaining = total, winCount = winStart = 0, the
+--                        four companions emptied first (leftovers of an older life)
+--   {1 ALREADY_APPLIED}  the hash exists with this ver; nothing changed
+--   {2 EXISTS}           the hash exists with another ver; nothing changed
+
+if #KEYS ~= 5 or #ARGV ~= 10 then
+  error('create.lua: want 5 KEYS and 10 ARGV')
+end
+local v = {}
+for i = 1, 9 do
+  v[i] = tonumber(ARGV[i])
+  if not v[i] or v[i] % 1 ~= 0 or v[i] < 0 then
+    error('create.lua: ARGV[' .. i .. '] must be a non-negative integer')
+  end
+end
+local state = ARGV[10]
+if state ~= 'ACTIVE' and state ~= 'STOPPED' then
+  error('create.lua: state must be ACTIVE or STOPPED')
+end
+
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if tonumber(redis.call('HGET', KEYS[1], 'ver')) == v[1] then
+    return {1}
+  end
+  return {2}
+end
+
+-- UNLINK frees large leftovers off the main thread, keeping this call short.
+redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('HSET', KEYS[1],
+  'ver', ARGV[1], 'total', ARGV[2], 'remaining', ARGV[2],
+  'perPin', ARGV[3], 'perIp', ARGV[4], 'maxPerGrab', ARGV[5],
+  'rateLimit', ARGV[6], 'rateWindowMs', ARGV[7], 'winCount', 0, 'winStart', 0,
+  'startMs', ARGV[8], 'endMs', ARGV[9], 'state', state)
+return {0}

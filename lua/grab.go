@@ -1,0 +1,133 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// GrabItem is one promotion of a grab: its hash key (promo.Key) and the units to take.
+type GrabItem struct {
+	Key string
+	Num int64
+}
+
+// GrabCall is one q.lua call: every item must live on the same shard.
+type GrabCall struct {
+	NowMs, DeadlineMs   int64
+	RequestID, BodyHash string
+	Pin, IP             string
+	// RateFactorPermille scales the promotion rate limits: 1000 is normal. Zero is a
+	// legal factor (every limit then floors to 1 attempt per window), so set it.
+	RateFactorPermille int64
+	Items              []GrabItem
+}
+
+// GrabReply is q.lua's answer. Index is the 0-based item concerned (0 for OK).
+// Remaining holds each item's remaining after the take (OK only); LedgerState the
+// ledger entry's state "P", "G" or "R" (DUPLICATE only); RetryAfterMs the time
+// until the rate window restarts (RATE_LIMITED only).
+type GrabReply struct {
+	Code         Code
+	Index        int
+	Remaining    []int64
+	LedgerState  string
+	RetryAfterMs int64
+}
+
+func (c GrabCall) build() ([]string, []interface{}, error) {
+	if c.RequestID == "" {
+		return nil, nil, errors.New("grab: empty requestId")
+	}
+	if c.RateFactorPermille < 0 {
+		return nil, nil, fmt.Errorf("grab %s: negative rate factor %d", c.RequestID, c.RateFactorPermille)
+	}
+	hashKeys := make([]string, len(c.Items))
+	args := make([]interface{}, 0, 7+len(c.Items))
+	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille)
+	for i, it := range c.Items {
+		if it.Num < 1 {
+			return nil, nil, fmt.Errorf("grab %s: item %s: num %d < 1", c.RequestID, it.Key, it.Num)
+		}
+		hashKeys[i] = it.Key
+		args = append(args, it.Num)
+	}
+	keys, err := itemKeys(hashKeys)
+	if err != nil {
+		return nil, nil, fmt.Errorf("grab %s: %w", c.RequestID, err)
+	}
+	return keys, args, nil
+}
+
+// QueueGrab queues q.lua on a pipeline (EVALSHA only: Load first, or use RunPipeline).
+// An invalid call is not queued; its Cmd carries the error for ParseGrab.
+func QueueGrab(ctx context.Context, p redis.Pipeliner, c GrabCall) *redis.Cmd {
+	keys, args, err := c.build()
+	if err != nil {
+		return errCmd(ctx, err)
+	}
+	return qScript.EvalSha(ctx, p, keys, args...)
+}
+
+// Grab runs q.lua (EVALSHA, falling back to EVAL on NOSCRIPT).
+func Grab(ctx context.Context, c redis.Scripter, call GrabCall) (GrabReply, error) {
+	keys, args, err := call.build()
+	if err != nil {
+		return GrabReply{}, err
+	}
+	return ParseGrab(qScript.Run(ctx, c, keys, args...))
+}
+
+// ParseGrab reads q.lua's reply.
+func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
+	vals, err := cmd.Slice()
+	if err != nil {
+		return GrabReply{}, fmt.Errorf("q.lua: %w", err)
+	}
+	if len(vals) < 2 {
+		return GrabReply{}, fmt.Errorf("q.lua: short reply %v", vals)
+	}
+	code, ok1 := vals[0].(int64)
+	index, ok2 := vals[1].(int64)
+	if !ok1 || !ok2 {
+		return GrabReply{}, fmt.Errorf("q.lua: bad reply %v", vals)
+	}
+	r := GrabReply{Code: Code(code), Index: int(index)}
+	switch r.Code {
+	case CodeOK:
+		r.Remaining = make([]int64, 0, len(vals)-2)
+		for _, v := range vals[2:] {
+			n, ok := v.(int64)
+			if !ok {
+				return GrabReply{}, fmt.Errorf("q.lua: bad remaining %v", vals)
+			}
+			r.Remaining = append(r.Remaining, n)
+		}
+	case CodeDuplicate:
+		if len(vals) < 3 {
+			return GrabReply{}, fmt.Errorf("q.lua: DUPLICATE without ledger state: %v", vals)
+		}
+		s, ok := vals[2].(string)
+		if !ok {
+			return GrabReply{}, fmt.Errorf("q.lua: bad ledger state %v", vals)
+		}
+		r.LedgerState = s
+	case CodeRateLimited:
+		if len(vals) < 3 {
+			return GrabReply{}, fmt.Errorf("q.lua: RATE_LIMITED without retry time: %v", vals)
+		}
+		n, ok := vals[2].(int64)
+		if !ok {
+			return GrabReply{}, fmt.Errorf("q.lua: bad retry time %v", vals)
+		}
+		r.RetryAfterMs = n
+	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeNotStarted, CodeEnded,
+		CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany:
+	default:
+		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))
+	}
+	return r, nil
+}

@@ -1,0 +1,88 @@
+package lua
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// HashState is a promotion hash as stored (field names in lua/README.md).
+type HashState struct {
+	Total, Remaining, PerPin, PerIP, MaxPerGrab int64
+	RateLimit, RateWindowMs, WinCount, WinStart int64
+	StartMs, EndMs                              int64
+	State                                       string
+	Ver                                         int64
+}
+
+// Granted is what the promotion has handed out, takes pending commit included.
+func (h HashState) Granted() int64 { return h.Total - h.Remaining }
+
+// ReadHash reads the promotion hash of key; ok is false when it does not exist.
+func ReadHash(ctx context.Context, c redis.Cmdable, key string) (HashState, bool, error) {
+	m, err := c.HGetAll(ctx, key).Result()
+	if err != nil {
+		return HashState{}, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if len(m) == 0 {
+		return HashState{}, false, nil
+	}
+	h := HashState{State: m["state"]}
+	for name, dst := range map[string]*int64{
+		"total": &h.Total, "remaining": &h.Remaining, "perPin": &h.PerPin, "perIp": &h.PerIP,
+		"maxPerGrab": &h.MaxPerGrab, "rateLimit": &h.RateLimit, "rateWindowMs": &h.RateWindowMs,
+		"winCount": &h.WinCount, "winStart": &h.WinStart, "startMs": &h.StartMs,
+		"endMs": &h.EndMs, "ver": &h.Ver,
+	} {
+		v, ok := m[name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return HashState{}, true, fmt.Errorf("read %s: field %s: %w", key, name, err)
+		}
+		*dst = n
+	}
+	return h, true, nil
+}
+
+// Ledger entry states.
+const (
+	LedgerPending   = "P" // taken, flow event not yet acknowledged
+	LedgerCommitted = "G" // flow event acknowledged
+	LedgerReturned  = "R" // rolled back or cancelled
+)
+
+// LedgerEntry is one request ledger value ({C_..}:req, field requestId), as q.lua writes it.
+type LedgerEntry struct {
+	State      string `json:"s"`
+	BodyHash   string `json:"h"`
+	Num        int64  `json:"n"`
+	Pin        string `json:"p"`
+	IP         string `json:"i"`
+	DeadlineMs int64  `json:"d"`
+}
+
+// ReadLedger reads requestID's ledger entry for the promotion of key (promo.Key);
+// ok is false when there is none.
+func ReadLedger(ctx context.Context, c redis.Cmdable, key, requestID string) (LedgerEntry, bool, error) {
+	raw, err := c.HGet(ctx, promo.LedgerKey(key), requestID).Result()
+	if errors.Is(err, redis.Nil) {
+		return LedgerEntry{}, false, nil
+	}
+	if err != nil {
+		return LedgerEntry{}, false, fmt.Errorf("read ledger %s %s: %w", key, requestID, err)
+	}
+	var e LedgerEntry
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return LedgerEntry{}, true, fmt.Errorf("read ledger %s %s: %w", key, requestID, err)
+	}
+	return e, true, nil
+}

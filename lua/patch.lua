@@ -1,0 +1,56 @@
+-- patch.lua: change a live promotion's spec; stock never drops below what is granted.
+-- Version-guarded: replaying the same ver is harmless, an older ver is refused.
+--
+-- KEYS: [1] C_<promoId>_<type>
+-- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
+--       [7] rateWindowMs  [8] startMs  [9] endMs
+-- granted = total - remaining (takes pending commit included).
+-- Returns (admin codes, shared by create/patch/stop/delete):
+--   {0 OK, remaining, granted}               applied: remaining = new total - granted
+--   {1 ALREADY_APPLIED, remaining, granted}  hash ver == ver; nothing changed
+--   {3 NOT_FOUND}                            no hash
+--   {4 STALE}                                hash ver > ver; nothing changed
+--   {5 STOPPED}                              the promotion is stopped; nothing changed
+--   {6 BELOW_GRANTED, granted}               new total < granted; nothing changed
+-- If rateLimit or rateWindowMs change, the window restarts (winCount = winStart = 0).
+
+if #KEYS ~= 1 or #ARGV ~= 9 then
+  error('patch.lua: want 1 KEY and 9 ARGV')
+end
+local v = {}
+for i = 1, 9 do
+  v[i] = tonumber(ARGV[i])
+  if not v[i] or v[i] % 1 ~= 0 or v[i] < 0 then
+    error('patch.lua: ARGV[' .. i .. '] must be a non-negative integer')
+  end
+end
+local ver, total = v[1], v[2]
+
+local h = redis.call('HMGET', KEYS[1], 'ver', 'state', 'total', 'remaining',
+  'rateLimit', 'rateWindowMs')
+if not h[4] then
+  return {3}
+end
+local cur = tonumber(h[1]) or 0
+local granted = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0)
+if cur == ver then
+  return {1, tonumber(h[4]), granted}
+end
+if cur > ver then
+  return {4}
+end
+if h[2] == 'STOPPED' then
+  return {5}
+end
+if total < granted then
+  return {6, granted}
+end
+
+local remaining = total - granted
+redis.call('HSET', KEYS[1], 'ver', ARGV[1], 'total', ARGV[2], 'remaining', remaining,
+  'perPin', ARGV[3], 'perIp', ARGV[4], 'maxPerGrab', ARGV[5], 'rateLimit', ARGV[6],
+  'rateWindowMs', ARGV[7], 'startMs', ARGV[8], 'endMs', ARGV[9])
+if tonumber(h[5]) ~= v[6] or tonumber(h[6]) ~= v[7] then
+  redis.call('HSET', KEYS[1], 'winCount', 0, 'winStart', 0)
+end
+return {0, remaining, granted}

@@ -1,0 +1,139 @@
+-- q.lua: the grab. Decides and takes in one call, all items or none.
+--
+-- KEYS: 5 per item, in promo.Keys order, repeated for each item (one shard):
+--   [5(i-1)+1] C_<promoId>_<type>   promotion hash
+--   [5(i-1)+2] {C_..}:pins           hash pin -> units held
+--   [5(i-1)+3] {C_..}:ips            hash ip -> units held
+--   [5(i-1)+4] {C_..}:req            request ledger, requestId -> JSON entry
+--   [5(i-1)+5] {C_..}:pending        zset requestId scored by deadlineMs
+-- ARGV:
+--   [1] nowMs  [2] requestId  [3] bodyHash  [4] pin  [5] ip
+--   [6] deadlineMs (when the reconciler may look at an uncommitted take)
+--   [7] rateFactorPermille (1000 = normal; limit = max(1, floor(rateLimit * f / 1000)))
+--   [7+i] num of item i, i = 1..n
+-- Returns {code, index, ...}; index is the 0-based item concerned:
+--   {0 OK, 0, remaining after item 1, ..., remaining after item n}
+--   {1 DUPLICATE, index, "P"|"G"|"R"}  same requestId and body already in the ledger
+--   {2 REQUEST_ID_REUSED, index}       same requestId, another body
+--   {3 NOT_FOUND, index}               no promotion hash
+--   {4 STOPPED, index}                 state is not ACTIVE
+--   {5 NOT_STARTED, index}             now < startMs
+--   {6 ENDED, index}                   now >= endMs
+--   {7 SOLD_OUT, index}                remaining is 0, or less than num
+--   {8 RATE_LIMITED, index, retryAfterMs}
+--   {9 PIN_LIMIT, index}               pin would hold more than perPin
+--   {10 IP_LIMIT, index}               ip would hold more than perIp
+--   {11 TOO_MANY, index}               num > maxPerGrab
+-- The check phase writes nothing but the rate windows of the items it has passed
+-- (an attempt counts even when a later check refuses it). Malformed arguments
+-- raise a script error before any write.
+
+local n = #KEYS / 5
+if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 7 + n then
+  error('q.lua: want 5 KEYS per item and ARGV 7 + one num per item')
+end
+local now = tonumber(ARGV[1])
+local rid, bodyHash, pin, ip = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local deadline = tonumber(ARGV[6])
+local factor = tonumber(ARGV[7])
+if not now or not deadline or not factor or factor < 0 or rid == '' then
+  error('q.lua: bad nowMs, deadlineMs, rateFactorPermille or requestId')
+end
+
+local function int(v)
+  return tonumber(v) or 0
+end
+
+local nums, seen = {}, {}
+for i = 1, n do
+  local num = tonumber(ARGV[7 + i])
+  if not num or num < 1 or num % 1 ~= 0 then
+    error('q.lua: num must be a positive integer')
+  end
+  nums[i] = num
+  local key = KEYS[5 * (i - 1) + 1]
+  if seen[key] then
+    error('q.lua: a promotion is listed twice')
+  end
+  seen[key] = true
+end
+
+-- The ledger of every item first: a replay must take nothing and waste nothing.
+for i = 1, n do
+  local raw = redis.call('HGET', KEYS[5 * (i - 1) + 4], rid)
+  if raw then
+    local entry = cjson.decode(raw)
+    if entry.h == bodyHash then
+      return {1, i - 1, entry.s}
+    end
+    return {2, i - 1}
+  end
+end
+
+-- Check every item before taking anything.
+for i = 1, n do
+  local b = 5 * (i - 1)
+  local key, num = KEYS[b + 1], nums[i]
+  local h = redis.call('HMGET', key, 'remaining', 'perPin', 'perIp', 'maxPerGrab',
+    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state')
+  if not h[1] then
+    return {3, i - 1}
+  end
+  if h[11] ~= 'ACTIVE' then
+    return {4, i - 1}
+  end
+  if now < int(h[9]) then
+    return {5, i - 1}
+  end
+  if now >= int(h[10]) then
+    return {6, i - 1}
+  end
+  local remaining = int(h[1])
+  if remaining <= 0 then
+    return {7, i - 1}
+  end
+  if num > int(h[4]) then
+    return {11, i - 1}
+  end
+  local rateLimit = int(h[5])
+  if rateLimit > 0 then
+    local limit = math.floor(rateLimit * factor / 1000)
+    if limit < 1 then
+      limit = 1
+    end
+    local window, count, start = int(h[6]), int(h[7]), int(h[8])
+    if now - start >= window then
+      start, count = now, 0
+    end
+    if count >= limit then
+      return {8, i - 1, start + window - now}
+    end
+    redis.call('HSET', key, 'winCount', count + 1, 'winStart', start)
+  end
+  local perPin = int(h[2])
+  if perPin > 0 and int(redis.call('HGET', KEYS[b + 2], pin)) + num > perPin then
+    return {9, i - 1}
+  end
+  local perIp = int(h[3])
+  if perIp > 0 and int(redis.call('HGET', KEYS[b + 3], ip)) + num > perIp then
+    return {10, i - 1}
+  end
+  if remaining < num then
+    return {7, i - 1}
+  end
+end
+
+-- Every item passed: take. remaining >= num was checked, so it never goes below 0.
+local out = {0, 0}
+local entry = {s = 'P', h = bodyHash, p = pin, i = ip, d = deadline}
+for i = 1, n do
+  local b = 5 * (i - 1)
+  local num = nums[i]
+  out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
+  redis.call('HINCRBY', KEYS[b + 2], pin, num)
+  redis.call('HINCRBY', KEYS[b + 3], ip, num)
+  entry.n = num
+  redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
+  redis.call('ZADD', KEYS[b + 5], deadline, rid)
+end
+return out
