@@ -193,7 +193,7 @@ func TestPatchDownThenSoldOut(t *testing.T) {
 		t.Fatalf("have %+v", r)
 	}
 	// A return after the patch puts the unit back within the new total.
-	mustReturn(t, ReturnCall{RequestID: "r1", Pin: "p1", NowMs: now, Keys: []string{k}}, ReturnReturned)
+	mustReturn(t, retCall(ReturnAbort, k), ReturnReturned)
 	if h := mustHash(t, k); h.Remaining != 2 || h.Granted() != 0 {
 		t.Fatalf("hash %+v", h)
 	}

@@ -53,13 +53,14 @@ func (c CommitCode) String() string {
 type ReturnCode int
 
 const (
-	ReturnReturned        ReturnCode = 0 // the open entries were returned
-	ReturnAlreadyReturned ReturnCode = 1 // every entry was already returned; nothing changed
-	ReturnNotFound        ReturnCode = 2 // an entry is missing or of another pin; nothing changed
-	ReturnCommitted       ReturnCode = 3 // OnlyPending and an entry is committed; nothing changed
+	ReturnReturned        ReturnCode = 0 // entries were changed (returned, or finalized); see ReturnReply.Returned
+	ReturnAlreadyReturned ReturnCode = 1 // nothing to do for any entry; nothing changed
+	ReturnNotFound        ReturnCode = 2 // an entry is missing (not in undo), of another pin or never granted (cancel); nothing changed
+	ReturnCommitted       ReturnCode = 3 // undo/abort: an entry is committed; nothing changed
+	ReturnPending         ReturnCode = 4 // cancel: an entry is not granted yet (P); nothing changed
 )
 
-var returnNames = [...]string{"RETURNED", "ALREADY_RETURNED", "NOT_FOUND", "COMMITTED"}
+var returnNames = [...]string{"RETURNED", "ALREADY_RETURNED", "NOT_FOUND", "COMMITTED", "PENDING"}
 
 func (c ReturnCode) String() string {
 	if c >= 0 && int(c) < len(returnNames) {

@@ -3,10 +3,14 @@
 -- KEYS: 5 per item, in promo.Keys order (hash, pins, ips, req, pending), repeated.
 -- ARGV: [1] requestId
 -- Returns:
---   {0 COMMITTED}  every entry is now G (P entries became G and left pending)
+--   {0 COMMITTED}  every entry is now G (P entries became G and left pending;
+--                  G entries stay G)
 --   {1 NOT_FOUND}  an item has no ledger entry for requestId; nothing changed
---   {2 RETURNED}   an entry is R (already returned); nothing changed. The caller
---                  must treat this as a conflict: the grant no longer exists.
+--   {2 RETURNED}   an entry is A, X, C or R (its stock was already given back);
+--                  nothing changed. The caller must treat this as a conflict: the
+--                  grant no longer exists.
+-- Malformed arguments, or an entry in a state other than P G A X C R, raise a
+-- script error before any write.
 
 if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 1 or ARGV[1] == '' then
   error('commit.lua: want 5 KEYS per item and ARGV requestId')
@@ -26,8 +30,12 @@ for i = 1, n do
     return {1}
   end
   local entry = cjson.decode(raw)
-  if entry.s == 'R' then
+  local s = entry.s
+  if s == 'A' or s == 'X' or s == 'C' or s == 'R' then
     return {2}
+  end
+  if s ~= 'P' and s ~= 'G' then
+    error('commit.lua: unknown ledger state')
   end
   entries[i] = entry
 end

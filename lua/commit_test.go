@@ -15,35 +15,61 @@ func TestCommit(t *testing.T) {
 		wantState []string // ledger state of "r1" on a and b afterwards ("" = none)
 	}{
 		{"pending becomes committed", func(t *testing.T, a, b string) []string {
-			mustGrab(t, grabCall("r1", "p1", "ip", item(a, 1)))
+			putStates(t, [2]string{a, b}, [2]string{LedgerPending})
 			return []string{a}
 		}, CommitCommitted, []string{"G", ""}},
 		{"committed again is still committed", func(t *testing.T, a, b string) []string {
-			mustGrab(t, grabCall("r1", "p1", "ip", item(a, 1)))
-			mustCommit(t, "r1", a)
+			putStates(t, [2]string{a, b}, [2]string{LedgerCommitted})
 			return []string{a}
 		}, CommitCommitted, []string{"G", ""}},
 		{"multi item", func(t *testing.T, a, b string) []string {
-			mustGrab(t, grabCall("r1", "p1", "ip", item(a, 1), item(b, 2)))
+			putStates(t, [2]string{a, b}, [2]string{LedgerPending, LedgerPending})
+			return []string{a, b}
+		}, CommitCommitted, []string{"G", "G"}},
+		{"multi item, one already committed", func(t *testing.T, a, b string) []string {
+			putStates(t, [2]string{a, b}, [2]string{LedgerCommitted, LedgerPending})
 			return []string{a, b}
 		}, CommitCommitted, []string{"G", "G"}},
 		{"missing entry", func(t *testing.T, a, b string) []string {
 			return []string{a}
 		}, CommitNotFound, []string{"", ""}},
 		{"one entry missing changes nothing", func(t *testing.T, a, b string) []string {
-			mustGrab(t, grabCall("r1", "p1", "ip", item(a, 1)))
+			putStates(t, [2]string{a, b}, [2]string{LedgerPending})
 			return []string{a, b}
 		}, CommitNotFound, []string{"P", ""}},
+		{"aborted entry is a conflict", func(t *testing.T, a, b string) []string {
+			putStates(t, [2]string{a, b}, [2]string{LedgerAborted})
+			return []string{a}
+		}, CommitReturned, []string{"A", ""}},
+		{"abort-recorded entry is a conflict", func(t *testing.T, a, b string) []string {
+			putStates(t, [2]string{a, b}, [2]string{LedgerAbortRecorded})
+			return []string{a}
+		}, CommitReturned, []string{"X", ""}},
+		{"cancelled entry is a conflict", func(t *testing.T, a, b string) []string {
+			putStates(t, [2]string{a, b}, [2]string{LedgerCancelled})
+			return []string{a}
+		}, CommitReturned, []string{"C", ""}},
 		{"returned entry is a conflict", func(t *testing.T, a, b string) []string {
-			mustGrab(t, grabCall("r1", "p1", "ip", item(a, 1)))
-			mustReturn(t, ReturnCall{RequestID: "r1", Pin: "p1", OnlyPending: true, NowMs: now, Keys: []string{a}}, ReturnReturned)
+			putStates(t, [2]string{a, b}, [2]string{LedgerReturned})
 			return []string{a}
 		}, CommitReturned, []string{"R", ""}},
+		{"one aborted entry changes nothing", func(t *testing.T, a, b string) []string {
+			putStates(t, [2]string{a, b}, [2]string{LedgerPending, LedgerAborted})
+			return []string{a, b}
+		}, CommitReturned, []string{"P", "A"}},
+		{"one cancelled entry changes nothing", func(t *testing.T, a, b string) []string {
+			putStates(t, [2]string{a, b}, [2]string{LedgerCommitted, LedgerCancelled})
+			return []string{a, b}
+		}, CommitReturned, []string{"G", "C"}},
 		{"one returned entry changes nothing", func(t *testing.T, a, b string) []string {
-			mustGrab(t, grabCall("r1", "p1", "ip", item(a, 1), item(b, 1)))
-			mustReturn(t, ReturnCall{RequestID: "r1", Pin: "p1", NowMs: now, Keys: []string{b}}, ReturnReturned)
+			putStates(t, [2]string{a, b}, [2]string{LedgerPending, LedgerReturned})
 			return []string{a, b}
 		}, CommitReturned, []string{"P", "R"}},
+		{"an undone take is not found", func(t *testing.T, a, b string) []string {
+			putStates(t, [2]string{a, b}, [2]string{LedgerPending})
+			mustReturn(t, retCall(ReturnUndo, a), ReturnReturned)
+			return []string{a}
+		}, CommitNotFound, []string{"", ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,13 +83,9 @@ func TestCommit(t *testing.T) {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
 			for i, k := range []string{a, b} {
-				e, _ := ledger(t, k, "r1")
-				if e.State != tc.wantState[i] {
-					t.Errorf("ledger of %s: state %q, want %q", k, e.State, tc.wantState[i])
-				}
-				// Only a P entry is pending.
-				if inPending := pendingScore(t, k, "r1") >= 0; inPending != (e.State == "P") {
-					t.Errorf("%s: state %q but pending=%v", k, e.State, inPending)
+				// State, counters and pending membership all follow the entry's state.
+				if s, w := stateOf(t, k), expect(tc.wantState[i], nums[i]); s != w {
+					t.Errorf("promotion %d: have %+v, want %+v", i, s, w)
 				}
 			}
 		})

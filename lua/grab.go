@@ -28,7 +28,7 @@ type GrabCall struct {
 
 // GrabReply is q.lua's answer. Index is the 0-based item concerned (0 for OK).
 // Remaining holds each item's remaining after the take (OK only); LedgerState the
-// ledger entry's state "P", "G" or "R" (DUPLICATE only); RetryAfterMs the time
+// ledger entry's state, one of the Ledger* letters (DUPLICATE only); RetryAfterMs the time
 // until the rate window restarts (RATE_LIMITED only).
 type GrabReply struct {
 	Code         Code

@@ -53,14 +53,18 @@ func ReadHash(ctx context.Context, c redis.Cmdable, key string) (HashState, bool
 	return h, true, nil
 }
 
-// Ledger entry states.
+// Ledger entry states (lua/README.md). A and C owe a CANCEL flow event and stay in
+// the pending set with score 0; X and R are final.
 const (
-	LedgerPending   = "P" // taken, flow event not yet acknowledged
-	LedgerCommitted = "G" // flow event acknowledged
-	LedgerReturned  = "R" // rolled back or cancelled
+	LedgerPending       = "P" // taken, GRAB event not yet acknowledged
+	LedgerCommitted     = "G" // GRAB event acknowledged
+	LedgerAborted       = "A" // aborted: stock returned, a CANCEL (ROLLBACK) is owed
+	LedgerAbortRecorded = "X" // aborted and its CANCEL acknowledged
+	LedgerCancelled     = "C" // cancelled: stock returned, a CANCEL is owed
+	LedgerReturned      = "R" // cancelled and its CANCEL acknowledged
 )
 
-// LedgerEntry is one request ledger value ({C_..}:req, field requestId), as q.lua writes it.
+// LedgerEntry is one request ledger value ({C_..}:req, field requestId), as q.lua and return.lua write it.
 type LedgerEntry struct {
 	State      string `json:"s"`
 	BodyHash   string `json:"h"`
@@ -68,6 +72,7 @@ type LedgerEntry struct {
 	Pin        string `json:"p"`
 	IP         string `json:"i"`
 	DeadlineMs int64  `json:"d"`
+	Reason     string `json:"r,omitempty"` // cancel reason (C, R; A, X when given)
 }
 
 // ReadLedger reads requestID's ledger entry for the promotion of key (promo.Key);

@@ -30,7 +30,7 @@ func TestRunPipelineAfterScriptFlush(t *testing.T) {
 		incr = p.Incr(ctx, counter)
 		grab = QueueGrab(ctx, p, grabCall("r1", "p1", "ip1", item(a, 2)))
 		commit = QueueCommit(ctx, p, "r1", []string{a})
-		ret = QueueReturn(ctx, p, ReturnCall{RequestID: "r0", Pin: "p0", NowMs: now, Keys: []string{b}})
+		ret = QueueReturn(ctx, p, ReturnCall{RequestID: "r0", Pin: "p0", Mode: ReturnAbort, NowMs: now, Keys: []string{b}})
 	})
 	if err != nil {
 		t.Fatalf("RunPipeline: %v", err)

@@ -13,7 +13,9 @@
 --   [7+i] num of item i, i = 1..n
 -- Returns {code, index, ...}; index is the 0-based item concerned:
 --   {0 OK, 0, remaining after item 1, ..., remaining after item n}
---   {1 DUPLICATE, index, "P"|"G"|"R"}  same requestId and body already in the ledger
+--   {1 DUPLICATE, index, state}        same requestId and body already in the ledger;
+--                                      state is the entry's letter as stored
+--                                      ("P", "G", "A", "X", "C" or "R")
 --   {2 REQUEST_ID_REUSED, index}       same requestId, another body
 --   {3 NOT_FOUND, index}               no promotion hash
 --   {4 STOPPED, index}                 state is not ACTIVE

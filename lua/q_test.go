@@ -404,7 +404,7 @@ func TestCodeStrings(t *testing.T) {
 			t.Errorf("CommitCode(%d) = %s", i, have)
 		}
 	}
-	for i, w := range []string{"RETURNED", "ALREADY_RETURNED", "NOT_FOUND", "COMMITTED"} {
+	for i, w := range []string{"RETURNED", "ALREADY_RETURNED", "NOT_FOUND", "COMMITTED", "PENDING"} {
 		if have := ReturnCode(i).String(); have != w {
 			t.Errorf("ReturnCode(%d) = %s", i, have)
 		}

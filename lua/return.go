@@ -8,18 +8,46 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ReturnCall is one return.lua call: give back what RequestID took from the
-// promotions Keys (hash keys, promo.Key, all on one shard).
-type ReturnCall struct {
-	RequestID, Pin string
-	// OnlyPending is the rollback/reconciler mode: refuse (COMMITTED) if any entry is
-	// committed, so a take whose flow event made it to the log is never undone here.
-	OnlyPending bool
-	NowMs       int64
-	Keys        []string
+// ReturnMode says what a return.lua call does with each ledger entry (lua/README.md).
+type ReturnMode string
+
+const (
+	// ReturnUndo gives back a take whose GRAB was never published: P entries return
+	// their stock and leave the ledger, so the requestId may be grabbed afresh.
+	// Refuses (COMMITTED) if an entry is G; missing entries are skipped.
+	ReturnUndo ReturnMode = "undo"
+	// ReturnAbort gives back a take whose GRAB may have been published: P -> A, stock
+	// back, and a CANCEL (ROLLBACK) is owed. Refuses (COMMITTED) if an entry is G.
+	ReturnAbort ReturnMode = "abort"
+	// ReturnCancel is the buyer's cancel: G -> C, stock back, Reason stored, a CANCEL
+	// is owed. The pin must be the one that took. Refuses (PENDING) if an entry is P.
+	ReturnCancel ReturnMode = "cancel"
+	// ReturnFinalize records that the owed CANCEL was acknowledged: A -> X, C -> R.
+	ReturnFinalize ReturnMode = "finalize"
+)
+
+// valid reports whether m is one of the four modes.
+func (m ReturnMode) valid() bool {
+	switch m {
+	case ReturnUndo, ReturnAbort, ReturnCancel, ReturnFinalize:
+		return true
+	}
+	return false
 }
 
-// ReturnReply is return.lua's answer; Returned counts the items this call returned.
+// ReturnCall is one return.lua call on the ledger entries of RequestID in the
+// promotions Keys (hash keys, promo.Key, all on one shard). Pin is checked only in
+// ReturnCancel mode; Reason is stored by ReturnCancel (and by ReturnAbort when set).
+type ReturnCall struct {
+	RequestID, Pin string
+	Mode           ReturnMode
+	Reason         string
+	NowMs          int64
+	Keys           []string
+}
+
+// ReturnReply is return.lua's answer; Returned counts the entries this call changed
+// (stock returned, or for ReturnFinalize: entries finalized).
 type ReturnReply struct {
 	Code     ReturnCode
 	Returned int
@@ -29,15 +57,14 @@ func (c ReturnCall) build() ([]string, []interface{}, error) {
 	if c.RequestID == "" {
 		return nil, nil, errors.New("return: empty requestId")
 	}
+	if !c.Mode.valid() {
+		return nil, nil, fmt.Errorf("return %s: unknown mode %q", c.RequestID, string(c.Mode))
+	}
 	keys, err := itemKeys(c.Keys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("return %s: %w", c.RequestID, err)
 	}
-	only := "0"
-	if c.OnlyPending {
-		only = "1"
-	}
-	return keys, []interface{}{c.RequestID, c.Pin, only, c.NowMs}, nil
+	return keys, []interface{}{c.RequestID, c.Pin, string(c.Mode), c.NowMs, c.Reason}, nil
 }
 
 // QueueReturn queues return.lua on a pipeline (EVALSHA only: Load first, or use RunPipeline).
@@ -70,7 +97,7 @@ func ParseReturn(cmd *redis.Cmd) (ReturnReply, error) {
 			return ReturnReply{}, fmt.Errorf("return.lua: RETURNED without count")
 		}
 		return ReturnReply{Code: c, Returned: int(r[1])}, nil
-	case ReturnAlreadyReturned, ReturnNotFound, ReturnCommitted:
+	case ReturnAlreadyReturned, ReturnNotFound, ReturnCommitted, ReturnPending:
 		return ReturnReply{Code: c}, nil
 	}
 	return ReturnReply{}, fmt.Errorf("return.lua: unknown code %d", r[0])

@@ -1,32 +1,69 @@
--- return.lua: give a take back (rollback of an uncommitted grab, or cancel).
--- Idempotent: a second call changes nothing and answers ALREADY_RETURNED.
+-- return.lua: give a take back, or record that the CANCEL owed for a returned take
+-- was acknowledged. Idempotent: a second call with the same arguments changes nothing.
 --
 -- KEYS: 5 per item, in promo.Keys order (hash, pins, ips, req, pending), repeated.
 -- ARGV:
 --   [1] requestId
---   [2] pin          must be the pin that took (entry.p), else NOT_FOUND
---   [3] onlyPending  "1" = rollback/reconciler mode: refuse if any entry is G
---   [4] nowMs        time of the call; not needed by the logic, kept so every
---                    mutating script takes its time from the caller
+--   [2] pin     cancel: must be the pin that took (entry.p), else NOT_FOUND;
+--               undo, abort, finalize: not checked (may be "")
+--   [3] mode    "undo" | "abort" | "cancel" | "finalize"
+--   [4] nowMs   time of the call; not needed by the logic, kept so every mutating
+--               script takes its time from the caller
+--   [5] reason  cancel: stored in the entry as field r; abort: stored when not "";
+--               otherwise ignored (may be "")
 -- Returns:
---   {0 RETURNED, number of items returned by this call}
---   {1 ALREADY_RETURNED}  every entry was already R; nothing changed
---   {2 NOT_FOUND}         an entry is missing or belongs to another pin; nothing changed
---   {3 COMMITTED}         onlyPending and an entry is G; nothing changed
--- For each entry not yet R: remaining += n (only if the promotion hash still exists),
--- pins[p] and ips[i] -= n (the field is deleted when it would reach 0 or less, so
--- neither ever goes negative), entry.s = "R", ZREM pending. Entries are kept.
+--   {0 RETURNED, count}    count = entries changed by this call (stock returned,
+--                          or for finalize: entries finalized)
+--   {1 ALREADY_RETURNED}   nothing to do for any entry; nothing changed
+--   {2 NOT_FOUND}          an entry is missing (undo: skipped instead), or cancel:
+--                          entry.p ~= pin, or the entry was never granted (A, X)
+--   {3 COMMITTED}          undo/abort: an entry is G; nothing changed
+--   {4 PENDING}            cancel: an entry is P (not granted yet); nothing changed
+-- Every entry is checked before anything is written; when several entries refuse,
+-- the lowest code wins (NOT_FOUND before COMMITTED before PENDING).
+--
+-- Ledger states: P pending, G committed, A aborted (CANCEL owed), X aborted and its
+-- CANCEL acknowledged, C cancelled (CANCEL owed), R cancelled and its CANCEL
+-- acknowledged. A and C stay in pending with score 0 (due at once).
+--
+-- Per mode and entry state (skip = nothing to do for this entry):
+--   undo      P -> stock back, HDEL the entry, ZREM pending   G -> COMMITTED
+--             A X C R -> skip   missing -> skip
+--   abort     P -> A, stock back, ZADD pending 0               G -> COMMITTED
+--             A X C R -> skip
+--   cancel    G -> C, stock back, r = reason, ZADD pending 0   P -> PENDING
+--             A X -> NOT_FOUND   C R -> skip
+--   finalize  A -> X, C -> R, ZREM pending (no stock change)   P G X R -> skip
+-- Stock back: remaining += n (only if the promotion hash still exists), pins[p] and
+-- ips[i] -= n (the field is deleted when it would reach 0 or less, so neither ever
+-- goes negative).
 
-if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 4 or ARGV[1] == '' then
-  error('return.lua: want 5 KEYS per item and ARGV requestId, pin, onlyPending, nowMs')
+if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 5 or ARGV[1] == '' then
+  error('return.lua: want 5 KEYS per item and ARGV requestId, pin, mode, nowMs, reason')
 end
-local rid, pin, onlyPending = ARGV[1], ARGV[2], ARGV[3] == '1'
+local rid, pin, mode, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
+if mode ~= 'undo' and mode ~= 'abort' and mode ~= 'cancel' and mode ~= 'finalize' then
+  error('return.lua: bad mode')
+end
 if not tonumber(ARGV[4]) then
   error('return.lua: bad nowMs')
 end
 local n = #KEYS / 5
 
-local entries, seen = {}, {}
+local NOT_FOUND, COMMITTED, PENDING = 2, 3, 4
+
+-- What each mode does with an entry in each state: an action name, 'skip', or a
+-- refusal code.
+local plan = {
+  undo = {P = 'forget', G = COMMITTED, A = 'skip', X = 'skip', C = 'skip', R = 'skip'},
+  abort = {P = 'abort', G = COMMITTED, A = 'skip', X = 'skip', C = 'skip', R = 'skip'},
+  cancel = {P = PENDING, G = 'cancel', A = NOT_FOUND, X = NOT_FOUND, C = 'skip', R = 'skip'},
+  finalize = {P = 'skip', G = 'skip', A = 'final', X = 'skip', C = 'final', R = 'skip'},
+}
+
+-- Check phase: read and classify every entry, write nothing.
+local entries, actions, seen = {}, {}, {}
+local refusal, todo = nil, 0
 for i = 1, n do
   local b = 5 * (i - 1)
   if seen[KEYS[b + 1]] then
@@ -34,30 +71,41 @@ for i = 1, n do
   end
   seen[KEYS[b + 1]] = true
   local raw = redis.call('HGET', KEYS[b + 4], rid)
+  local action
   if not raw then
-    return {2}
+    if mode == 'undo' then
+      action = 'skip'
+    else
+      action = NOT_FOUND
+    end
+  else
+    local entry = cjson.decode(raw)
+    action = plan[mode][entry.s]
+    if action == nil then
+      error('return.lua: unknown ledger state')
+    end
+    if mode == 'cancel' and entry.p ~= pin then
+      action = NOT_FOUND
+    end
+    entries[i] = entry
   end
-  local entry = cjson.decode(raw)
-  if entry.p ~= pin then
-    return {2}
+  if type(action) == 'number' then
+    if not refusal or action < refusal then
+      refusal = action
+    end
+  elseif action ~= 'skip' then
+    todo = todo + 1
   end
-  entries[i] = entry
+  actions[i] = action
 end
-
-local open = 0
-for i = 1, n do
-  local s = entries[i].s
-  if onlyPending and s == 'G' then
-    return {3}
-  end
-  if s ~= 'R' then
-    open = open + 1
-  end
+if refusal then
+  return {refusal}
 end
-if open == 0 then
+if todo == 0 then
   return {1}
 end
 
+-- Apply phase.
 local function release(key, field, num)
   local held = tonumber(redis.call('HGET', key, field)) or 0
   if held - num > 0 then
@@ -67,19 +115,37 @@ local function release(key, field, num)
   end
 end
 
+local function giveBack(b, entry)
+  local num = tonumber(entry.n) or 0
+  if redis.call('EXISTS', KEYS[b + 1]) == 1 then
+    redis.call('HINCRBY', KEYS[b + 1], 'remaining', num)
+  end
+  release(KEYS[b + 2], entry.p, num)
+  release(KEYS[b + 3], entry.i, num)
+end
+
+local next_state = {abort = 'A', cancel = 'C'}
+local final_state = {A = 'X', C = 'R'}
+
 for i = 1, n do
   local b = 5 * (i - 1)
-  local entry = entries[i]
-  if entry.s ~= 'R' then
-    local num = tonumber(entry.n) or 0
-    if redis.call('EXISTS', KEYS[b + 1]) == 1 then
-      redis.call('HINCRBY', KEYS[b + 1], 'remaining', num)
+  local entry, action = entries[i], actions[i]
+  if action == 'forget' then
+    giveBack(b, entry)
+    redis.call('HDEL', KEYS[b + 4], rid)
+    redis.call('ZREM', KEYS[b + 5], rid)
+  elseif action == 'abort' or action == 'cancel' then
+    giveBack(b, entry)
+    entry.s = next_state[action]
+    if reason ~= '' or action == 'cancel' then
+      entry.r = reason
     end
-    release(KEYS[b + 2], entry.p, num)
-    release(KEYS[b + 3], entry.i, num)
-    entry.s = 'R'
+    redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
+    redis.call('ZADD', KEYS[b + 5], 0, rid)
+  elseif action == 'final' then
+    entry.s = final_state[entry.s]
     redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
     redis.call('ZREM', KEYS[b + 5], rid)
   end
 end
-return {0, open}
+return {0, todo}

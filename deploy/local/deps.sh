@@ -67,12 +67,12 @@ fi
 have go || die "go not found in PATH: install Go 1.26 (https://go.dev/dl/) into /usr/local/go and add /usr/local/go/bin to PATH"
 
 # ---- MariaDB running ------------------------------------------------------------------
-if have mariadb-admin; then ADMIN=mariadb-admin; else ADMIN=mysqladmin; fi
 if have mariadb; then CLIENT=mariadb; else CLIENT=mysql; fi
 
-# `mysqladmin ping` exits 0 whenever the server answers, even if it refuses our login.
+# The server accepts TCP connections (it listens only once ready). `mysqladmin ping` is no
+# good here: on a fresh install it fails with "Host '127.0.0.1' is not allowed to connect".
 mysql_answers() {
-	"$ADMIN" --protocol=tcp -h"$MYSQL_HOST" -P"$MYSQL_PORT" -uroot --connect-timeout=2 ping >/dev/null 2>&1
+	timeout 2 bash -c "exec 3<>/dev/tcp/$MYSQL_HOST/$MYSQL_PORT" 2>/dev/null
 }
 mysql_tcp() {
 	"$CLIENT" --protocol=tcp -h"$MYSQL_HOST" -P"$MYSQL_PORT" -uroot --connect-timeout=5 "$@"

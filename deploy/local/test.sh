@@ -22,7 +22,7 @@ status=0
 fail() {
 	local rc="$1"
 	shift
-	printf '\n!!! %s failed (exit %d)\n' "$*" >&2
+	printf '\n!!! %s failed (exit %d)\n' "$*" "$rc" >&2
 	((status)) || status="$rc"
 }
 
@@ -63,6 +63,13 @@ for target in $FUZZ_TARGETS; do
 	pkg="${target%%:*}"
 	name="${target#*:}"
 	step "fuzz $name in $pkg for $FUZZTIME"
+	# go test -fuzz quietly passes when nothing matches; a renamed target must fail instead.
+	listed="$(go test -list "^${name}\$" "$pkg" 2>&1)" || true
+	if ! grep -qx "$name" <<<"$listed"; then
+		printf '%s\n' "$listed" >&2
+		fail 1 "fuzz $target: no fuzz test $name in $pkg"
+		continue
+	fi
 	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" || fail $? "fuzz $target"
 done
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +15,7 @@ import (
 type Check func(ctx context.Context) error
 
 // Ops mounts /healthz, /readyz and /metrics on mux. /readyz runs every check with a
-// short deadline and answers 503 naming each failing dependency.
+// short deadline, all at once, and answers 503 naming each failing dependency.
 func Ops(mux *http.ServeMux, reg *prometheus.Registry, checks map[string]Check) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -22,12 +23,23 @@ func Ops(mux *http.ServeMux, reg *prometheus.Registry, checks map[string]Check) 
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
+		// The checks run at once, so one dependency that hangs until the deadline
+		// does not make the others look down.
 		failing := map[string]string{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
 		for name, check := range checks {
-			if err := check(ctx); err != nil {
-				failing[name] = err.Error()
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := check(ctx); err != nil {
+					mu.Lock()
+					failing[name] = err.Error()
+					mu.Unlock()
+				}
+			}()
 		}
+		wg.Wait()
 		if len(failing) > 0 {
 			names := make([]string, 0, len(failing))
 			for n := range failing {

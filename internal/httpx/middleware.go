@@ -22,8 +22,13 @@ func RequestID(ctx context.Context) string {
 }
 
 // WithRequestID echoes a sane X-Request-Id or makes one, on the response and in ctx.
+// Wrapping twice is harmless: an inner layer keeps the id the outer one chose.
 func WithRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if RequestID(r.Context()) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
 		id := r.Header.Get("X-Request-Id")
 		if len(id) == 0 || len(id) > 128 || !printable(id) {
 			b := make([]byte, 8)

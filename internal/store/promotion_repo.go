@@ -120,18 +120,28 @@ func (s *Store) Insert(ctx context.Context, p Promotion) error {
 // Get returns the committed row of id, whatever its state (DELETED included).
 // A row whose create is still pending is ErrNotFound.
 func (s *Store) Get(ctx context.Context, id ID) (Promotion, error) {
+	return s.one(ctx, "get", id, " AND version > 0")
+}
+
+// Row returns the row of id as stored, a pending create (version 0) included. It
+// is for the resolver of pending changes; readers use Get.
+func (s *Store) Row(ctx context.Context, id ID) (Promotion, error) {
+	return s.one(ctx, "row", id, "")
+}
+
+func (s *Store) one(ctx context.Context, op string, id ID, cond string) (Promotion, error) {
 	var r promotionRow
 	err := s.db.GetContext(ctx, &r, `SELECT `+promotionColumns+` FROM promotion
- WHERE promo_id = ? AND promo_type = ? AND version > 0`, id.PromoID, id.Type)
+ WHERE promo_id = ? AND promo_type = ?`+cond, id.PromoID, id.Type)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Promotion{}, fmt.Errorf("store: get %s: %w", id, ErrNotFound)
+		err = ErrNotFound
+	}
+	var p Promotion
+	if err == nil {
+		p, err = r.promotion()
 	}
 	if err != nil {
-		return Promotion{}, fmt.Errorf("store: get %s: %w", id, err)
-	}
-	p, err := r.promotion()
-	if err != nil {
-		return Promotion{}, fmt.Errorf("store: get %s: %w", id, err)
+		return Promotion{}, fmt.Errorf("store: %s %s: %w", op, id, err)
 	}
 	return p, nil
 }

@@ -63,7 +63,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, st *ReconcileStats) error {
 	due := s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli()
 	var debts []owed
-	iter := c.Scan(ctx, 0, "{C_*}:pending", 500).Iterator()
+	iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
 	for iter.Next(ctx) {
 		pendingKey := iter.Val()
 		key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")

@@ -40,6 +40,9 @@ type Config struct {
 	StatusTTL time.Duration
 	// RedisTimeout bounds one pipeline round trip.
 	RedisTimeout time.Duration
+	// ReconcileMatch is the SCAN pattern of the pending sets the reconciler visits:
+	// every promotion by default; narrower to confine it to some promotions.
+	ReconcileMatch string
 	// Workers per shard, calls per pipeline, and the bounded queue in front of them.
 	Workers, MaxBatch, Queue int
 }
@@ -52,6 +55,7 @@ func Defaults() Config {
 		RefusalTTL:      500 * time.Millisecond,
 		StatusTTL:       500 * time.Millisecond,
 		RedisTimeout:    time.Second,
+		ReconcileMatch:  "{C_*}:pending",
 		Workers:         4,
 		MaxBatch:        64,
 		Queue:           4096,

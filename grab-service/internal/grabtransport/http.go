@@ -4,6 +4,8 @@ package grabtransport
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -38,10 +40,11 @@ type wireItem struct {
 }
 
 type wireGrab struct {
-	RequestID *string    `json:"requestId"`
-	Pin       *string    `json:"pin"`
-	IP        *string    `json:"ip"`
-	Items     []wireItem `json:"items"`
+	RequestID *string `json:"requestId"`
+	Pin       *string `json:"pin"`
+	IP        *string `json:"ip"`
+	// Items are decoded one by one so an error can name its index (items[3].num).
+	Items []json.RawMessage `json:"items"`
 }
 
 func decodeGrab(_ context.Context, r *http.Request) (any, error) {
@@ -86,8 +89,20 @@ func ParseGrab(w wireGrab) (grab.Request, error) {
 	}
 	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: ip.Unmap().String()}
 	seen := map[string]bool{}
-	for i, it := range w.Items {
+	for i, raw := range w.Items {
 		field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
+		var it wireItem
+		if err := httpx.DecodeBytes(raw, &it, false); err != nil {
+			var e *httpx.Error
+			if errors.As(err, &e) {
+				at := fmt.Sprintf("items[%d]", i)
+				if e.Field != "" {
+					at += "." + e.Field
+				}
+				return req, httpx.Invalid(at, e.Message)
+			}
+			return req, err
+		}
 		switch {
 		case it.PromoID == nil:
 			return req, httpx.Invalid(field("promoId"), "required")

@@ -1,0 +1,130 @@
+package grabtransport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+)
+
+var errKilled = errors.New("process killed at the fault point")
+
+// crashAt makes the grab path stop dead at point, as a
+// process killed there would: nothing after the point runs, no clean-up either.
+func crashAt(point string) envOpt {
+	return func(_ *grab.Config, d *grab.Deps) {
+		d.Fault = func(p string) error {
+			if p == point {
+				return errKilled
+			}
+			return nil
+		}
+	}
+}
+
+func (e *env) ledger(id, rid string) lua.LedgerEntry {
+	e.t.Helper()
+	key := promo.Key(id, 1)
+	entry, found, err := lua.ReadLedger(context.Background(), e.shard(key), key, rid)
+	if err != nil || !found {
+		e.t.Fatalf("ledger %s %s: found=%v err=%v", key, rid, found, err)
+	}
+	return entry
+}
+
+func (e *env) reconcile() grab.ReconcileStats {
+	e.t.Helper()
+	st, err := e.svc.Reconcile(context.Background())
+	if err != nil {
+		e.t.Fatalf("reconcile: %v", err)
+	}
+	return st
+}
+
+// pastDeadline moves the clock beyond every open take's deadline and margin.
+func (e *env) pastDeadline() {
+	c := grab.Defaults()
+	e.clock.advance(c.AnswerTimeout + c.ReconcileMargin + time.Second)
+}
+
+// Killed after q.lua took stock, before the GRAB was sent: the reconciler finds
+// nothing in the record, returns the take and publishes the rollback.
+func TestCrashBeforePublishIsReturned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, crashAt("after-take"))
+	id := e.promotion("crash-a", spec{total: 5})
+	if r := e.grab(grabBody("c-1", "alice", "10.8.0.1", id, 2)); r.status != http.StatusInternalServerError {
+		t.Fatalf("the killed grab answered %d %s", r.status, r.raw)
+	}
+	if h := e.hash(id); h.Remaining != 3 || e.ledger(id, "c-1").State != lua.LedgerPending {
+		t.Fatalf("want the take open: remaining %d, entry %+v", h.Remaining, e.ledger(id, "c-1"))
+	}
+	if st := e.reconcile(); st != (grab.ReconcileStats{}) {
+		t.Fatalf("before the deadline the reconciler must wait, did %+v", st)
+	}
+	e.pastDeadline()
+	if st := e.reconcile(); st.Aborted != 1 || st.Published != 1 {
+		t.Fatalf("reconcile: %+v, want one abort and its CANCEL", st)
+	}
+	if h := e.hash(id); h.Remaining != 5 || e.held(id, "pin", "alice") != 0 || e.held(id, "ip", "10.8.0.1") != 0 {
+		t.Fatalf("after reconcile: remaining %d, pin %d", h.Remaining, e.held(id, "pin", "alice"))
+	}
+	if s := e.ledger(id, "c-1").State; s != lua.LedgerAbortRecorded {
+		t.Fatalf("ledger state %s, want X", s)
+	}
+	evs := e.pub.events()
+	if len(evs) != 1 || evs[0].Kind != flow.Cancel || evs[0].Reason != "ROLLBACK" {
+		t.Fatalf("events %+v, want one CANCEL ROLLBACK", evs)
+	}
+	if st := e.reconcile(); st != (grab.ReconcileStats{}) {
+		t.Fatalf("a second pass must find nothing, did %+v", st)
+	}
+}
+
+// Killed after Kafka acknowledged the GRAB, before the commit: once the record
+// holds the GRAB the take is committed, never returned.
+func TestCrashAfterPublishIsCommittedFromTheRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, crashAt("after-publish"))
+	id := e.promotion("crash-b", spec{total: 5})
+	e.grab(grabBody("c-2", "bob", "10.8.0.2", id, 1))
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil { // the flow sink's write
+		t.Fatal(err)
+	}
+	e.pastDeadline()
+	if st := e.reconcile(); st.Committed != 1 || st.Aborted != 0 {
+		t.Fatalf("reconcile: %+v, want one commit", st)
+	}
+	if h := e.hash(id); h.Remaining != 4 || e.ledger(id, "c-2").State != lua.LedgerCommitted {
+		t.Fatalf("want the grant kept: remaining %d, entry %+v", h.Remaining, e.ledger(id, "c-2"))
+	}
+	if n, _ := e.db.GrantedByRecord(context.Background(), id, 1); n != 1 {
+		t.Fatalf("record grants %d, want 1", n)
+	}
+}
+
+// Killed after the ack while the record lags: the take is returned and the CANCEL
+// nets out the GRAB once the sink writes both, so record and Redis agree.
+func TestCrashAfterPublishWithLaggingRecordNetsOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, crashAt("after-publish"))
+	id := e.promotion("crash-c", spec{total: 5})
+	e.grab(grabBody("c-3", "carol", "10.8.0.3", id, 2))
+	e.pastDeadline()
+	if st := e.reconcile(); st.Aborted != 1 || st.Published != 1 {
+		t.Fatalf("reconcile: %+v, want one abort and its CANCEL", st)
+	}
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil {
+		t.Fatal(err)
+	}
+	granted, _ := e.db.GrantedByRecord(context.Background(), id, 1)
+	if h := e.hash(id); granted != 0 || h.Remaining != 5 {
+		t.Fatalf("record grants %d, Redis remaining %d: want 0 and 5", granted, h.Remaining)
+	}
+}

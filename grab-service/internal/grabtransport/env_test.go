@@ -1,0 +1,242 @@
+package grabtransport
+
+// Component tests: the real grab-service handler over the local stack's 16
+// redis-servers, a throwaway MariaDB database, and an in-process kfake Kafka
+// cluster of the test's own (so a test can stop its broker mid-sale).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/testenv"
+	"github.com/flashsale/platform/lua"
+)
+
+const checkoutToken = "test-checkout-token"
+
+// recorder keeps every event the broker acknowledged, in order.
+type recorder struct {
+	inner grab.Publisher
+	mu    sync.Mutex
+	acked []flow.Event
+}
+
+func (r *recorder) Publish(ctx context.Context, events ...flow.Event) error {
+	if err := r.inner.Publish(ctx, events...); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.acked = append(r.acked, events...)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) events() []flow.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]flow.Event(nil), r.acked...)
+}
+
+// clock is a settable test clock; zero offset means real time.
+type clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+type env struct {
+	t        *testing.T
+	srv      *httptest.Server
+	svc      *grab.Service
+	shards   []*redis.Client
+	kafka    *kfake.Cluster
+	pub      *recorder
+	db       *store.Store
+	switches *configcenter.Holder
+	clock    *clock
+	suffix   string
+}
+
+type envOpt func(*grab.Config, *grab.Deps)
+
+func newEnv(t *testing.T, opts ...envOpt) *env {
+	t.Helper()
+	e := &env{t: t, shards: testenv.Shards(t), switches: configcenter.NewHolder(), clock: &clock{}, suffix: testenv.Suffix()}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, flow.Topic))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	e.kafka = cluster
+	t.Cleanup(cluster.Close)
+	kp := grab.NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	t.Cleanup(func() { kp.Close() })
+	e.pub = &recorder{inner: kp}
+
+	ctx := context.Background()
+	e.db, err = store.Open(ctx, testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatalf("store: %v", err)
+	}
+	t.Cleanup(func() { e.db.Close() })
+
+	cfg := grab.Defaults()
+	// Tests share the shards: each reconciler keeps to its own test's promotions.
+	cfg.ReconcileMatch = "{C_*-" + e.suffix + "_*}:pending"
+	shards := make([]redis.UniversalClient, len(e.shards))
+	for i, c := range e.shards {
+		shards[i] = c
+	}
+	deps := grab.Deps{Shards: shards, Publisher: e.pub, Record: e.db, Switches: e.switches,
+		Metrics: grab.NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock.now}
+	for _, o := range opts {
+		o(&cfg, &deps)
+	}
+	e.svc, err = grab.New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	tokens := httpx.Tokens{{Token: checkoutToken, Role: httpx.RoleCheckout}, {Token: "viewer", Role: httpx.RoleViewer}}
+	Handler(mux, grabendpoint.New(e.svc, e.switches), tokens, httpx.NewRouteMetrics(prometheus.NewRegistry(), "grab"))
+	e.srv = httptest.NewServer(httpx.WithRequestID(mux))
+	t.Cleanup(func() { e.srv.Close(); e.svc.Close() })
+	return e
+}
+
+// spec describes a test promotion; zero fields take sane defaults.
+type spec struct {
+	total, perPin, perIP, maxPerGrab, rateLimit int64
+	start, end                                  time.Time
+}
+
+// promotion creates a promotion directly on its shard and returns its id.
+func (e *env) promotion(name string, s spec) string {
+	e.t.Helper()
+	id := fmt.Sprintf("%s-%s", name, e.suffix)
+	if s.maxPerGrab == 0 {
+		s.maxPerGrab = 5
+	}
+	if s.start.IsZero() {
+		s.start = e.clock.now().Add(-time.Minute)
+	}
+	if s.end.IsZero() {
+		s.end = e.clock.now().Add(24 * time.Hour)
+	}
+	key := promo.Key(id, 1)
+	code, err := lua.Create(context.Background(), e.shard(key), key, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
+		PerIP: s.perIP, MaxPerGrab: s.maxPerGrab, RateLimit: s.rateLimit, RateWindowMs: 60_000,
+		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE"})
+	if err != nil || code != lua.AdminOK {
+		e.t.Fatalf("create %s: %v %v", key, code, err)
+	}
+	return id
+}
+
+func (e *env) shard(key string) *redis.Client { return e.shards[ring.Default.Shard(key)] }
+
+func (e *env) hash(id string) lua.HashState {
+	e.t.Helper()
+	key := promo.Key(id, 1)
+	h, found, err := lua.ReadHash(context.Background(), e.shard(key), key)
+	if err != nil || !found {
+		e.t.Fatalf("read %s: found=%v err=%v", key, found, err)
+	}
+	return h
+}
+
+func (e *env) held(id, which, field string) int64 {
+	key := promo.Key(id, 1)
+	hk := promo.PinsKey(key)
+	if which == "ip" {
+		hk = promo.IPsKey(key)
+	}
+	n, err := e.shard(key).HGet(context.Background(), hk, field).Int64()
+	if err != nil && err != redis.Nil {
+		e.t.Fatalf("held %s %s: %v", hk, field, err)
+	}
+	return n
+}
+
+// grabBody builds a grab request body for items (promoId, num) of type 1.
+func grabBody(rid, pin, ip string, items ...any) map[string]any {
+	var its []map[string]any
+	for i := 0; i < len(items); i += 2 {
+		its = append(its, map[string]any{"promoId": items[i], "type": 1, "num": items[i+1]})
+	}
+	return map[string]any{"requestId": rid, "pin": pin, "ip": ip, "items": its}
+}
+
+type answer struct {
+	status int
+	header http.Header
+	res    grab.Result
+	err    httpx.Error
+	raw    string
+}
+
+func (e *env) do(method, path, token string, body any) answer {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, e.srv.URL+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Errorf("%s %s: %v", method, path, err)
+		return answer{}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: string(raw)}
+	_ = json.Unmarshal(raw, &a.res)
+	_ = json.Unmarshal(raw, &a.err)
+	return a
+}
+
+func (e *env) grab(body any) answer { return e.do("POST", "/v1/grab", checkoutToken, body) }
+
+func (e *env) cancel(rid, pin string) answer {
+	return e.do("POST", "/v1/grab/"+rid+"/cancel", checkoutToken, map[string]any{"pin": pin})
+}

@@ -1,0 +1,304 @@
+package adminservice
+
+// How a change reaches both the MySQL row and the Redis hash, and why they never
+// disagree after any single failure: the row is the journal of its own changes.
+//
+//  1. propose: one MySQL transaction records the whole new spec and state as the
+//     row's pending change, at version+1 (a create inserts a version-0 row). Another
+//     change of the same promotion is refused (BUSY) while this one is younger than
+//     RepairGrace.
+//  2. The version-guarded admin script applies the change to the hash, ver = the
+//     pending version: replaying a version already applied changes nothing.
+//  3. promote: one MySQL transaction makes the pending change the committed row.
+//
+// A business refusal of the script (BELOW_GRANTED, STOPPED, EXISTS) discards the
+// pending change and answers 409. If the script call fails (shard down, timeout),
+// the hash's ver says whether the change landed: promote if it holds the pending
+// version (for a delete: if the hash is gone), else discard and answer 503 naming
+// the shard. If the shard does not answer even that, the change stays pending and
+// the answer is 503; the repairer (Repair, every RepairEvery and once at start)
+// resolves the same way every change pending for longer than RepairGrace, once the
+// shard answers. A failure of step 3 leaves the change pending for the repairer too.
+// Readers only see committed rows, so no one reads a half-done change.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
+)
+
+// errStale ends a propose that found an abandoned pending change to resolve first.
+var errStale = errors.New("an abandoned change is pending")
+
+// propose runs step 1 on a committed, undeleted row. plan reads the row and returns
+// the change to make (whole spec and state) or a refusal.
+func (a *Admin) propose(ctx context.Context, id store.ID, plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error) {
+	for attempt := 0; ; attempt++ {
+		var ch store.Change
+		var stale *store.Change
+		_, err := a.store.Update(ctx, id, func(p *store.Promotion) error {
+			if !p.Committed() || p.State == promo.Deleted {
+				return ErrNotFound
+			}
+			want, err := plan(p)
+			if err != nil {
+				return err
+			}
+			if p.Pending != nil {
+				if err := a.busy(p.Pending); err != nil {
+					return err
+				}
+				stale = p.Pending
+				return errStale
+			}
+			if err := p.Propose(want.Op, want.Spec, want.State, a.now()); err != nil {
+				return err
+			}
+			ch = *p.Pending
+			return nil
+		})
+		var fe *FieldError
+		switch {
+		case err == nil:
+			return ch, nil
+		case stale != nil:
+			if err := a.takeOver(ctx, id, stale, attempt); err != nil {
+				return store.Change{}, err
+			}
+			continue
+		case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
+			return store.Change{}, fmt.Errorf("%s: %w", id, ErrNotFound)
+		case errors.As(err, &fe):
+			return store.Change{}, fe
+		case errors.Is(err, ErrBusy), errors.Is(err, ErrStopped), errors.Is(err, errNoChange):
+			return store.Change{}, err
+		}
+		return store.Change{}, mysqlDown(err)
+	}
+}
+
+// busy refuses while a pending change still belongs to its request.
+func (a *Admin) busy(ch *store.Change) error {
+	if age := a.now().Sub(ch.At); age < a.cfg.RepairGrace {
+		return fmt.Errorf("%w (a %s is pending since %s)", ErrBusy, ch.Op, ch.At.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// takeOver resolves an abandoned pending change before the caller tries again,
+// once; a change that is still young, or pending again, is BUSY.
+func (a *Admin) takeOver(ctx context.Context, id store.ID, pending *store.Change, attempt int) error {
+	if err := a.busy(pending); err != nil {
+		return err
+	}
+	if attempt > 0 {
+		return fmt.Errorf("%w (a %s is pending)", ErrBusy, pending.Op)
+	}
+	return a.resolve(ctx, id)
+}
+
+// settle runs steps 2 and 3 of a proposed change. It does not stop when the
+// caller goes away: a change half done is finished or undone here, not left.
+func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store.Promotion, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RepairGrace)
+	defer cancel()
+	key := id.Key()
+	shard, c := a.pool.For(key)
+	fault(&a.betweenWrites)
+	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+	reply, err := writeHash(rctx, c, key, ch)
+	rcancel()
+	if err != nil {
+		return a.unsure(ctx, id, ch, shard, err)
+	}
+	if refusal := judge(ch, reply, shard); refusal != nil {
+		if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
+			// The hash does not hold the change, so the repairer will discard it too.
+			return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "the shard refused the change (" + refusal.Error() + ") and undoing it in the record failed; the repairer will", Err: err}
+		}
+		return store.Promotion{}, refusal
+	}
+	fault(&a.afterRedis)
+	return a.promote(ctx, id, ch, shard)
+}
+
+// promote runs step 3 once the hash holds the change.
+func (a *Admin) promote(ctx context.Context, id store.ID, ch store.Change, shard int) (store.Promotion, error) {
+	p, err := a.store.Promote(ctx, id, ch.Version, a.now())
+	if err == nil {
+		return p, nil
+	}
+	if errors.Is(err, store.ErrNoPending) {
+		// Resolved meanwhile by the repairer; the row says which way.
+		if row, rerr := a.store.Row(ctx, id); rerr == nil && row.Version >= ch.Version {
+			return row, nil
+		}
+		a.log.ErrorContext(ctx, "a change applied on its shard was discarded from the record while in flight",
+			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", shard)
+		return store.Promotion{}, &UnavailableError{Dependency: shardName(shard), Msg: "the change was resolved by the repairer while in flight; read the promotion and retry"}
+	}
+	return store.Promotion{}, &UnavailableError{Dependency: "mysql",
+		Msg: fmt.Sprintf("the change is applied on redis shard %d but not yet recorded; the repairer will record it", shard), Err: err}
+}
+
+// unsure settles a change whose script call failed: the hash says whether it landed.
+func (a *Admin) unsure(ctx context.Context, id store.ID, ch store.Change, shard int, cause error) (store.Promotion, error) {
+	landed, err := a.landed(ctx, id.Key(), ch)
+	if err != nil {
+		a.log.WarnContext(ctx, "shard did not answer; change left pending for the repairer",
+			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", shard, "err", cause)
+		return store.Promotion{}, &UnavailableError{Dependency: shardName(shard),
+			Msg: "did not answer; the change is recorded as pending and will be completed or undone once the shard answers", Err: cause}
+	}
+	if landed {
+		return a.promote(ctx, id, ch, shard)
+	}
+	if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
+		return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "undoing a change the shard did not take failed; the repairer will", Err: err}
+	}
+	return store.Promotion{}, &UnavailableError{Dependency: shardName(shard), Msg: "the change could not be applied and was undone; retry", Err: cause}
+}
+
+// landed reads the hash: does it hold the change?
+func (a *Admin) landed(ctx context.Context, key string, ch store.Change) (bool, error) {
+	_, c := a.pool.For(key)
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+	defer cancel()
+	h, exists, err := lua.ReadHash(ctx, c, key)
+	if err != nil {
+		return false, err
+	}
+	if ch.Op == store.OpDelete {
+		return !exists, nil
+	}
+	return exists && h.Ver == ch.Version, nil
+}
+
+// resolve settles the pending change of id if it is older than RepairGrace:
+// promoted if its hash holds it, discarded otherwise.
+func (a *Admin) resolve(ctx context.Context, id store.ID) error {
+	p, err := a.store.Row(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return mysqlDown(err)
+	}
+	if p.Pending == nil || a.busy(p.Pending) != nil {
+		return nil
+	}
+	ch := *p.Pending
+	shard, _ := a.pool.For(id.Key())
+	landed, err := a.landed(ctx, id.Key(), ch)
+	if err != nil {
+		return &UnavailableError{Dependency: shardName(shard), Msg: "did not answer; the pending change waits", Err: err}
+	}
+	outcome := "promoted"
+	if landed {
+		_, err = a.store.Promote(ctx, id, ch.Version, a.now())
+	} else {
+		outcome = "discarded"
+		err = a.store.Discard(ctx, id, ch.Version)
+	}
+	if err != nil && !errors.Is(err, store.ErrNoPending) {
+		return mysqlDown(err)
+	}
+	a.log.InfoContext(ctx, "pending change resolved", "promotion", id.String(), "op", ch.Op,
+		"version", ch.Version, "shard", shard, "outcome", outcome)
+	return nil
+}
+
+// Repair resolves every change pending for longer than RepairGrace whose shard
+// answers; the others wait for the next run. The error joins what failed.
+func (a *Admin) Repair(ctx context.Context) error {
+	ids, err := a.store.Pending(ctx, a.now().Add(-a.cfg.RepairGrace), 500)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := a.resolve(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("repair %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunRepairer runs Repair at once and then every RepairEvery until ctx is done.
+func (a *Admin) RunRepairer(ctx context.Context) error {
+	t := time.NewTicker(a.cfg.RepairEvery)
+	defer t.Stop()
+	for {
+		if err := a.Repair(ctx); err != nil && ctx.Err() == nil {
+			a.log.WarnContext(ctx, "repair left changes pending", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// writeHash is step 2: the admin script of ch.Op at ch.Version.
+func writeHash(ctx context.Context, c redis.Scripter, key string, ch store.Change) (lua.AdminReply, error) {
+	switch ch.Op {
+	case store.OpCreate:
+		code, err := lua.Create(ctx, c, key, adminSpec(ch))
+		return lua.AdminReply{Code: code}, err
+	case store.OpPatch:
+		return lua.Patch(ctx, c, key, adminSpec(ch))
+	case store.OpStop:
+		code, err := lua.Stop(ctx, c, key, ch.Version)
+		return lua.AdminReply{Code: code}, err
+	case store.OpDelete:
+		code, err := lua.Delete(ctx, c, key, ch.Version)
+		return lua.AdminReply{Code: code}, err
+	}
+	return lua.AdminReply{}, fmt.Errorf("unknown change %q", ch.Op)
+}
+
+func adminSpec(ch store.Change) lua.AdminSpec {
+	s := ch.Spec
+	out := lua.AdminSpec{
+		Ver: ch.Version, Total: s.Total, PerPin: s.PerPinLimit, PerIP: s.PerIPLimit,
+		MaxPerGrab: s.MaxPerGrab, StartMs: s.StartAt.UnixMilli(), EndMs: s.EndAt.UnixMilli(),
+		State: string(ch.State),
+	}
+	if s.RateLimit != nil {
+		out.RateLimit, out.RateWindowMs = s.RateLimit.Limit, s.RateLimit.WindowSeconds*1000
+	}
+	return out
+}
+
+// judge turns the script's answer into nil (the hash holds the change) or the
+// refusal to answer with (the change must be discarded).
+func judge(ch store.Change, r lua.AdminReply, shard int) error {
+	switch {
+	case r.Code == lua.AdminOK:
+		return nil
+	case r.Code == lua.AdminAlreadyApplied && (ch.Op == store.OpCreate || ch.Op == store.OpPatch):
+		return nil
+	case r.Code == lua.AdminNotFound && ch.Op == store.OpDelete:
+		return nil // already gone: the companions were deleted all the same
+	case r.Code == lua.AdminExists && ch.Op == store.OpCreate:
+		return fmt.Errorf("%w (redis shard %d already holds a hash of this key)", ErrExists, shard)
+	case r.Code == lua.AdminStopped:
+		return ErrStopped
+	case r.Code == lua.AdminBelowGranted:
+		return &BelowGrantedError{Total: ch.Spec.Total, Granted: r.Granted}
+	case r.Code == lua.AdminNotFound:
+		return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf(
+			"the shard has no hash for this promotion although the record has it; rebuild it (bin/recovery rebuild --shard %d)", shard)}
+	}
+	return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("the shard answered %s to a %s at version %d; nothing was changed", r.Code, ch.Op, ch.Version)}
+}
+
+func shardName(shard int) string { return fmt.Sprintf("redis shard %d", shard) }

@@ -1,0 +1,103 @@
+// Package adminservice is promo-admin's business logic: creating, changing, stopping
+// and deleting promotions so that their MySQL row and their Redis hash never
+// disagree after any single failure (see journal.go and the package store doc).
+package adminservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/store"
+)
+
+// Service is what merchandisers and viewers can do.
+type Service interface {
+	Create(ctx context.Context, s promo.Spec) (promo.Promotion, error)
+	Get(ctx context.Context, id store.ID) (promo.Promotion, error)
+	List(ctx context.Context, q ListQuery) (ListPage, error)
+	Patch(ctx context.Context, id store.ID, p Patch) (promo.Promotion, error)
+	Stop(ctx context.Context, id store.ID, reason string) (promo.Promotion, error)
+	Delete(ctx context.Context, id store.ID) error
+}
+
+// ListQuery asks for a page of promotions, newest first.
+type ListQuery struct {
+	State  string // one of the contract's states, or "" for all but DELETED
+	Limit  int    // 1..500
+	Cursor string // NextCursor of the previous page
+}
+
+// ListPage is one page; NextCursor is empty on the last.
+type ListPage struct {
+	Items      []promo.Promotion `json:"items"`
+	NextCursor string            `json:"nextCursor,omitempty"`
+}
+
+// Patch is a partial change of a live promotion; nil fields stay as they are.
+type Patch struct {
+	Total       *int64
+	PerPinLimit *int64
+	PerIPLimit  *int64
+	RateLimit   *promo.RateLimit
+	EndAt       *time.Time
+}
+
+func (p Patch) empty() bool {
+	return p.Total == nil && p.PerPinLimit == nil && p.PerIPLimit == nil && p.RateLimit == nil && p.EndAt == nil
+}
+
+// Sentinel errors; the transport maps each to its status in one place.
+var (
+	ErrNotFound     = errors.New("no such promotion")
+	ErrExists       = errors.New("the promotion already exists")
+	ErrBusy         = errors.New("another change of this promotion is in progress; retry in a few seconds")
+	ErrStopped      = errors.New("the promotion is stopped")
+	ErrBelowGranted = errors.New("total below what is already granted")
+	ErrUnavailable  = errors.New("a dependency is unavailable")
+)
+
+// FieldError is invalid input: Field names the offending JSON field, path or
+// query parameter. Nothing was changed.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+func invalid(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// BelowGrantedError is ErrBelowGranted with the numbers.
+type BelowGrantedError struct {
+	Total, Granted int64
+}
+
+func (e *BelowGrantedError) Error() string {
+	return fmt.Sprintf("total %d is below the %d already granted", e.Total, e.Granted)
+}
+
+func (e *BelowGrantedError) Is(target error) bool { return target == ErrBelowGranted }
+
+// UnavailableError is ErrUnavailable naming the dependency ("mysql", "redis shard 3")
+// and what became of the change.
+type UnavailableError struct {
+	Dependency string
+	Msg        string
+	Err        error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Err != nil {
+		return e.Dependency + ": " + e.Msg + ": " + e.Err.Error()
+	}
+	return e.Dependency + ": " + e.Msg
+}
+
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }

@@ -1,0 +1,335 @@
+// Package admintest runs promo-admin in-process for tests, against the local
+// stack's Redis shards (or a test's own redis-server) and a throwaway MySQL
+// database, and reads back what it wrote on both sides.
+package admintest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/testenv"
+	"github.com/flashsale/platform/lua"
+	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+	"github.com/flashsale/platform/promo-admin/internal/app"
+)
+
+// Tokens the test service knows.
+const (
+	AdminToken    = "test-admin-token"
+	ViewerToken   = "test-viewer-token"
+	CheckoutToken = "dev-checkout-token" // grab-service's: unknown here
+)
+
+// Clock is a settable clock: real time plus an offset.
+type Clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// Options shape an Env; zero values take the local stack and short timeouts.
+type Options struct {
+	RedisAddrs []string // 16 entries; default the local stack's shards
+	DSN        string   // default a fresh throwaway database
+	Service    adminservice.Config
+}
+
+// Env is one in-process promo-admin.
+type Env struct {
+	t      testing.TB
+	App    *app.App
+	Server *httptest.Server
+	Clock  *Clock
+	DSN    string
+	Addrs  []string
+	shards []*redis.Client // the test's own clients, one per logical shard
+}
+
+// Start builds and serves promo-admin; everything is closed when the test ends.
+func Start(t testing.TB, o Options) *Env {
+	t.Helper()
+	if o.RedisAddrs == nil {
+		o.RedisAddrs = testenv.Stack(t).Redis
+	}
+	if o.DSN == "" {
+		o.DSN = testenv.MySQLDSN(t)
+	}
+	clock := &Clock{}
+	if o.Service.Now == nil {
+		o.Service.Now = clock.Now
+	}
+	if o.Service.RedisTimeout == 0 {
+		o.Service.RedisTimeout = time.Second
+	}
+	if o.Service.RepairGrace == 0 {
+		o.Service.RepairGrace = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := app.New(ctx, app.Config{
+		RedisAddrs: o.RedisAddrs,
+		MySQLDSN:   o.DSN,
+		Tokens: httpx.Tokens{
+			{Token: AdminToken, Role: httpx.RoleMerchandiser},
+			{Token: ViewerToken, Role: httpx.RoleViewer},
+		},
+		Service: o.Service,
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatalf("start promo-admin: %v", err)
+	}
+	srv := httptest.NewServer(a.Handler)
+	e := &Env{t: t, App: a, Server: srv, Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
+	byAddr := map[string]*redis.Client{}
+	for _, addr := range o.RedisAddrs {
+		c, ok := byAddr[addr]
+		if !ok {
+			c = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+			byAddr[addr] = c
+		}
+		e.shards = append(e.shards, c)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		a.Close()
+		for _, c := range byAddr {
+			c.Close()
+		}
+	})
+	return e
+}
+
+// Response is an answer of the service.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body as an object.
+func (r Response) JSON() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(r.Body, &m)
+	return m
+}
+
+// Promotion decodes the body as a promotion.
+func (r Response) Promotion() promo.Promotion {
+	var p promo.Promotion
+	_ = json.Unmarshal(r.Body, &p)
+	return p
+}
+
+// Error decodes the body as the contract's Error.
+func (r Response) Error() httpx.Error {
+	var e httpx.Error
+	_ = json.Unmarshal(r.Body, &e)
+	return e
+}
+
+func (r Response) String() string { return fmt.Sprintf("%d %s", r.Status, r.Body) }
+
+// Do sends one request. body is sent as is if it is a string or []byte, else as
+// JSON; nil sends no body. token "" sends no Authorization header. Every answer
+// must carry X-Request-Id.
+func (e *Env) Do(method, path, token string, body any) Response {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.Server.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.Server.Client().Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.Header.Get("X-Request-Id") == "" {
+		e.t.Errorf("%s %s: answer %d has no X-Request-Id", method, path, resp.StatusCode)
+	}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Spec is a valid create body for id (type 1): open since a minute, for a day.
+func (e *Env) Spec(id string) map[string]any {
+	now := e.Clock.Now().UTC()
+	return map[string]any{
+		"promoId": id, "type": 1, "title": "promotion " + id, "total": 100,
+		"perPinLimit": 2, "perIpLimit": 10, "maxPerGrab": 2,
+		"rateLimit": map[string]any{"limit": 1000, "windowSeconds": 60},
+		"startAt":   now.Add(-time.Minute).Format(time.RFC3339Nano),
+		"endAt":     now.Add(24 * time.Hour).Format(time.RFC3339Nano),
+	}
+}
+
+// Create creates id (type 1) with Spec and fails the test unless it is 201.
+func (e *Env) Create(id string) promo.Promotion {
+	e.t.Helper()
+	r := e.Do(http.MethodPost, "/v1/promotions", AdminToken, e.Spec(id))
+	if r.Status != http.StatusCreated {
+		e.t.Fatalf("create %s: %s", id, r)
+	}
+	return r.Promotion()
+}
+
+// Row is the promotion's row as stored (a pending create included).
+func (e *Env) Row(id string, typ int) (store.Promotion, bool) {
+	e.t.Helper()
+	p, err := e.App.Store.Row(context.Background(), store.ID{PromoID: id, Type: typ})
+	if err != nil {
+		if strings.Contains(err.Error(), store.ErrNotFound.Error()) {
+			return store.Promotion{}, false
+		}
+		e.t.Fatalf("read row %s/%d: %v", id, typ, err)
+	}
+	return p, true
+}
+
+// Shard is the test's own client of a logical shard.
+func (e *Env) Shard(shard int) *redis.Client { return e.shards[shard] }
+
+// Hash reads the promotion's hash on the shard the ring names.
+func (e *Env) Hash(id string, typ int) (lua.HashState, bool) {
+	e.t.Helper()
+	key := promo.Key(id, typ)
+	shard, _ := e.App.Pool.For(key)
+	h, ok, err := lua.ReadHash(context.Background(), e.shards[shard], key)
+	if err != nil {
+		e.t.Fatalf("read hash %s: %v", key, err)
+	}
+	return h, ok
+}
+
+// Snapshot renders everything stored about the promotions: the rows as stored and,
+// on every shard server, the hash and companion keys. Two equal snapshots mean
+// nothing changed.
+func (e *Env) Snapshot(ids ...store.ID) string {
+	e.t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	for _, id := range ids {
+		p, err := e.App.Store.Row(ctx, id)
+		row, _ := json.Marshal(p)
+		fmt.Fprintf(&b, "row %s: %s err=%v\n", id, row, err)
+		keys := promo.Keys(id.Key())
+		seen := map[*redis.Client]bool{}
+		for _, c := range e.shards {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			for _, k := range keys {
+				typ, _ := c.Type(ctx, k).Result()
+				var content any
+				switch typ {
+				case "hash":
+					m, _ := c.HGetAll(ctx, k).Result()
+					content = sortedMap(m)
+				case "zset":
+					content, _ = c.ZRangeWithScores(ctx, k, 0, -1).Result()
+				}
+				fmt.Fprintf(&b, "%s %s %s %v\n", c.Options().Addr, k, typ, content)
+			}
+		}
+	}
+	return b.String()
+}
+
+func sortedMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s ", k, m[k])
+	}
+	return b.String()
+}
+
+// Agree fails the test unless the committed row and the hash agree: both absent
+// (or the row DELETED and the hash absent), or the same spec, state and version,
+// with no change pending.
+func (e *Env) Agree(id string, typ int) {
+	e.t.Helper()
+	row, hasRow := e.Row(id, typ)
+	h, hasHash := e.Hash(id, typ)
+	if hasRow && row.Pending != nil {
+		e.t.Errorf("%s/%d: a change is still pending: %+v", id, typ, row.Pending)
+		return
+	}
+	if !hasRow || row.State == promo.Deleted {
+		if hasHash {
+			e.t.Errorf("%s/%d: no live row (exists %v, state %s) but the hash exists: %+v", id, typ, hasRow, row.State, h)
+		}
+		return
+	}
+	if !hasHash {
+		e.t.Errorf("%s/%d: row version %d exists but the hash does not", id, typ, row.Version)
+		return
+	}
+	s := row.Spec
+	var rl, win int64
+	if s.RateLimit != nil {
+		rl, win = s.RateLimit.Limit, s.RateLimit.WindowSeconds*1000
+	}
+	want := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s",
+		row.Version, s.Total, s.PerPinLimit, s.PerIPLimit, s.MaxPerGrab, rl, win, s.StartAt.UnixMilli(), s.EndAt.UnixMilli(), row.State)
+	have := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s",
+		h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State)
+	if want != have {
+		e.t.Errorf("%s/%d: row and hash disagree:\n row:  %s\n hash: %s", id, typ, want, have)
+	}
+}

@@ -1,0 +1,131 @@
+package admintransport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/go-kit/kit/endpoint"
+
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
+	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+)
+
+func encodeCreated(ctx context.Context, w http.ResponseWriter, response interface{}) error {
+	if refused(ctx, w, response) {
+		return nil
+	}
+	httpx.WriteJSON(w, http.StatusCreated, response.(adminendpoint.PromotionResponse).Promotion)
+	return nil
+}
+
+func encodePromotion(ctx context.Context, w http.ResponseWriter, response interface{}) error {
+	if refused(ctx, w, response) {
+		return nil
+	}
+	httpx.WriteJSON(w, http.StatusOK, response.(adminendpoint.PromotionResponse).Promotion)
+	return nil
+}
+
+func encodeList(ctx context.Context, w http.ResponseWriter, response interface{}) error {
+	if refused(ctx, w, response) {
+		return nil
+	}
+	httpx.WriteJSON(w, http.StatusOK, response.(adminendpoint.ListResponse).Page)
+	return nil
+}
+
+func encodeDeleted(ctx context.Context, w http.ResponseWriter, response interface{}) error {
+	if refused(ctx, w, response) {
+		return nil
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// refused writes a business refusal carried in the response, if there is one.
+func refused(ctx context.Context, w http.ResponseWriter, response interface{}) bool {
+	if f, ok := response.(endpoint.Failer); ok && f.Failed() != nil {
+		encodeError(ctx, f.Failed(), w)
+		return true
+	}
+	return false
+}
+
+// encodeError is the one error encoder: it maps the service's errors to the
+// contract's codes and lets httpx.WriteError write the body.
+func encodeError(ctx context.Context, err error, w http.ResponseWriter) {
+	httpx.WriteError(ctx, contractError(err), w)
+}
+
+func contractError(err error) error {
+	var (
+		he *httpx.Error
+		fe *adminservice.FieldError
+		ue *adminservice.UnavailableError
+	)
+	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.As(err, &fe):
+		return httpx.Invalid(fe.Field, fe.Msg)
+	case errors.Is(err, adminservice.ErrNotFound):
+		return httpx.NotFound("no such promotion")
+	case errors.Is(err, adminservice.ErrExists):
+		return httpx.Conflict("ALREADY_EXISTS", err.Error())
+	case errors.Is(err, adminservice.ErrBusy):
+		return httpx.Conflict("BUSY", err.Error())
+	case errors.Is(err, adminservice.ErrStopped):
+		return httpx.Conflict("STOPPED", "the promotion is stopped; a stopped promotion cannot be changed")
+	case errors.Is(err, adminservice.ErrBelowGranted):
+		return httpx.Conflict("BELOW_GRANTED", err.Error())
+	case errors.As(err, &ue):
+		return httpx.Unavailable(ue.Dependency + ": " + ue.Msg)
+	}
+	return err
+}
+
+// jsonFallback answers requests that match no route with the contract's Error
+// body instead of the mux's plain text: 404, or 405 with Allow.
+func jsonFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if allow := rec.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		switch rec.status {
+		case http.StatusMethodNotAllowed:
+			httpx.WriteError(r.Context(), &httpx.Error{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED", Message: r.Method + " is not served on " + r.URL.Path}, w)
+		case http.StatusMovedPermanently, http.StatusPermanentRedirect, http.StatusTemporaryRedirect, http.StatusFound:
+			mux.ServeHTTP(w, r)
+		default:
+			httpx.WriteError(r.Context(), httpx.NotFound("no route "+r.Method+" "+r.URL.Path), w)
+		}
+	})
+}
+
+// statusRecorder keeps the status and headers a handler writes, and drops its body.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (s *statusRecorder) Header() http.Header { return s.header }
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+}

@@ -1,0 +1,52 @@
+// Package admintransport serves promo-admin's endpoints over HTTP/JSON as
+// openapi.yaml specifies: routes, roles, strict decoding and the one error encoder.
+package admintransport
+
+import (
+	"net/http"
+
+	kithttp "github.com/go-kit/kit/transport/http"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
+)
+
+// Routes of promo-admin, also the route label of the metrics.
+const (
+	RouteCreate = "POST /v1/promotions"
+	RouteList   = "GET /v1/promotions"
+	RouteGet    = "GET /v1/promotions/{promoId}/{type}"
+	RoutePatch  = "PATCH /v1/promotions/{promoId}/{type}"
+	RouteDelete = "DELETE /v1/promotions/{promoId}/{type}"
+	RouteStop   = "POST /v1/promotions/{promoId}/{type}/stop"
+)
+
+// Options are what the handler needs besides the endpoints.
+type Options struct {
+	Tokens   httpx.Tokens
+	Metrics  *httpx.RouteMetrics
+	Registry *prometheus.Registry
+	// Checks are the dependencies /readyz reports on, by name.
+	Checks map[string]httpx.Check
+}
+
+// NewHTTPHandler mounts every route, /healthz, /readyz and /metrics. Every
+// response carries X-Request-Id; every error body is the contract's Error.
+func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
+	mux := http.NewServeMux()
+	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(encodeError)}
+	write := []httpx.Role{httpx.RoleMerchandiser}
+	read := []httpx.Role{httpx.RoleMerchandiser, httpx.RoleViewer}
+	route := func(pattern string, h http.Handler, roles ...httpx.Role) {
+		mux.Handle(pattern, o.Metrics.Wrap(pattern, o.Tokens.Require(h, roles...)))
+	}
+	route(RouteCreate, kithttp.NewServer(set.CreateEndpoint, decodeCreate, encodeCreated, opts...), write...)
+	route(RouteList, kithttp.NewServer(set.ListEndpoint, decodeList, encodeList, opts...), read...)
+	route(RouteGet, kithttp.NewServer(set.GetEndpoint, decodeGet, encodePromotion, opts...), read...)
+	route(RoutePatch, kithttp.NewServer(set.PatchEndpoint, decodePatch, encodePromotion, opts...), write...)
+	route(RouteDelete, kithttp.NewServer(set.DeleteEndpoint, decodeDelete, encodeDeleted, opts...), write...)
+	route(RouteStop, kithttp.NewServer(set.StopEndpoint, decodeStop, encodePromotion, opts...), write...)
+	httpx.Ops(mux, o.Registry, o.Checks)
+	return httpx.WithRequestID(jsonFallback(mux))
+}

@@ -1,0 +1,106 @@
+// Package app wires promo-admin from the inside out: the record, the shard pool,
+// the service, its endpoints and the HTTP handler. main and the tests build the
+// same thing through New.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/shardpool"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
+	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+	"github.com/flashsale/platform/promo-admin/internal/admintransport"
+)
+
+// Config is everything promo-admin is told; nothing is read from the environment here.
+type Config struct {
+	RedisAddrs []string // 16 entries, index = logical shard
+	MySQLDSN   string
+	Tokens     httpx.Tokens
+	Logger     *slog.Logger
+	Service    adminservice.Config
+	// Redis is the template of every shard client; zero means RedisDefaults().
+	Redis *redis.Options
+}
+
+// RedisDefaults are the shard client settings promo-admin runs with. One retry is
+// safe: every admin script is version-guarded, so a replay changes nothing.
+func RedisDefaults() redis.Options {
+	return redis.Options{
+		DialTimeout:           time.Second,
+		ReadTimeout:           2 * time.Second,
+		WriteTimeout:          2 * time.Second,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		PoolSize:              16,
+	}
+}
+
+// App is a wired promo-admin.
+type App struct {
+	Admin    *adminservice.Admin
+	Store    *store.Store
+	Pool     *shardpool.Pool
+	Registry *prometheus.Registry
+	Handler  http.Handler
+}
+
+// New opens the record (migrating it), builds the shard pool and the handler.
+// It does not wait for Redis: /readyz reports the shards that do not answer.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if len(cfg.Tokens) == 0 {
+		return nil, errors.New("promo-admin: no tokens configured")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	cfg.Service.Logger = logger
+	opts := RedisDefaults()
+	if cfg.Redis != nil {
+		opts = *cfg.Redis
+	}
+	pool, err := shardpool.New(cfg.RedisAddrs, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	admin := adminservice.New(st, pool, cfg.Service)
+	set := adminendpoint.New(admin, logger)
+	handler := admintransport.NewHTTPHandler(set, admintransport.Options{
+		Tokens:   cfg.Tokens,
+		Metrics:  httpx.NewRouteMetrics(reg, "promo_admin"),
+		Registry: reg,
+		Checks: map[string]httpx.Check{
+			"mysql": st.Ping,
+			"redis": pool.Ping,
+		},
+	})
+	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler}, nil
+}
+
+// Close releases the record and the shard clients.
+func (a *App) Close() error {
+	err := errors.Join(a.Store.Close(), a.Pool.Close())
+	if err != nil {
+		return fmt.Errorf("promo-admin: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Command promo-admin serves merchandisers: it creates, changes, stops and deletes
+// promotions, keeping each one's MySQL row and Redis hash in agreement. It only
+// wires the packages under internal/ (see internal/app).
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/svc"
+	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+	"github.com/flashsale/platform/promo-admin/internal/app"
+)
+
+func main() {
+	logger := svc.Logger("promo-admin")
+	if err := run(logger); err != nil {
+		logger.Error("promo-admin stopped", "err", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(logger *slog.Logger) error {
+	var f svc.Flags
+	fs := flag.NewFlagSet("promo-admin", flag.ExitOnError)
+	f.Register(fs, "127.0.0.1:8081") // --kafka and --switches are accepted; promo-admin uses neither yet
+	var sc adminservice.Config
+	fs.DurationVar(&sc.RedisTimeout, "redis-timeout", 2*time.Second, "bound on each Redis call")
+	fs.DurationVar(&sc.RepairGrace, "repair-grace", 15*time.Second, "age after which a pending change no longer belongs to its request and the repairer resolves it")
+	fs.DurationVar(&sc.RepairEvery, "repair-every", 3*time.Second, "period of the repairer")
+	_ = fs.Parse(os.Args[1:])
+
+	tokens, err := svc.Tokens(f.Local,
+		svc.TokenSpec{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
+		svc.TokenSpec{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := app.New(ctx, app.Config{
+		RedisAddrs: f.Redis, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc,
+	})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	g := svc.NewGroup(logger)
+	g.HTTP(svc.Server(f.Listen, a.Handler))
+	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
+	return g.Run()
+}
