@@ -1,0 +1,169 @@
+// Command demo runs a flash sale against the local stack: it creates promotions
+// through promo-admin, sends 20,000 buyers at a 1,000-unit promotion through
+// grab-service, cancels a few orders, and prints the outcome and the invariant checks.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/stack"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/tools/invariants"
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+func main() {
+	stackFile := flag.String("stack", "", "stack file written by `make up` (default .run/stack.json)")
+	buyers := flag.Int("buyers", 20000, "buyers, one grab each")
+	total := flag.Int64("total", 1000, "units of the sale's promotion")
+	concurrency := flag.Int("concurrency", 200, "buyers pressing at once")
+	cancels := flag.Int("cancels", 50, "granted orders cancelled after the sale")
+	flag.Parse()
+	if err := run(*stackFile, *buyers, *total, *concurrency, *cancels); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(stackFile string, buyers int, total int64, concurrency, cancels int) error {
+	ctx := context.Background()
+	st, err := stack.Load(stackFile)
+	if err != nil {
+		return err
+	}
+	adminToken := env("FLASHSALE_ADMIN_TOKEN", "dev-admin-token")
+	checkoutToken := env("FLASHSALE_CHECKOUT_TOKEN", "dev-checkout-token")
+	client := loadgen.Client(concurrency, 10*time.Second)
+	run := time.Now().UTC().Format("150405")
+
+	// A few promotions on different shards, as merchandisers would create them.
+	section("promotions")
+	sale := invariants.Promotion{PromoID: "sale-" + run, Type: 1, Total: total, PerPin: 1, PerIP: 5}
+	specs := []invariants.Promotion{sale,
+		{PromoID: "phone-" + run, Type: 1, Total: 300, PerPin: 2},
+		{PromoID: "tv-" + run, Type: 1, Total: 50, PerPin: 1},
+		{PromoID: "coffee-" + run, Type: 2, Total: 5000, PerPin: 5}}
+	for _, p := range specs {
+		body := map[string]any{"promoId": p.PromoID, "type": p.Type, "title": "demo " + p.PromoID, "total": p.Total,
+			"perPinLimit": p.PerPin, "perIpLimit": p.PerIP, "maxPerGrab": 1,
+			"startAt": time.Now().UTC().Add(-time.Second).Format(time.RFC3339), "endAt": time.Now().UTC().Add(time.Hour).Format(time.RFC3339)}
+		a := loadgen.Do(ctx, client, st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: adminToken})
+		if a.Status != http.StatusCreated {
+			return fmt.Errorf("create %s: %d %s", p.PromoID, a.Status, a.Body)
+		}
+	}
+	if err := showPromotions(ctx, client, st.Admin, adminToken, run); err != nil {
+		return err
+	}
+
+	// The flash sale.
+	section(fmt.Sprintf("flash sale: %d buyers, %d units, %d at once", buyers, total, concurrency))
+	grab := func(i int) loadgen.Call {
+		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: checkoutToken, Body: map[string]any{
+			"requestId": fmt.Sprintf("demo-%s-%d", run, i), "pin": fmt.Sprintf("buyer-%d", i),
+			"ip":    fmt.Sprintf("10.%d.%d.%d", i%7, (i/7)%250, i%3000/250),
+			"items": []map[string]any{{"promoId": sale.PromoID, "type": 1, "num": 1}}}}
+	}
+	start := time.Now()
+	answers := loadgen.Run(ctx, loadgen.Config{BaseURL: st.Grab, Concurrency: concurrency, Calls: buyers, Label: "buyers"}, grab, nil)
+	sum := loadgen.Summarize(answers, time.Since(start))
+
+	told := invariants.Told{PerPin: map[string]int64{}}
+	var granted []int
+	for i, a := range answers {
+		if a.Result == "GRANTED" {
+			told.Units++
+			told.PerPin[fmt.Sprintf("buyer-%d", i)]++
+			granted = append(granted, i)
+		}
+	}
+	// Some buyers do not pay: their orders are cancelled and the stock returns.
+	returned := 0
+	for _, i := range granted[:min(cancels, len(granted))] {
+		a := loadgen.Do(ctx, client, st.Grab, loadgen.Call{Method: "POST", Token: checkoutToken,
+			Path: fmt.Sprintf("/v1/grab/demo-%s-%d/cancel", run, i), Body: map[string]any{"pin": fmt.Sprintf("buyer-%d", i), "reason": "PAYMENT_EXPIRED"}})
+		if a.Result == "RETURNED" {
+			returned++
+			told.Units--
+			told.PerPin[fmt.Sprintf("buyer-%d", i)]--
+		}
+	}
+	for pin, n := range told.PerPin {
+		if n == 0 {
+			delete(told.PerPin, pin)
+		}
+	}
+
+	fmt.Printf("%-20s %8s\n", "answer", "count")
+	for _, r := range sum.Results() {
+		fmt.Printf("%-20s %8d\n", r, sum.ByResult[r])
+	}
+	fmt.Printf("%-20s %8d\n", "cancelled (RETURNED)", returned)
+	fmt.Printf("\nthroughput %.0f answers/s over %s; latency p50 %s, p99 %s, p99.9 %s\n",
+		sum.Throughput(), sum.Elapsed.Round(time.Millisecond), sum.P50.Round(time.Microsecond), sum.P99.Round(time.Microsecond), sum.P999.Round(time.Microsecond))
+
+	section("invariants (CONTRACT.md)")
+	shards := make([]*redis.Client, len(st.Redis))
+	for i, addr := range st.Redis {
+		shards[i] = redis.NewClient(&redis.Options{Addr: addr})
+		defer shards[i].Close()
+	}
+	checker := invariants.Checker{Shard: func(key string) redis.UniversalClient { return shards[ring.Default.Shard(key)] }, Settle: 15 * time.Second}
+	if db, err := store.Open(ctx, st.MySQLDSN); err == nil {
+		defer db.Close()
+		if st.Pids["flow-sink"] > 0 {
+			checker.DB = db
+		}
+	}
+	failed := false
+	for _, r := range checker.Check(ctx, sale, told) {
+		fmt.Println(r)
+		failed = failed || !r.Pass
+	}
+	if failed {
+		return fmt.Errorf("an invariant failed")
+	}
+	return nil
+}
+
+func section(title string) { fmt.Printf("\n== %s\n", title) }
+
+func showPromotions(ctx context.Context, client *http.Client, admin, token, run string) error {
+	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "GET", Path: "/v1/promotions?limit=50", Token: token})
+	var page struct {
+		Items []struct {
+			Key       string `json:"key"`
+			Shard     int    `json:"shard"`
+			State     string `json:"state"`
+			Total     int64  `json:"total"`
+			Remaining int64  `json:"remaining"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(a.Body, &page); err != nil || a.Status != http.StatusOK {
+		return fmt.Errorf("list promotions: %d %s", a.Status, a.Body)
+	}
+	fmt.Printf("%-26s %5s %-8s %8s %9s\n", "key (Redis hash)", "shard", "state", "total", "remaining")
+	for _, p := range page.Items {
+		if strings.HasSuffix(strings.TrimSuffix(strings.TrimSuffix(p.Key, "_1"), "_2"), run) {
+			fmt.Printf("%-26s %5d %-8s %8d %9d\n", p.Key, p.Shard, p.State, p.Total, p.Remaining)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+// Package loadgen drives HTTP load at the platform for the demo, the benchmarks and
+// the fault drills: keep-alive connections, bounded concurrency, a progress bar, and
+// every answer kept so the invariant checks can compare them with Redis and MySQL.
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// Call is one request to send.
+type Call struct {
+	Method, Path string
+	Body         any
+	Token        string
+}
+
+// Answer is what came back for one call.
+type Answer struct {
+	Index   int
+	Status  int // 0 when the request failed below HTTP
+	Result  string
+	Latency time.Duration
+	Body    []byte
+}
+
+// Config sets the shape of a run.
+type Config struct {
+	BaseURL     string
+	Concurrency int
+	Calls       int
+	Label       string // shown on the progress bar; empty hides the bar
+	Timeout     time.Duration
+}
+
+// Client returns an HTTP client that keeps one connection per worker alive.
+func Client(concurrency int, timeout time.Duration) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = concurrency * 2
+	t.MaxIdleConnsPerHost = concurrency * 2
+	t.MaxConnsPerHost = 0
+	return &http.Client{Transport: t, Timeout: timeout}
+}
+
+// Run sends cfg.Calls calls made by gen over cfg.Concurrency workers and returns
+// every answer, in call order. onAnswer, when set, sees each answer as it arrives.
+func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(Answer)) []Answer {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	client := Client(cfg.Concurrency, cfg.Timeout)
+	var bar *progressbar.ProgressBar
+	if cfg.Label != "" {
+		bar = progressbar.NewOptions(cfg.Calls, progressbar.OptionSetWriter(os.Stderr),
+			progressbar.OptionSetDescription(cfg.Label), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	answers := make([]Answer, cfg.Calls)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for w := 0; w < cfg.Concurrency; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				a := Do(ctx, client, cfg.BaseURL, gen(i))
+				a.Index = i
+				answers[i] = a
+				if onAnswer != nil {
+					mu.Lock()
+					onAnswer(a)
+					mu.Unlock()
+				}
+				if bar != nil {
+					_ = bar.Add(1)
+				}
+			}
+		}()
+	}
+feed:
+	for i := 0; i < cfg.Calls; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	return answers
+}
+
+// Do sends one call and reads the answer's "result" field when it has one.
+func Do(ctx context.Context, client *http.Client, base string, c Call) Answer {
+	var body io.Reader
+	if c.Body != nil {
+		b, _ := json.Marshal(c.Body)
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.Method, base+c.Path, body)
+	if err != nil {
+		return Answer{Result: "CLIENT_ERROR"}
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.Body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return Answer{Result: "TRANSPORT_ERROR", Latency: time.Since(start)}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := Answer{Status: resp.StatusCode, Latency: time.Since(start), Body: raw}
+	var r struct {
+		Result string `json:"result"`
+		Code   string `json:"code"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	a.Result = r.Result
+	if a.Result == "" {
+		a.Result = r.Code
+	}
+	return a
+}
+
+// Summary condenses a run.
+type Summary struct {
+	Calls          int
+	ByResult       map[string]int
+	Elapsed        time.Duration
+	P50, P99, P999 time.Duration
+}
+
+// Summarize counts answers by result and takes latency percentiles.
+func Summarize(answers []Answer, elapsed time.Duration) Summary {
+	s := Summary{Calls: len(answers), ByResult: map[string]int{}, Elapsed: elapsed}
+	lat := make([]time.Duration, 0, len(answers))
+	for _, a := range answers {
+		key := a.Result
+		if key == "" {
+			key = fmt.Sprintf("HTTP_%d", a.Status)
+		}
+		s.ByResult[key]++
+		lat = append(lat, a.Latency)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	s.P50, s.P99, s.P999 = Percentile(lat, 0.50), Percentile(lat, 0.99), Percentile(lat, 0.999)
+	return s
+}
+
+// Percentile of sorted latencies.
+func Percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// Throughput is answers per second.
+func (s Summary) Throughput() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Calls) / s.Elapsed.Seconds()
+}
+
+// Results lists the results, most frequent first.
+func (s Summary) Results() []string {
+	keys := make([]string, 0, len(s.ByResult))
+	for k := range s.ByResult {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if s.ByResult[keys[i]] != s.ByResult[keys[j]] {
+			return s.ByResult[keys[i]] > s.ByResult[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
