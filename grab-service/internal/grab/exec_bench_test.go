@@ -1,0 +1,75 @@
+package grab
+
+// Coalescing benchmark against a real redis-server (the local stack's shard 0):
+// the same q.lua grab sent by many goroutines, each on its own round trip
+// (direct, go-redis pooling only) against calls coalesced into shared pipelines.
+// Compare the two in one run: go test -bench ShardGrab -run ^$ ./internal/grab
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/testenv"
+	"github.com/flashsale/platform/lua"
+)
+
+func benchPromotion(b *testing.B, c redis.UniversalClient) string {
+	key := promo.Key("bench-"+testenv.Suffix(), 1)
+	now := time.Now()
+	if _, err := lua.Create(context.Background(), c, key, lua.AdminSpec{Ver: 1, Total: 1_000_000_000, MaxPerGrab: 1,
+		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil {
+		b.Fatal(err)
+	}
+	keys := promo.Keys(key)
+	b.Cleanup(func() { c.Del(context.Background(), keys[:]...) })
+	return key
+}
+
+func BenchmarkShardGrab(b *testing.B) {
+	client := redis.NewClient(&redis.Options{Addr: testenv.Stack(b).Redis[0], PoolSize: 256})
+	defer client.Close()
+	if err := lua.Load(context.Background(), client); err != nil {
+		b.Fatal(err)
+	}
+	key := benchPromotion(b, client)
+	var seq atomic.Int64
+	call := func() lua.GrabCall {
+		n := seq.Add(1)
+		now := time.Now().UnixMilli()
+		return lua.GrabCall{NowMs: now, DeadlineMs: now + 3000, RequestID: fmt.Sprintf("b%d", n), BodyHash: "h",
+			Pin: fmt.Sprintf("p%d", n), IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}
+	}
+	for _, par := range []int{8, 32} { // goroutines per core: 16 and 64 in flight on 2 cores
+		b.Run(fmt.Sprintf("direct/inflight=%d", par*2), func(b *testing.B) {
+			b.SetParallelism(par)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if r, err := lua.Grab(context.Background(), client, call()); err != nil || r.Code != lua.CodeOK {
+						b.Fatalf("%v %v", r, err)
+					}
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("coalesced/inflight=%d", par*2), func(b *testing.B) {
+			e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
+			defer e.close()
+			b.SetParallelism(par)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c := call()
+					r, err := lua.ParseGrab(e.do(context.Background(), func(p redis.Pipeliner) *redis.Cmd { return lua.QueueGrab(context.Background(), p, c) }))
+					if err != nil || r.Code != lua.CodeOK {
+						b.Fatalf("%v %v", r, err)
+					}
+				}
+			})
+		})
+	}
+}
