@@ -23,7 +23,7 @@ build:
 
 up: build
 	@echo "==> up"
-	@deploy/local/stack.sh up
+	@STACK_BUILT=1 deploy/local/stack.sh up
 
 down:
 	@echo "==> down"

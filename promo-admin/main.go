@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log/slog"
 	"os"
@@ -18,21 +19,26 @@ import (
 
 func main() {
 	logger := svc.Logger("promo-admin")
-	if err := run(logger); err != nil {
+	if err := run(logger, os.Args[1:]); err != nil {
 		logger.Error("promo-admin stopped", "err", err.Error())
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger) error {
+func run(logger *slog.Logger, args []string) error {
 	var f svc.Flags
-	fs := flag.NewFlagSet("promo-admin", flag.ExitOnError)
+	fs := flag.NewFlagSet("promo-admin", flag.ContinueOnError)
 	f.Register(fs, "127.0.0.1:8081") // --kafka and --switches are accepted; promo-admin uses neither yet
 	var sc adminservice.Config
 	fs.DurationVar(&sc.RedisTimeout, "redis-timeout", 2*time.Second, "bound on each Redis call")
 	fs.DurationVar(&sc.RepairGrace, "repair-grace", 15*time.Second, "age after which a pending change no longer belongs to its request and the repairer resolves it")
 	fs.DurationVar(&sc.RepairEvery, "repair-every", 3*time.Second, "period of the repairer")
-	_ = fs.Parse(os.Args[1:])
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
 
 	tokens, err := svc.Tokens(f.Local,
 		svc.TokenSpec{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},

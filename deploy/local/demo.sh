@@ -21,7 +21,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "up"
-deploy/local/stack.sh up
+STACK_BUILT=1 deploy/local/stack.sh up
 
 if [[ -x bin/demo ]]; then
 	step "demo"

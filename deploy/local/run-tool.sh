@@ -25,7 +25,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "up"
-deploy/local/stack.sh up
+STACK_BUILT=1 deploy/local/stack.sh up
 
 step "$tool"
 # shellcheck disable=SC2086 # ARGS is a plain word list from make

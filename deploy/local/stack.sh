@@ -177,7 +177,7 @@ launch() {
 	# both exec in place and $! is the program's own pid.
 	setsid nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
 	echo $! >"$PIDS/$name"
-	log "$name started (pid $!), log $LOGS/$name.log"
+	[[ "$name" == redis-* ]] || log "$name started (pid $!), log $LOGS/$name.log"
 }
 
 # stop_all NAME...: SIGTERM, up to STOP_GRACE_SECS, then SIGKILL.
@@ -367,11 +367,12 @@ cmd_up() {
 	log "checking machine dependencies"
 	"$ROOT/deploy/local/deps.sh"
 
+	# `make up` has just built (STACK_BUILT=1); run on its own, build what bin/ lacks.
 	local b missing=0
 	for b in kafka-broker grab-service promo-admin recovery; do
 		[[ -x "$BIN/$b" ]] || missing=1
 	done
-	if ((missing)); then
+	if ((missing)) && [[ "${STACK_BUILT:-}" != 1 ]]; then
 		log "bin/ lacks binaries; building"
 		"$ROOT/deploy/build.sh"
 	fi
@@ -389,6 +390,9 @@ cmd_up() {
 			started+=("$name")
 		fi
 	done
+	if ((${#started[@]})); then
+		log "started ${started[*]} (logs $LOGS/redis-*.log)"
+	fi
 	for name in "${started[@]}"; do wait_ready "$name" "$REDIS_READY_SECS" quiet; done
 	log "redis: $SHARDS shards answer PING on $(redis_list ' ')"
 

@@ -54,7 +54,7 @@ step "build"
 deploy/build.sh
 
 step "up"
-deploy/local/stack.sh up
+STACK_BUILT=1 deploy/local/stack.sh up
 
 step "go test (race) over ${GO_PKGS[*]}"
 go test -count=1 -race -timeout 20m "${GO_PKGS[@]}" || fail $? "go test"

@@ -42,6 +42,10 @@ type Event struct {
 	OccurredAt string `json:"occurredAt"`
 	// Reason says why a CANCEL happened (USER_CANCELLED, ..., ROLLBACK); optional.
 	Reason string `json:"reason,omitempty"`
+	// BodyHash is the grab request's body fingerprint, as the request ledger keeps it
+	// (GRAB events). The record stores it so a rebuilt ledger tells a replay from a
+	// reused requestId exactly as the lost one did; optional for older producers.
+	BodyHash string `json:"bodyHash,omitempty"`
 }
 
 // Stamp formats t as the contract's occurredAt.

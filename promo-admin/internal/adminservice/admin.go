@@ -86,8 +86,9 @@ func (a *Admin) Create(ctx context.Context, s promo.Spec) (promo.Promotion, erro
 		return promo.Promotion{}, err
 	}
 	id := store.ID{PromoID: s.PromoID, Type: s.Type}
-	row := store.NewPromotion(s, promo.Active, a.now())
+	var row store.Promotion
 	for attempt := 0; ; attempt++ {
+		row = store.NewPromotion(s, promo.Active, a.now())
 		err := a.store.Insert(ctx, row)
 		if err == nil {
 			break
@@ -99,11 +100,14 @@ func (a *Admin) Create(ctx context.Context, s promo.Spec) (promo.Promotion, erro
 		// not mix with a new one's), or by a create still pending.
 		other, err := a.store.Row(ctx, id)
 		switch {
-		case errors.Is(err, store.ErrNotFound) && attempt == 0:
-			continue // the other create was just undone
+		case errors.Is(err, store.ErrNotFound):
+			if attempt < 2 {
+				continue // the other create was just undone
+			}
+			return promo.Promotion{}, fmt.Errorf("%w (other creates of %s keep racing this one)", ErrBusy, id)
 		case err != nil:
 			return promo.Promotion{}, mysqlDown(err)
-		case other.Committed():
+		case other.Committed() || other.Pending == nil:
 			return promo.Promotion{}, fmt.Errorf("create %s: %w", id, ErrExists)
 		}
 		if err := a.takeOver(ctx, id, other.Pending, attempt); err != nil {

@@ -1,0 +1,185 @@
+package configcenter
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nacos-group/nacos-sdk-go/v2/clients"
+	"github.com/nacos-group/nacos-sdk-go/v2/clients/config_client"
+	"github.com/nacos-group/nacos-sdk-go/v2/common/constant"
+	"github.com/nacos-group/nacos-sdk-go/v2/vo"
+)
+
+// NacosConfig says where the switches document lives in Nacos and how to reach it.
+// main fills it from flags; nothing here reads the environment.
+type NacosConfig struct {
+	// Addr is host:port of the server's main port; gRPC is on port+1000 unless GRPCPort is set.
+	Addr      string
+	GRPCPort  uint64
+	Namespace string // the tenant; "" is the public namespace
+	Group     string // default Group
+	DataID    string // default DataID
+	// Username and Password, when set, log in over HTTP on the main port first.
+	Username, Password string
+	// Timeout bounds one request to the server (default 3 s), so a hung server
+	// delays a poll, never stops it.
+	Timeout time.Duration
+	// Poll is the interval of the GetConfig guard against lost pushes (default 1 s).
+	// Negative turns the guard off: only the regression test of that defect does so.
+	Poll time.Duration
+	// CacheDir and LogDir are where the SDK writes its cache files and its own log
+	// (defaults under the system temporary directory).
+	CacheDir, LogDir string
+	Log              *slog.Logger
+}
+
+func (c NacosConfig) withDefaults() NacosConfig {
+	if c.Group == "" {
+		c.Group = Group
+	}
+	if c.DataID == "" {
+		c.DataID = DataID
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 3 * time.Second
+	}
+	if c.Poll == 0 {
+		c.Poll = time.Second
+	}
+	if c.CacheDir == "" {
+		c.CacheDir = filepath.Join(os.TempDir(), "flashsale-nacos", "cache")
+	}
+	if c.LogDir == "" {
+		c.LogDir = filepath.Join(os.TempDir(), "flashsale-nacos", "log")
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return c
+}
+
+// NewNacosClient makes an SDK config client. It does not connect yet: the SDK
+// connects on the first request and reconnects by itself afterwards.
+func NewNacosClient(c NacosConfig) (config_client.IConfigClient, error) {
+	c = c.withDefaults()
+	host, portStr, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("nacos address %q: want host:port: %w", c.Addr, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return nil, fmt.Errorf("nacos address %q: bad port", c.Addr)
+	}
+	cc := constant.ClientConfig{
+		NamespaceId: c.Namespace,
+		TimeoutMs:   uint64(c.Timeout.Milliseconds()),
+		CacheDir:    c.CacheDir,
+		LogDir:      c.LogDir,
+		LogLevel:    "warn",
+		// A failed read must be an error we see, not a stale file the SDK reads
+		// instead; the last good snapshot is already in memory.
+		DisableUseSnapShot:  true,
+		NotLoadCacheAtStart: true,
+		Username:            c.Username,
+		Password:            c.Password,
+	}
+	sc := []constant.ServerConfig{{IpAddr: host, Port: port, GrpcPort: c.GRPCPort, ContextPath: "/nacos"}}
+	client, err := clients.NewConfigClient(vo.NacosClientParam{ClientConfig: &cc, ServerConfigs: sc})
+	if err != nil {
+		return nil, fmt.Errorf("nacos client for %s: %w", c.Addr, err)
+	}
+	routeSDKLog(c.Log)
+	return client, nil
+}
+
+// NacosSource follows the switches document in Nacos: the SDK's listener for
+// speed, and a GetConfig poll every Poll because the SDK can lose a push that
+// lands while one of its batch-listen calls is in flight (it then marks the key
+// in sync and only finds out at its 5-minute full sync).
+type NacosSource struct {
+	cfg NacosConfig
+}
+
+// NewNacosSource returns a source for the document cfg names.
+func NewNacosSource(cfg NacosConfig) *NacosSource {
+	return &NacosSource{cfg: cfg.withDefaults()}
+}
+
+// Describe names the document for logs and tools.
+func (s *NacosSource) Describe() string {
+	return fmt.Sprintf("nacos://%s/%s/%s/%s", s.cfg.Addr, s.cfg.Namespace, s.cfg.Group, s.cfg.DataID)
+}
+
+// Watch implements Source. The listener only wakes the reader: the SDK runs each
+// OnChange in a goroutine of its own, so two quick changes can arrive out of
+// order. Reading the current value in this one goroutine applies versions in the
+// order the server had them.
+func (s *NacosSource) Watch(ctx context.Context, apply func(doc []byte)) error {
+	client, err := NewNacosClient(s.cfg)
+	if err != nil {
+		return err
+	}
+	defer client.CloseClient()
+	wake := make(chan struct{}, 1)
+	param := vo.ConfigParam{DataId: s.cfg.DataID, Group: s.cfg.Group, OnChange: func(_, _, _, _ string) {
+		select {
+		case wake <- struct{}{}:
+		default: // a read is already due
+		}
+	}}
+	// Listen before the first read: the SDK's first listen round then includes the
+	// key (about 0.1 s after connecting) instead of waiting for its 5 s loop.
+	if err := client.ListenConfig(param); err != nil {
+		return fmt.Errorf("listen to %s: %w", s.Describe(), err)
+	}
+	var tick <-chan time.Time
+	if s.cfg.Poll > 0 {
+		t := time.NewTicker(s.cfg.Poll)
+		defer t.Stop()
+		tick = t.C
+	}
+	last, state := "", ""
+	report := func(now string, level slog.Level, msg string, attrs ...any) {
+		// Log each change of condition once, not every poll of a long outage.
+		if now != state {
+			state = now
+			s.cfg.Log.Log(ctx, level, msg, append([]any{"source", s.Describe()}, attrs...)...)
+		}
+	}
+	for {
+		content, err := client.GetConfig(vo.ConfigParam{DataId: s.cfg.DataID, Group: s.cfg.Group})
+		switch {
+		case err != nil:
+			report("unreadable", slog.LevelWarn, "switches document unreadable in Nacos; keeping the last good one", "err", err.Error())
+		case content == "":
+			// Deleted or never published: an absent document changes nothing.
+			last = ""
+			report("absent", slog.LevelWarn, "switches document absent in Nacos; keeping the last good one")
+		default:
+			report("ok", slog.LevelInfo, "switches document read from Nacos")
+			if sum := md5Hex([]byte(content)); sum != last {
+				last = sum
+				apply([]byte(content))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-tick:
+		}
+	}
+}
+
+func md5Hex(b []byte) string {
+	sum := md5.Sum(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,260 @@
+package adminservice_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/testenv"
+	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+	"github.com/flashsale/platform/promo-admin/internal/admintest"
+)
+
+// The MySQL row and the Redis hash agree after a failure at any point of a change.
+
+const grace = 10 * time.Second
+
+func config() adminservice.Config {
+	return adminservice.Config{RedisTimeout: 500 * time.Millisecond, RepairGrace: grace, RepairEvery: 50 * time.Millisecond}
+}
+
+// change is one admin request on promotion id (type 1).
+type change struct {
+	name    string
+	method  string
+	path    func(id string) string
+	body    func(e *admintest.Env, id string) any
+	ok      int
+	existed bool // the promotion exists before the change
+	// version the row holds once the change is done
+	version int64
+}
+
+func changes() []change {
+	p := func(suffix string) func(string) string {
+		return func(id string) string { return "/v1/promotions/" + id + "/1" + suffix }
+	}
+	none := func(*admintest.Env, string) any { return nil }
+	return []change{
+		{"create", http.MethodPost, func(string) string { return "/v1/promotions" },
+			func(e *admintest.Env, id string) any { return e.Spec(id) }, http.StatusCreated, false, 1},
+		{"patch", http.MethodPatch, p(""), func(e *admintest.Env, _ string) any {
+			return map[string]any{"total": 40, "perPinLimit": 1, "rateLimit": map[string]any{"limit": 9, "windowSeconds": 5},
+				"endAt": e.Clock.Now().Add(72 * time.Hour).Format(time.RFC3339)}
+		}, http.StatusOK, true, 2},
+		{"stop", http.MethodPost, p("/stop"), none, http.StatusOK, true, 2},
+		{"delete", http.MethodDelete, p(""), none, http.StatusNoContent, true, 2},
+	}
+}
+
+func shardOf(id string) int { return ring.Default.Shard(promo.Key(id, 1)) }
+
+// The shard dies after the change is recorded as pending and before it reaches
+// Redis: 503 naming the shard; once the shard is back and the repairer has run,
+// row and hash agree, and the same request then succeeds.
+func TestShardDiesBetweenTheWrites(t *testing.T) {
+	t.Parallel()
+	for _, c := range changes() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rs := admintest.StartRedis(t)
+			e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+			id := c.name + "-" + testenv.Suffix()
+			if c.existed {
+				e.Create(id)
+			}
+			before, _ := e.Row(id, 1)
+			var once sync.Once
+			adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
+
+			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			want := fmt.Sprintf("redis shard %d", shardOf(id))
+			if r.Status != http.StatusServiceUnavailable || r.Error().Code != "UNAVAILABLE" || !strings.Contains(r.Error().Message, want) {
+				t.Fatalf("with the shard down: want 503 UNAVAILABLE naming %q, have %s", want, r)
+			}
+			row, ok := e.Row(id, 1)
+			if !ok || row.Pending == nil || row.Pending.Version != before.Version+1 || row.Version != before.Version {
+				t.Fatalf("the change should be pending at version %d over the committed %d: %+v (exists %v)", before.Version+1, before.Version, row, ok)
+			}
+			// While it is young, the pending change belongs to its request: BUSY.
+			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != http.StatusConflict || r.Error().Code != "BUSY" {
+				t.Errorf("a second change while the first is pending: want 409 BUSY, have %s", r)
+			}
+
+			rs.Start()
+			if err := e.App.Admin.Repair(context.Background()); err != nil {
+				t.Fatalf("repair within the grace: %v", err)
+			}
+			if row, _ := e.Row(id, 1); row.Pending == nil {
+				t.Fatal("the repairer resolved a change younger than the grace")
+			}
+			e.Clock.Advance(grace + time.Second)
+			if err := e.App.Admin.Repair(context.Background()); err != nil {
+				t.Fatalf("repair: %v", err)
+			}
+			e.Agree(id, 1)
+			if row, ok := e.Row(id, 1); ok != c.existed || row.Version != before.Version {
+				t.Errorf("after repair: want the change undone (version %d, exists %v), have version %d, exists %v", before.Version, c.existed, row.Version, ok)
+			}
+
+			adminservice.SetFaults(e.App.Admin, nil, nil)
+			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != c.ok {
+				t.Fatalf("the same request once the shard is back: want %d, have %s", c.ok, r)
+			}
+			e.Agree(id, 1)
+			if row, _ := e.Row(id, 1); row.Version != c.version {
+				t.Errorf("after the retry: want version %d, have %d", c.version, row.Version)
+			}
+		})
+	}
+}
+
+// MySQL fails after the hash took the change and before the row is promoted:
+// 503 naming mysql; a repairer (here in a restarted process) rolls the record forward.
+func TestRecordFailsAfterTheRedisWrite(t *testing.T) {
+	t.Parallel()
+	for _, c := range changes() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := admintest.Start(t, admintest.Options{Service: config()})
+			id := c.name + "-" + testenv.Suffix()
+			if c.existed {
+				e.Create(id)
+			}
+			var once sync.Once
+			adminservice.SetFaults(e.App.Admin, nil, func() { once.Do(func() { e.App.Store.Close() }) })
+			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, "mysql") {
+				t.Fatalf("with MySQL gone after the Redis write: want 503 naming mysql, have %s", r)
+			}
+
+			restarted := admintest.Start(t, admintest.Options{DSN: e.DSN, RedisAddrs: e.Addrs, Service: config()})
+			if row, _ := restarted.Row(id, 1); row.Pending == nil || row.Version != c.version-1 {
+				t.Fatalf("the change should still be pending over version %d: %+v", c.version-1, row)
+			}
+			restarted.Clock.Advance(grace + time.Second)
+			if err := restarted.App.Admin.Repair(context.Background()); err != nil {
+				t.Fatalf("repair: %v", err)
+			}
+			restarted.Agree(id, 1)
+			row, ok := restarted.Row(id, 1)
+			if !ok || row.Version != c.version || row.Pending != nil {
+				t.Errorf("after repair: want version %d promoted, have %+v (exists %v)", c.version, row, ok)
+			}
+			if c.name == "delete" && row.State != promo.Deleted {
+				t.Errorf("after repair of a delete: state %s", row.State)
+			}
+		})
+	}
+}
+
+// The script call times out while the shard still answers reads: the change is
+// undone at once (no repairer needed) and the answer is 503 naming the shard.
+func TestScriptTimesOutWhileTheShardAnswers(t *testing.T) {
+	t.Parallel()
+	for _, c := range changes() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rs := admintest.StartRedis(t)
+			cfg := config()
+			cfg.RedisTimeout = 300 * time.Millisecond
+			e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: cfg})
+			id := c.name + "-" + testenv.Suffix()
+			if c.existed {
+				e.Create(id)
+			}
+			before, _ := e.Row(id, 1)
+			ctl := redis.NewClient(&redis.Options{Addr: rs.Addr})
+			defer ctl.Close()
+			// Writes (scripts included) wait; reads go on.
+			adminservice.SetFaults(e.App.Admin, func() {
+				if err := ctl.Do(context.Background(), "CLIENT", "PAUSE", 1500, "WRITE").Err(); err != nil {
+					t.Errorf("client pause: %v", err)
+				}
+			}, nil)
+			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			want := fmt.Sprintf("redis shard %d", shardOf(id))
+			if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, want) {
+				t.Fatalf("script timed out: want 503 naming %q, have %s", want, r)
+			}
+			row, ok := e.Row(id, 1)
+			if ok != c.existed || row.Pending != nil || row.Version != before.Version {
+				t.Fatalf("the change should be undone at once: %+v (exists %v)", row, ok)
+			}
+			adminservice.SetFaults(e.App.Admin, nil, nil)
+			if err := ctl.Do(context.Background(), "CLIENT", "UNPAUSE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond) // the timed-out call must not land late
+			e.Agree(id, 1)
+			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != c.ok {
+				t.Fatalf("the same request afterwards: want %d, have %s", c.ok, r)
+			}
+			e.Agree(id, 1)
+		})
+	}
+}
+
+// A change left pending by a dead request is taken over by the next request once
+// the grace has passed, and by the background repairer, which also runs at start.
+func TestAbandonedChangesAreResolved(t *testing.T) {
+	t.Parallel()
+	rs := admintest.StartRedis(t)
+	e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+	a, b := "takeover-"+testenv.Suffix(), "repairer-"+testenv.Suffix()
+	e.Create(a)
+	e.Create(b)
+	var once sync.Once
+	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
+	if r := e.Do(http.MethodPatch, "/v1/promotions/"+a+"/1", admintest.AdminToken, map[string]any{"total": 7}); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("patch with the shard down: %s", r)
+	}
+	adminservice.SetFaults(e.App.Admin, nil, nil)
+	rs.Start()
+	once = sync.Once{}
+	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
+	if r := e.Do(http.MethodPost, "/v1/promotions/"+b+"/1/stop", admintest.AdminToken, nil); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("stop with the shard down: %s", r)
+	}
+	adminservice.SetFaults(e.App.Admin, nil, nil)
+	rs.Start()
+	e.Clock.Advance(grace + time.Second)
+
+	// The next request on a resolves the abandoned patch itself, then applies its own.
+	r := e.Do(http.MethodPatch, "/v1/promotions/"+a+"/1", admintest.AdminToken, map[string]any{"total": 8})
+	if r.Status != http.StatusOK || r.Promotion().Total != 8 {
+		t.Errorf("patch over an abandoned change: %s", r)
+	}
+	e.Agree(a, 1)
+
+	// The repairer resolves b on its first run, at start.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.App.Admin.RunRepairer(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if row, _ := e.Row(b, 1); row.Pending == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the repairer did not resolve the abandoned stop")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("repairer: %v", err)
+	}
+	e.Agree(b, 1)
+	if row, _ := e.Row(b, 1); row.State != promo.Active || row.Version != 1 {
+		t.Errorf("the abandoned stop should be undone: %+v", row)
+	}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// Outside local mode there are no default credentials: promo-admin refuses to
+// start until both tokens are set.
+func TestRefusesToStartWithoutTokensOutsideLocalMode(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		admin, viewer, missing string
+	}{
+		{"", "", "FLASHSALE_ADMIN_TOKEN"},
+		{"a-token", "", "FLASHSALE_VIEWER_TOKEN"},
+		{"", "v-token", "FLASHSALE_ADMIN_TOKEN"},
+	} {
+		t.Setenv("FLASHSALE_ADMIN_TOKEN", c.admin)
+		t.Setenv("FLASHSALE_VIEWER_TOKEN", c.viewer)
+		err := run(logger, []string{"--listen", "127.0.0.1:0"})
+		if err == nil || !strings.Contains(err.Error(), c.missing) {
+			t.Errorf("admin %q viewer %q: want an error naming %s, have %v", c.admin, c.viewer, c.missing, err)
+		}
+	}
+}
+
+func TestRefusesUnknownFlags(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := run(logger, []string{"--no-such-flag"}); err == nil {
+		t.Error("want an error for an unknown flag")
+	}
+}
