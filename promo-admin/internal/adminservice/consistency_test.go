@@ -226,7 +226,21 @@ func TestAbandonedChangesAreResolved(t *testing.T) {
 	}
 	adminservice.SetFaults(e.App.Admin, nil, nil)
 	rs.Start()
+	c := "create-" + testenv.Suffix()
+	once = sync.Once{}
+	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
+	if r := e.Do(http.MethodPost, "/v1/promotions", admintest.AdminToken, e.Spec(c)); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("create with the shard down: %s", r)
+	}
+	adminservice.SetFaults(e.App.Admin, nil, nil)
+	rs.Start()
 	e.Clock.Advance(grace + time.Second)
+
+	// A create over an abandoned create resolves it, then creates.
+	if r := e.Do(http.MethodPost, "/v1/promotions", admintest.AdminToken, e.Spec(c)); r.Status != http.StatusCreated {
+		t.Errorf("create over an abandoned create: %s", r)
+	}
+	e.Agree(c, 1)
 
 	// The next request on a resolves the abandoned patch itself, then applies its own.
 	r := e.Do(http.MethodPatch, "/v1/promotions/"+a+"/1", admintest.AdminToken, map[string]any{"total": 8})
@@ -257,4 +271,38 @@ func TestAbandonedChangesAreResolved(t *testing.T) {
 	if row, _ := e.Row(b, 1); row.State != promo.Active || row.Version != 1 {
 		t.Errorf("the abandoned stop should be undone: %+v", row)
 	}
+}
+
+// Concurrent changes of one promotion: each is applied whole or refused as BUSY,
+// and the row and the hash end in agreement on the last one applied.
+func TestConcurrentChangesOfOnePromotion(t *testing.T) {
+	t.Parallel()
+	e := admintest.Start(t, admintest.Options{Service: config()})
+	id := "race-" + testenv.Suffix()
+	e.Create(id)
+	var wg sync.WaitGroup
+	statuses := make([]int, 8)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.Do(http.MethodPatch, "/v1/promotions/"+id+"/1", admintest.AdminToken, map[string]any{"total": 200 + i})
+			statuses[i] = r.Status
+			if r.Status != http.StatusOK && !(r.Status == http.StatusConflict && r.Error().Code == "BUSY") {
+				t.Errorf("patch %d: want 200 or 409 BUSY, have %s", i, r)
+			}
+		}()
+	}
+	wg.Wait()
+	applied := 0
+	for _, s := range statuses {
+		if s == http.StatusOK {
+			applied++
+		}
+	}
+	row, _ := e.Row(id, 1)
+	if applied == 0 || row.Version != int64(1+applied) {
+		t.Errorf("%d patches answered 200 but the row is at version %d", applied, row.Version)
+	}
+	e.Agree(id, 1)
 }
