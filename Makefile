@@ -6,8 +6,8 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 # Fuzz targets `make test` runs, space-separated pkg:FuzzName
 # (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
-FUZZ_TARGETS ?=
-FUZZTIME ?= 10s
+FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab
+FUZZTIME ?= 5s
 # Extra arguments for the demo, bench and drill programs: make bench ARGS="..."
 ARGS ?=
 export FUZZ_TARGETS FUZZTIME ARGS

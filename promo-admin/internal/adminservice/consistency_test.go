@@ -89,6 +89,15 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 				t.Errorf("a second change while the first is pending: want 409 BUSY, have %s", r)
 			}
 
+			if c.existed {
+				if r := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, want) {
+					t.Errorf("get with the shard down: want 503 naming %q, have %s", want, r)
+				}
+			}
+			if err := e.App.Admin.Repair(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("repair with the shard down: want an error naming %q, have %v", want, err)
+			}
+
 			rs.Start()
 			if err := e.App.Admin.Repair(context.Background()); err != nil {
 				t.Fatalf("repair within the grace: %v", err)

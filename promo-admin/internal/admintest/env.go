@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -228,7 +229,7 @@ func (e *Env) Row(id string, typ int) (store.Promotion, bool) {
 	e.t.Helper()
 	p, err := e.App.Store.Row(context.Background(), store.ID{PromoID: id, Type: typ})
 	if err != nil {
-		if strings.Contains(err.Error(), store.ErrNotFound.Error()) {
+		if errors.Is(err, store.ErrNotFound) {
 			return store.Promotion{}, false
 		}
 		e.t.Fatalf("read row %s/%d: %v", id, typ, err)
