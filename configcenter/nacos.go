@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nacos-group/nacos-sdk-go/v2/clients"
@@ -118,26 +119,21 @@ func (s *NacosSource) Describe() string {
 	return fmt.Sprintf("nacos://%s/%s/%s/%s", s.cfg.Addr, s.cfg.Namespace, s.cfg.Group, s.cfg.DataID)
 }
 
-// Watch implements Source. The listener only wakes the reader: the SDK runs each
-// OnChange in a goroutine of its own, so two quick changes can arrive out of
-// order. Reading the current value in this one goroutine applies versions in the
-// order the server had them.
+// Watch implements Source: a read at start, then every document the listener
+// delivers, and a read every Poll. The SDK limits reads of one key to 5 a second
+// per process, so a push is applied as delivered rather than read again.
 func (s *NacosSource) Watch(ctx context.Context, apply func(doc []byte)) error {
 	client, err := NewNacosClient(s.cfg)
 	if err != nil {
 		return err
 	}
 	defer client.CloseClient()
-	wake := make(chan struct{}, 1)
-	param := vo.ConfigParam{DataId: s.cfg.DataID, Group: s.cfg.Group, OnChange: func(_, _, _, _ string) {
-		select {
-		case wake <- struct{}{}:
-		default: // a read is already due
-		}
-	}}
+	push := &latest{wake: make(chan struct{}, 1)}
 	// Listen before the first read: the SDK's first listen round then includes the
 	// key (about 0.1 s after connecting) instead of waiting for its 5 s loop.
-	if err := client.ListenConfig(param); err != nil {
+	if err := client.ListenConfig(vo.ConfigParam{DataId: s.cfg.DataID, Group: s.cfg.Group, OnChange: func(_, _, _, data string) {
+		push.put(data)
+	}}); err != nil {
 		return fmt.Errorf("listen to %s: %w", s.Describe(), err)
 	}
 	var tick <-chan time.Time
@@ -146,36 +142,85 @@ func (s *NacosSource) Watch(ctx context.Context, apply func(doc []byte)) error {
 		defer t.Stop()
 		tick = t.C
 	}
-	last, state := "", ""
-	report := func(now string, level slog.Level, msg string, attrs ...any) {
-		// Log each change of condition once, not every poll of a long outage.
-		if now != state {
-			state = now
-			s.cfg.Log.Log(ctx, level, msg, append([]any{"source", s.Describe()}, attrs...)...)
-		}
-	}
+	f := &feed{src: s, apply: apply}
+	read := true // the start-up read
 	for {
-		content, err := client.GetConfig(vo.ConfigParam{DataId: s.cfg.DataID, Group: s.cfg.Group})
-		switch {
-		case err != nil:
-			report("unreadable", slog.LevelWarn, "switches document unreadable in Nacos; keeping the last good one", "err", err.Error())
-		case content == "":
-			// Deleted or never published: an absent document changes nothing.
-			last = ""
-			report("absent", slog.LevelWarn, "switches document absent in Nacos; keeping the last good one")
-		default:
-			report("ok", slog.LevelInfo, "switches document read from Nacos")
-			if sum := md5Hex([]byte(content)); sum != last {
-				last = sum
-				apply([]byte(content))
+		if read {
+			content, err := client.GetConfig(vo.ConfigParam{DataId: s.cfg.DataID, Group: s.cfg.Group})
+			select {
+			case <-push.wake:
+				// Pushed while the read was in flight, so possibly newer than what the
+				// read saw: the push wins, and the next poll looks again.
+				f.take(ctx, push.get(), nil)
+			default:
+				f.take(ctx, content, err)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-wake:
+		case <-push.wake:
+			f.take(ctx, push.get(), nil)
+			read = false
 		case <-tick:
+			read = true
 		}
+	}
+}
+
+// latest holds the last document the listener delivered; wake says there is one.
+type latest struct {
+	mu   sync.Mutex
+	doc  string
+	wake chan struct{}
+}
+
+func (l *latest) put(doc string) {
+	l.mu.Lock()
+	l.doc = doc
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default: // already signalled; get returns this newer doc
+	}
+}
+
+func (l *latest) get() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.doc
+}
+
+// feed passes each new document on once and logs each change of condition once,
+// not every poll of a long outage.
+type feed struct {
+	src   *NacosSource
+	apply func(doc []byte)
+	last  string // md5 of the last document passed on
+	state string
+}
+
+func (f *feed) take(ctx context.Context, content string, err error) {
+	switch {
+	case err != nil:
+		f.report(ctx, "unreadable", slog.LevelWarn, "switches document unreadable in Nacos; keeping the last good one", "err", err.Error())
+	case content == "":
+		// Deleted or never published: an absent document changes nothing.
+		f.last = ""
+		f.report(ctx, "absent", slog.LevelWarn, "switches document absent in Nacos; keeping the last good one")
+	default:
+		f.report(ctx, "ok", slog.LevelInfo, "switches document read from Nacos")
+		if sum := md5Hex([]byte(content)); sum != f.last {
+			f.last = sum
+			f.apply([]byte(content))
+		}
+	}
+}
+
+func (f *feed) report(ctx context.Context, state string, level slog.Level, msg string, attrs ...any) {
+	if state != f.state {
+		f.state = state
+		f.src.cfg.Log.Log(ctx, level, msg, append([]any{"source", f.src.Describe()}, attrs...)...)
 	}
 }
 

@@ -18,12 +18,12 @@ func routeSDKLog(log *slog.Logger) {
 
 type sdkLog struct{ l *slog.Logger }
 
-func (s sdkLog) Info(args ...interface{})              {}
-func (s sdkLog) Debug(args ...interface{})             {}
-func (s sdkLog) Infof(_ string, _ ...interface{})      {}
-func (s sdkLog) Debugf(_ string, _ ...interface{})     {}
-func (s sdkLog) Warn(args ...interface{})              { s.log(fmt.Sprint(args...)) }
-func (s sdkLog) Error(args ...interface{})             { s.log(fmt.Sprint(args...)) }
-func (s sdkLog) Warnf(f string, args ...interface{})   { s.log(fmt.Sprintf(f, args...)) }
-func (s sdkLog) Errorf(f string, args ...interface{})  { s.log(fmt.Sprintf(f, args...)) }
-func (s sdkLog) log(msg string)                        { s.l.Log(context.Background(), slog.LevelWarn, msg) }
+func (s sdkLog) Info(args ...interface{})             {}
+func (s sdkLog) Debug(args ...interface{})            {}
+func (s sdkLog) Infof(_ string, _ ...interface{})     {}
+func (s sdkLog) Debugf(_ string, _ ...interface{})    {}
+func (s sdkLog) Warn(args ...interface{})             { s.log(fmt.Sprint(args...)) }
+func (s sdkLog) Error(args ...interface{})            { s.log(fmt.Sprint(args...)) }
+func (s sdkLog) Warnf(f string, args ...interface{})  { s.log(fmt.Sprintf(f, args...)) }
+func (s sdkLog) Errorf(f string, args ...interface{}) { s.log(fmt.Sprintf(f, args...)) }
+func (s sdkLog) log(msg string)                       { s.l.Log(context.Background(), slog.LevelWarn, msg) }

@@ -2,7 +2,6 @@ package grab
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -49,8 +48,17 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	gs := s.groups(req.Items)
+	claimed := make(chan claim, 1)
+	go func() { claimed <- s.claim(ctx, req) }()
 	replies, errs := s.take(ctx, req, gs, now, deadline, snap.RateFactorPermille())
+	c := <-claimed
+	if res, done := s.checkClaim(req, gs, replies, errs, c); done {
+		return res, nil
+	}
 	if res, err, done := s.settleTakes(req, gs, replies, errs, now); done {
+		if c.created && res.Result != Granted {
+			s.releaseClaim(req)
+		}
 		return res, err
 	}
 
@@ -241,32 +249,7 @@ func (s *Service) commit(ctx context.Context, req Request, gs []group) bool {
 			return false
 		}
 	}
-	s.writeIndex(ctx, req)
 	return true
-}
-
-// requestIndex is what a cancel needs to find a granted request's items.
-type requestIndex struct {
-	Pin   string      `json:"pin"`
-	IP    string      `json:"ip"`
-	Items []flow.Item `json:"items"`
-}
-
-const indexTTL = 30 * 24 * time.Hour
-
-// writeIndex stores the request index; a failure only costs a cancel the fallback
-// lookup in MySQL, so it is logged, not fatal.
-func (s *Service) writeIndex(ctx context.Context, req Request) {
-	idx := requestIndex{Pin: req.Pin, IP: req.IP, Items: s.flowItems(req.Items)}
-	b, _ := json.Marshal(idx)
-	key := promo.RequestIndexKey(req.RequestID)
-	sh := s.ring.Shard(key)
-	err := s.execs[sh].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-		cmd := redis.NewCmd(ctx, "set", key, b, "ex", int(indexTTL.Seconds()))
-		_ = p.Process(ctx, cmd)
-		return cmd
-	}).Err()
-	s.logErr("request index not written; cancel will look in MySQL", err, "requestId", req.RequestID)
 }
 
 func (s *Service) flowItems(items []Item) []flow.Item {

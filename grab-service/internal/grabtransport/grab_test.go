@@ -399,3 +399,27 @@ func TestCacheBoundsAreShort(t *testing.T) {
 		t.Fatalf("refusal cache %v, status cache %v: both must stay within 1 s", c.RefusalTTL, c.StatusTTL)
 	}
 }
+
+// A requestId is unique across the platform: reusing it for another promotion, on
+// another shard, is refused even though that promotion's ledger never saw it.
+func TestRequestIDReusedForAnotherPromotion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b := e.twoShards("reuse-a", "reuse-b", spec{total: 5}, spec{total: 5})
+	if r := e.grab(grabBody("same-id", "alice", "10.10.0.1", a, 1)); r.res.Result != grab.Granted {
+		t.Fatalf("first grab: %s", r.raw)
+	}
+	if r := e.grab(grabBody("same-id", "alice", "10.10.0.1", b, 1)); r.status != http.StatusConflict || r.res.Result != grab.RequestIDReused {
+		t.Fatalf("reuse for another promotion: want 409 REQUEST_ID_REUSED, have %d %s", r.status, r.raw)
+	}
+	if h := e.hash(b); h.Remaining != 5 {
+		t.Fatalf("the refused reuse took stock of b: remaining %d", h.Remaining)
+	}
+	// A refused grab does not hold its requestId: the same id may then be used anew.
+	if r := e.grab(grabBody("refused-id", "bob", "10.10.0.2", "missing-"+e.suffix, 1)); r.res.Result != grab.NotFound {
+		t.Fatalf("grab of a missing promotion: %s", r.raw)
+	}
+	if r := e.grab(grabBody("refused-id", "bob", "10.10.0.2", b, 1)); r.res.Result != grab.Granted {
+		t.Fatalf("a refused requestId used again: want GRANTED, have %s", r.raw)
+	}
+}

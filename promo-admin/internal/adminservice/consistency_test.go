@@ -94,11 +94,6 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 					t.Errorf("get with the shard down: want 503 naming %q, have %s", want, r)
 				}
 			}
-			if err := e.App.Admin.Repair(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("repair with the shard down: want an error naming %q, have %v", want, err)
-			}
-
-			rs.Start()
 			if err := e.App.Admin.Repair(context.Background()); err != nil {
 				t.Fatalf("repair within the grace: %v", err)
 			}
@@ -106,6 +101,14 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 				t.Fatal("the repairer resolved a change younger than the grace")
 			}
 			e.Clock.Advance(grace + time.Second)
+			if err := e.App.Admin.Repair(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("repair with the shard down: want an error naming %q, have %v", want, err)
+			}
+			if row, _ := e.Row(id, 1); row.Pending == nil {
+				t.Fatal("the repairer resolved a change without hearing from its shard")
+			}
+
+			rs.Start()
 			if err := e.App.Admin.Repair(context.Background()); err != nil {
 				t.Fatalf("repair: %v", err)
 			}

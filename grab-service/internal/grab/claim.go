@@ -1,0 +1,98 @@
+package grab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+)
+
+// A requestId is unique across the platform, whatever the promotions it names. The
+// ledgers live per promotion, so they alone cannot refuse a requestId reused for
+// another promotion; the request index can. Every grab claims its requestId in the
+// index (SET NX, on the shard the ring gives the index key) in parallel with its
+// takes: the first body wins, another body is REQUEST_ID_REUSED. The index also
+// tells a cancel where a granted request's items live.
+
+// requestIndex is the index entry of one requestId.
+type requestIndex struct {
+	BodyHash string      `json:"h"`
+	Pin      string      `json:"pin"`
+	IP       string      `json:"ip"`
+	Items    []flow.Item `json:"items"`
+}
+
+const indexTTL = 30 * 24 * time.Hour
+
+type claim struct {
+	created bool // this call wrote the entry
+	reused  bool // the entry holds another body
+	err     error
+}
+
+func (s *Service) claim(ctx context.Context, req Request) claim {
+	idx := requestIndex{BodyHash: req.bodyHash(), Pin: req.Pin, IP: req.IP, Items: s.flowItems(req.Items)}
+	b, _ := json.Marshal(idx)
+	key := promo.RequestIndexKey(req.RequestID)
+	cmd := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+		// NX with GET: set when absent, and either way answer what was there.
+		cmd := redis.NewCmd(ctx, "set", key, b, "nx", "get", "ex", int(indexTTL.Seconds()))
+		_ = p.Process(ctx, cmd)
+		return cmd
+	})
+	old, err := cmd.Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return claim{created: true}
+	case err != nil:
+		return claim{err: err}
+	}
+	var prev requestIndex
+	if json.Unmarshal([]byte(old), &prev) != nil || prev.BodyHash != idx.BodyHash {
+		return claim{reused: true}
+	}
+	return claim{}
+}
+
+// checkClaim answers when the claim failed: the takes are undone and the grab is
+// REQUEST_ID_REUSED (or UNAVAILABLE when the index shard did not answer). done is
+// false when the grab may go on.
+func (s *Service) checkClaim(req Request, gs []group, replies []lua.GrabReply, errs []error, c claim) (Result, bool) {
+	if c.err == nil && !c.reused {
+		return Result{}, false
+	}
+	var took []group
+	for i, g := range gs {
+		if errs[i] == nil && replies[i].Code == lua.CodeOK {
+			took = append(took, g)
+		}
+	}
+	if len(took) > 0 {
+		s.undo(req, took)
+	}
+	if c.reused {
+		return Result{RequestID: req.RequestID, Result: RequestIDReused, Message: "requestId already used with another body"}, true
+	}
+	s.logErr("request index unavailable", c.err, "requestId", req.RequestID)
+	return Result{RequestID: req.RequestID, Result: Unavailable, Message: "the request index shard is unavailable; nothing was taken"}, true
+}
+
+// releaseClaim removes the index entry this grab created when it ends refused, so a
+// refused requestId does not hold memory for a month; a later retry claims afresh.
+func (s *Service) releaseClaim(req Request) {
+	key := promo.RequestIndexKey(req.RequestID)
+	ctx, cancel := s.settleCtx()
+	defer cancel()
+	err := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+		cmd := redis.NewCmd(ctx, "del", key)
+		_ = p.Process(ctx, cmd)
+		return cmd
+	}).Err()
+	s.logErr("request index entry not released", err, "requestId", req.RequestID)
+}

@@ -1,0 +1,121 @@
+// Package cli is bin/recovery's commands: the flags, the wiring, the exit codes.
+// The work itself lives in flowsink, rebuild and verify.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/shardpool"
+	"github.com/flashsale/platform/internal/stack"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/svc"
+	"github.com/flashsale/platform/recovery/internal/flowlag"
+)
+
+// Exit codes of the one-shot commands.
+const (
+	exitOK    = 0
+	exitFail  = 1 // refused, failed, or (verify) drift found
+	exitUsage = 2
+)
+
+// conn is the connection settings of rebuild and verify. Precedence: a flag given
+// on the command line, else the running local stack's .run/stack.json (so both work
+// against `make up` with no flags, whatever ports it chose), else svc.Flags'
+// defaults (the local stack's standard ports).
+type conn struct {
+	svc.Flags
+	stackFile string
+	group     string
+}
+
+func (c *conn) register(fs *flag.FlagSet) {
+	c.Flags.Register(fs, "")
+	fs.StringVar(&c.stackFile, "stack", "", "local stack file to take --redis/--mysql/--kafka from when not given (default: .run/stack.json of the repository, if present)")
+	fs.StringVar(&c.group, "group", flowlag.DefaultGroup, "consumer group of the flow sink, whose position is checked")
+}
+
+// resolve fills the flags not given from the stack file.
+func (c *conn) resolve(fs *flag.FlagSet, log *slog.Logger) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["redis"] && given["mysql"] && given["kafka"] {
+		return nil
+	}
+	st, err := stack.Load(c.stackFile)
+	switch {
+	case err != nil && c.stackFile != "":
+		return err
+	case err != nil:
+		// No local stack here: production runs pass every flag.
+		if !errors.Is(err, os.ErrNotExist) {
+			log.Debug("no local stack file; using flags and defaults", "err", err.Error())
+		}
+		return nil
+	}
+	if !given["redis"] {
+		c.Redis = st.Redis
+	}
+	if !given["mysql"] && st.MySQLDSN != "" {
+		c.MySQL = st.MySQLDSN
+	}
+	if !given["kafka"] && len(st.Kafka) > 0 {
+		c.Kafka = st.Kafka
+	}
+	return nil
+}
+
+// open connects to the shards, MySQL (applying migrations) and the sink's position.
+func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClient, *store.Store, *flowlag.Meter, error) {
+	pool, err := shardpool.New(c.Redis, redis.Options{DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	shards := make([]redis.UniversalClient, len(c.Redis))
+	for i := range shards {
+		shards[i] = pool.Client(i)
+	}
+	db, err := store.Open(ctx, c.MySQL)
+	if err != nil {
+		pool.Close()
+		return nil, nil, nil, nil, err
+	}
+	var lag *flowlag.Meter
+	if len(c.Kafka) > 0 {
+		lag = flowlag.NewMeter(c.Kafka, flow.Topic, c.group)
+	}
+	return pool, shards, db, lag, nil
+}
+
+// shardList is a repeatable --shard flag taking N or N,M,...
+type shardList []int
+
+func (s *shardList) String() string { return fmt.Sprint([]int(*s)) }
+
+func (s *shardList) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 0 || n > 15 {
+			return fmt.Errorf("shard %q: want a number in 0..15", part)
+		}
+		*s = append(*s, n)
+	}
+	return nil
+}
+
+func fail(log *slog.Logger, msg string, err error) int {
+	log.Error(msg, "err", err.Error())
+	fmt.Fprintf(os.Stderr, "recovery: %s: %v\n", msg, err)
+	return exitFail
+}

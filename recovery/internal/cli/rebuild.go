@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/svc"
+	"github.com/flashsale/platform/recovery/internal/rebuild"
+)
+
+// Rebuild restores shards from MySQL: --shard N | --all | --missing | --promo <promoId>_<type>.
+func Rebuild(args []string) int {
+	log := svc.Logger("recovery")
+	var c conn
+	var shards shardList
+	fs := flag.NewFlagSet("recovery rebuild", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: recovery rebuild --shard N[,M] | --all | --missing | --promo <promoId>_<type> [flags]
+
+Restores, from the promotion table and the flow log, every live promotion's hash
+(remaining = total - GRAB + CANCEL), per-pin and per-ip counters and request ledger.
+The shards are fenced meanwhile (grab-service answers UNAVAILABLE for them), and the
+rebuild waits for the flow sink to store what Kafka holds, refusing unless --force.
+
+`)
+		fs.PrintDefaults()
+	}
+	c.register(fs)
+	o := rebuild.Defaults()
+	fs.Var(&shards, "shard", "logical shard(s) to rebuild whole: N or N,M (repeatable)")
+	all := fs.Bool("all", false, "rebuild all 16 shards")
+	missing := fs.Bool("missing", false, "rebuild the shards whose server lacks the built marker (lost and not rebuilt since)")
+	promoRef := fs.String("promo", "", "rebuild one promotion, <promoId>_<type>")
+	fs.BoolVar(&o.Force, "force", false, "rebuild even if the flow sink's catch-up cannot be confirmed")
+	fs.DurationVar(&o.CatchUp, "catchup-timeout", o.CatchUp, "how long to wait for the flow sink to store what Kafka holds")
+	fs.DurationVar(&o.Settle, "settle", o.Settle, "wait after fencing, so grab-service sees the fence and grabs in flight finish")
+	fs.DurationVar(&o.FenceTTL, "fence-ttl", o.FenceTTL, "how long a fence outlives a killed rebuild")
+	fs.IntVar(&o.Batch, "batch", o.Batch, "most Redis commands per pipeline")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	_ = fs.Parse(args)
+
+	modes := 0
+	for _, set := range []bool{len(shards) > 0, *all, *missing, *promoRef != ""} {
+		if set {
+			modes++
+		}
+	}
+	if modes != 1 || fs.NArg() > 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if *promoRef != "" {
+		id, typ, ok := promo.SplitPromotionRef(*promoRef)
+		if !ok || !promo.ValidPromoID(id) || !promo.ValidType(typ) {
+			fmt.Fprintf(os.Stderr, "recovery rebuild: --promo %q: want <promoId>_<type>, e.g. sale-42_1\n", *promoRef)
+			return exitUsage
+		}
+		o.Promo = &store.ID{PromoID: id, Type: typ}
+	}
+	if err := c.resolve(fs, log); err != nil {
+		return fail(log, "rebuild not started", err)
+	}
+	if !*quiet {
+		o.Progress = os.Stderr
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	pool, clients, db, lag, err := c.open(ctx)
+	if err != nil {
+		return fail(log, "rebuild not started", err)
+	}
+	defer pool.Close()
+	defer db.Close()
+
+	switch {
+	case *all:
+		for s := range clients {
+			shards = append(shards, s)
+		}
+	case *missing:
+		if shards, err = rebuild.Unbuilt(ctx, clients); err != nil {
+			return fail(log, "rebuild not started", err)
+		}
+		if len(shards) == 0 {
+			fmt.Println("rebuild: every shard holds its built marker; nothing to rebuild")
+			return exitOK
+		}
+	}
+	o.Shards = shards
+	sum, err := rebuild.Run(ctx, rebuild.Deps{Shards: clients, Record: db, Lag: lag, Log: log}, o)
+	if len(sum.Shards) > 0 {
+		sum.Print(os.Stdout)
+	}
+	if err != nil {
+		if errors.Is(err, rebuild.ErrNotCaughtUp) {
+			fmt.Fprintf(os.Stderr, "recovery rebuild: %v\n", err)
+			return exitFail
+		}
+		return fail(log, "rebuild failed", err)
+	}
+	return exitOK
+}

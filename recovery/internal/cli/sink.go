@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/svc"
+	"github.com/flashsale/platform/recovery/internal/flowlag"
+	"github.com/flashsale/platform/recovery/internal/flowsink"
+)
+
+// Sink runs the flow sink service until SIGTERM/SIGINT.
+func Sink(args []string) int {
+	log := svc.Logger("flow-sink")
+	var f svc.Flags
+	fs := flag.NewFlagSet("recovery sink", flag.ExitOnError)
+	f.Register(fs, "127.0.0.1:8082")
+	cfg := flowsink.Defaults()
+	fs.StringVar(&cfg.Group, "group", cfg.Group, "Kafka consumer group id")
+	fs.StringVar(&cfg.DeadLetterTopic, "dead-letter-topic", cfg.DeadLetterTopic, "topic receiving undecodable flow messages")
+	fs.IntVar(&cfg.MaxBatch, "batch", cfg.MaxBatch, "most messages stored in one MySQL transaction")
+	fs.DurationVar(&cfg.MaxWait, "batch-wait", cfg.MaxWait, "longest a batch waits for more messages after its first")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "bound on one MySQL write attempt (a hung server becomes a retry)")
+	fs.DurationVar(&cfg.Backoff.Max, "max-backoff", cfg.Backoff.Max, "longest wait between retries while MySQL or Kafka is down")
+	_ = fs.Parse(args)
+	cfg.Brokers = f.Kafka
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	db, err := openStore(ctx, f.MySQL, cfg.Backoff, log)
+	if err != nil {
+		return fail(log, "flow sink not started", err)
+	}
+	defer db.Close()
+	stop() // from here the run group handles signals
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sink, err := flowsink.New(cfg, db, flowsink.NewMetrics(reg), log)
+	if err != nil {
+		return fail(log, "flow sink not started", err)
+	}
+	defer sink.Close()
+	meter := flowlag.NewMeter(cfg.Brokers, flow.Topic, cfg.Group)
+
+	mux := http.NewServeMux()
+	httpx.Ops(mux, reg, map[string]httpx.Check{
+		"mysql": db.Ping,
+		"kafka": func(ctx context.Context) error { return flowlag.Ping(ctx, cfg.Brokers) },
+	})
+	g := svc.NewGroup(log)
+	g.HTTP(svc.Server(f.Listen, mux))
+	g.Loop(sink.Run)
+	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
+	if err := g.Run(); err != nil {
+		return fail(log, "flow sink stopped", err)
+	}
+	return exitOK
+}
+
+// openStore opens MySQL, waiting out an outage at start as the sink waits out one
+// later: a sink started while MySQL is down comes up when MySQL does.
+func openStore(ctx context.Context, dsn string, b flowsink.Backoff, log *slog.Logger) (*store.Store, error) {
+	for n := 0; ; n++ {
+		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		db, err := store.Open(octx, dsn)
+		cancel()
+		if err == nil {
+			return db, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		wait := min(b.Min<<min(n, 10), b.Max)
+		log.Warn("MySQL not reachable at start; retrying", "attempt", n+1, "retryIn", wait.String(), "err", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}

@@ -1,0 +1,292 @@
+// Package flowsink is the flow sink: a Kafka consumer group on promo-grab-flow that
+// writes GRAB and CANCEL events into MySQL's flow log (the system of record).
+//
+// The loop is FetchMessage -> work -> CommitMessages: a batch (up to MaxBatch
+// messages or MaxWait after its first) is stored in one transaction by
+// store.InsertFlows, and its offsets are committed only after that transaction
+// commits. While MySQL is down the batch is retried with bounded, jittered backoff,
+// forever: nothing is skipped and no offset moves past what is stored. Writes are
+// idempotent on (requestId, kind, promotion), so a redelivered batch changes nothing.
+// A message that is not a flow event goes to the dead-letter topic, counted and logged.
+package flowsink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/recovery/internal/flowlag"
+)
+
+// DeadLetterTopic receives the messages the sink cannot decode.
+const DeadLetterTopic = "promo-grab-flow-dlq"
+
+// Record is the flow log as the sink writes it (*store.Store).
+type Record interface {
+	InsertFlows(ctx context.Context, events []flow.Event) (int, error)
+	AnnotateFlows(ctx context.Context, events []flow.Event) error
+}
+
+// Config tunes the sink; Defaults are the numbers.
+type Config struct {
+	Brokers         []string
+	Group           string
+	Topic           string
+	DeadLetterTopic string
+	// MaxBatch and MaxWait close a batch: whichever comes first after its first message.
+	MaxBatch int
+	MaxWait  time.Duration
+	// WriteTimeout bounds one attempt at MySQL: a hung server (not only a refusing
+	// one) must turn into a retry rather than a stuck sink.
+	WriteTimeout time.Duration
+	// CommitAttempts bounds the retries of an offset commit. A commit that keeps
+	// failing (the group rebalanced away) is given up: the events are stored, and
+	// whoever owns the partition next gets them again, which changes nothing.
+	CommitAttempts int
+	Backoff        Backoff
+}
+
+// Defaults are the production settings.
+func Defaults() Config {
+	return Config{
+		Group: flowlag.DefaultGroup, Topic: flow.Topic, DeadLetterTopic: DeadLetterTopic,
+		MaxBatch: 500, MaxWait: 50 * time.Millisecond, WriteTimeout: 10 * time.Second,
+		CommitAttempts: 5, Backoff: Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second},
+	}
+}
+
+// Sink consumes the flow topic into the record.
+type Sink struct {
+	cfg    Config
+	reader *kafka.Reader
+	dead   *kafka.Writer
+	rec    Record
+	m      *Metrics
+	log    *slog.Logger
+}
+
+// New builds the sink; it joins the group on the first fetch.
+func New(cfg Config, rec Record, m *Metrics, log *slog.Logger) (*Sink, error) {
+	if cfg.MaxBatch < 1 || cfg.MaxWait <= 0 || cfg.Backoff.Min <= 0 || cfg.Backoff.Max < cfg.Backoff.Min {
+		return nil, fmt.Errorf("flow sink: bad batch or backoff settings %+v", cfg)
+	}
+	rc := kafka.ReaderConfig{
+		Brokers: cfg.Brokers, GroupID: cfg.Group, Topic: cfg.Topic,
+		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond,
+		QueueCapacity: 2 * cfg.MaxBatch,
+		// Synchronous commits: an offset is committed when CommitMessages returns, never later.
+		CommitInterval: 0,
+		// A new group reads everything Kafka still holds: nothing acknowledged is skipped.
+		StartOffset:       kafka.FirstOffset,
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
+		WatchPartitionChanges: true,
+		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
+			log.Warn("kafka reader", "msg", fmt.Sprintf(format, args...))
+		}),
+	}
+	// kafka-go panics on a bad config; check first so bad flags are an error.
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("flow sink: %w", err)
+	}
+	return &Sink{
+		cfg: cfg, rec: rec, m: m, log: log,
+		reader: kafka.NewReader(rc),
+		dead: &kafka.Writer{
+			Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.DeadLetterTopic, Balancer: &kafka.Hash{},
+			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond,
+			WriteTimeout: 5 * time.Second, MaxAttempts: 3, AllowAutoTopicCreation: true,
+		},
+	}, nil
+}
+
+// Close leaves the group and closes the dead-letter writer.
+func (s *Sink) Close() error {
+	return errors.Join(s.reader.Close(), s.dead.Close())
+}
+
+// Run consumes until ctx ends. A batch in progress at that moment is not
+// committed; the group hands it out again and the record dedupes it.
+func (s *Sink) Run(ctx context.Context) error {
+	s.log.Info("flow sink consuming", "topic", s.cfg.Topic, "group", s.cfg.Group, "brokers", s.cfg.Brokers)
+	fetchFails := 0
+	for {
+		batch, start, err := s.fetch(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, io.EOF):
+			return errors.New("flow sink: kafka reader closed")
+		case err != nil:
+			s.m.Retries.WithLabelValues("fetch").Inc()
+			wait := s.cfg.Backoff.delay(fetchFails)
+			fetchFails++
+			s.log.Warn("kafka fetch failed; retrying", "attempt", fetchFails, "retryIn", wait.String(), "err", err.Error())
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+			continue
+		}
+		fetchFails = 0
+		if err := s.Handle(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		s.m.BatchLatency.Observe(time.Since(start).Seconds())
+	}
+}
+
+// fetch waits for one message, then gathers more until MaxBatch or MaxWait.
+func (s *Sink) fetch(ctx context.Context) ([]kafka.Message, time.Time, error) {
+	first, err := s.reader.FetchMessage(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	start := time.Now()
+	batch := []kafka.Message{first}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
+	defer cancel()
+	for len(batch) < s.cfg.MaxBatch {
+		m, err := s.reader.FetchMessage(wctx)
+		if err != nil {
+			// The window closed, or a fetch error that the next fetch reports again:
+			// either way, store what we have.
+			break
+		}
+		batch = append(batch, m)
+	}
+	return batch, start, nil
+}
+
+// Handle stores one batch and commits its offsets. It returns only when the batch
+// is committed (or given up to a rebalance) or ctx ends.
+func (s *Sink) Handle(ctx context.Context, batch []kafka.Message) error {
+	s.m.BatchSize.Observe(float64(len(batch)))
+	var events []flow.Event
+	var dead []kafka.Message
+	for _, m := range batch {
+		e, err := flow.Decode(m.Value)
+		if err != nil {
+			dead = append(dead, s.deadLetter(m, err))
+			continue
+		}
+		events = append(events, e)
+	}
+	poison, err := s.store(ctx, events)
+	if err != nil {
+		return err
+	}
+	dead = append(dead, poison...)
+	if len(dead) > 0 {
+		err := retry(ctx, s.cfg.Backoff, s.log, "dead-letter write", func() { s.m.Retries.WithLabelValues("dead_letter").Inc() },
+			func(ctx context.Context) error { return s.dead.WriteMessages(ctx, dead...) })
+		if err != nil {
+			return err
+		}
+		s.m.DeadLetters.Add(float64(len(dead)))
+	}
+	s.commit(ctx, batch)
+	s.m.Consumed.Add(float64(len(batch)))
+	return nil
+}
+
+// store writes the events in one transaction, retrying until MySQL takes them. If
+// MySQL refuses the data itself (a value too long for its column...), retrying
+// cannot help: the events are then written one by one and those MySQL refuses are
+// returned as dead letters, so one bad event does not stop the sink.
+func (s *Sink) store(ctx context.Context, events []flow.Event) ([]kafka.Message, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	err := s.write(ctx, events)
+	if !isDataError(err) {
+		return nil, err
+	}
+	s.log.Warn("MySQL refused a batch's data; writing its events one by one", "events", len(events), "err", err.Error())
+	var dead []kafka.Message
+	for _, e := range events {
+		err := s.write(ctx, []flow.Event{e})
+		switch {
+		case isDataError(err):
+			b, _ := jsonEvent(e)
+			dead = append(dead, s.deadLetter(kafka.Message{Topic: s.cfg.Topic, Partition: -1, Offset: -1, Key: []byte(e.RequestID), Value: b}, err))
+		case err != nil:
+			return nil, err
+		}
+	}
+	return dead, nil
+}
+
+// write is one InsertFlows + AnnotateFlows, retried while the failure is transient.
+func (s *Sink) write(ctx context.Context, events []flow.Event) error {
+	var dataErr error
+	err := retry(ctx, s.cfg.Backoff, s.log, "flow log write", func() { s.m.Retries.WithLabelValues("mysql").Inc() },
+		func(ctx context.Context) error {
+			wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+			defer cancel()
+			n, err := s.rec.InsertFlows(wctx, events)
+			if err == nil {
+				s.m.RowsWritten.Add(float64(n))
+				err = s.rec.AnnotateFlows(wctx, events)
+			}
+			if isDataError(err) {
+				dataErr = err
+				return nil // stop retrying: the caller splits the batch
+			}
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	return dataErr
+}
+
+// commit acknowledges the batch; see Config.CommitAttempts for why it may give up.
+func (s *Sink) commit(ctx context.Context, batch []kafka.Message) {
+	var err error
+	for n := 0; n < s.cfg.CommitAttempts; n++ {
+		if err = s.reader.CommitMessages(ctx, batch...); err == nil || ctx.Err() != nil {
+			return
+		}
+		s.m.Retries.WithLabelValues("commit").Inc()
+		wait := s.cfg.Backoff.delay(n)
+		s.log.Warn("offset commit failed; retrying", "attempt", n+1, "retryIn", wait.String(), "err", err.Error())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+	s.log.Error("offset commit given up; the stored batch will be delivered again and change nothing",
+		"messages", len(batch), "err", err.Error())
+}
+
+// RunLag refreshes the lag gauge every interval until ctx ends.
+func (s *Sink) RunLag(ctx context.Context, meter *flowlag.Meter, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		mctx, cancel := context.WithTimeout(ctx, every)
+		ps, err := meter.Partitions(mctx)
+		cancel()
+		if err == nil {
+			s.m.Lag.Set(float64(flowlag.Total(ps)))
+		} else if ctx.Err() == nil {
+			s.log.Warn("consumer lag not measured", "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package rebuild
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The shard markers, one pair per logical shard on that shard's server. The names
+// are part of grab-service's fence (grab-service/internal/grab/fence.go reads them;
+// keep both in step):
+//
+//   - flashsale:fence:<shard> is set while a rebuild works on the shard, with a TTL
+//     the rebuild keeps refreshing, so a killed rebuild does not fence forever.
+//   - flashsale:built:<shard> says the shard's contents are whole: written when a
+//     rebuild of the whole shard commits (or by grab-service when the record holds
+//     no promotion of the shard, so there is nothing to rebuild). A server that lost
+//     its data lost this marker too, and grab-service fences it until it is rebuilt.
+
+// FenceKey names the fence marker of a shard.
+func FenceKey(shard int) string { return fmt.Sprintf("flashsale:fence:%d", shard) }
+
+// BuiltKey names the built marker of a shard.
+func BuiltKey(shard int) string { return fmt.Sprintf("flashsale:built:%d", shard) }
+
+// fences raises and lowers the fence markers of the shards being rebuilt and keeps
+// their TTL fresh while the rebuild runs.
+type fences struct {
+	shards  map[int]redis.UniversalClient
+	ttl     time.Duration
+	mu      sync.Mutex
+	raised  map[int]bool
+	stopped chan struct{}
+	done    sync.WaitGroup
+}
+
+func newFences(shards map[int]redis.UniversalClient, ttl time.Duration) *fences {
+	return &fences{shards: shards, ttl: ttl, raised: map[int]bool{}, stopped: make(chan struct{})}
+}
+
+// raise sets every fence, or none: a shard whose server does not answer cannot be
+// rebuilt now, so the fences already set are lowered again and the error returned.
+func (f *fences) raise(ctx context.Context) error {
+	host, _ := os.Hostname()
+	val, _ := json.Marshal(map[string]any{"by": "bin/recovery rebuild", "host": host, "pid": os.Getpid(), "since": time.Now().UTC().Format(time.RFC3339)})
+	for shard, c := range f.shards {
+		if err := c.Set(ctx, FenceKey(shard), val, f.ttl).Err(); err != nil {
+			f.lowerAll(context.WithoutCancel(ctx))
+			return fmt.Errorf("fence shard %d: %w", shard, err)
+		}
+		f.mu.Lock()
+		f.raised[shard] = true
+		f.mu.Unlock()
+	}
+	f.done.Add(1)
+	go f.refresh()
+	return nil
+}
+
+// refresh keeps the raised fences alive until stop.
+func (f *fences) refresh() {
+	defer f.done.Done()
+	t := time.NewTicker(f.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stopped:
+			return
+		case <-t.C:
+		}
+		f.mu.Lock()
+		for shard := range f.raised {
+			ctx, cancel := context.WithTimeout(context.Background(), f.ttl/3)
+			_ = f.shards[shard].Expire(ctx, FenceKey(shard), f.ttl).Err()
+			cancel()
+		}
+		f.mu.Unlock()
+	}
+}
+
+// lower lifts one shard's fence: its rebuild committed (or it was given up).
+func (f *fences) lower(ctx context.Context, shard int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.raised[shard] {
+		return nil
+	}
+	if err := f.shards[shard].Del(ctx, FenceKey(shard)).Err(); err != nil {
+		return fmt.Errorf("lift the fence of shard %d: %w", shard, err)
+	}
+	delete(f.raised, shard)
+	return nil
+}
+
+// lowerAll lifts every fence still raised and stops the refresher. A fence that
+// cannot be lifted (server gone) expires with its TTL.
+func (f *fences) lowerAll(ctx context.Context) {
+	f.mu.Lock()
+	shards := make([]int, 0, len(f.raised))
+	for s := range f.raised {
+		shards = append(shards, s)
+	}
+	f.mu.Unlock()
+	for _, s := range shards {
+		_ = f.lower(ctx, s)
+	}
+}
+
+// stop ends the refresher; call once, after lowerAll.
+func (f *fences) stop() {
+	close(f.stopped)
+	f.done.Wait()
+}
+
+// markBuilt records that the shard's contents are whole.
+func markBuilt(ctx context.Context, c redis.UniversalClient, shard, promotions int) error {
+	val, _ := json.Marshal(map[string]any{"by": "bin/recovery rebuild", "at": time.Now().UTC().Format(time.RFC3339), "promotions": promotions})
+	if err := c.Set(ctx, BuiltKey(shard), val, 0).Err(); err != nil {
+		return fmt.Errorf("mark shard %d built: %w", shard, err)
+	}
+	return nil
+}
+
+// Unbuilt lists, of the given shards, those whose server answers but holds no built
+// marker: lost and not rebuilt since (rebuild --missing).
+func Unbuilt(ctx context.Context, shards []redis.UniversalClient) ([]int, error) {
+	var out []int
+	for shard, c := range shards {
+		n, err := c.Exists(ctx, BuiltKey(shard)).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read the built marker of shard %d: %w", shard, err)
+		}
+		if n == 0 {
+			out = append(out, shard)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// run sends calls requests over conc workers and returns the answers and the wall
+// time. Every scenario's load, HTTP or not, goes through one of these.
+type run func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration)
+
+// httpRun drives base with loadgen (keep-alive connections, progress bar). gen gets
+// a number unique across every run made from it, so request ids never repeat;
+// seen, when set, is given every answer with its number once the run is over.
+func httpRun(base string, gen func(n int64) loadgen.Call, seen func(n int64, a loadgen.Answer)) run {
+	var seq atomic.Int64
+	return func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration) {
+		ns := make([]int64, calls)
+		start := time.Now()
+		answers := loadgen.Run(ctx, loadgen.Config{BaseURL: base, Concurrency: conc, Calls: calls, Label: label},
+			func(i int) loadgen.Call {
+				ns[i] = seq.Add(1)
+				return gen(ns[i])
+			}, nil)
+		elapsed := time.Since(start)
+		if seen != nil {
+			for _, a := range sent(answers) {
+				seen(ns[a.Index], a)
+			}
+		}
+		return answers, elapsed
+	}
+}
+
+// funcRun drives fn the way loadgen drives HTTP: conc workers, a progress bar,
+// one Answer per call (Result is what fn returns).
+func funcRun(fn func(ctx context.Context, n int64) string) run {
+	var seq atomic.Int64
+	return func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration) {
+		bar := newBar(label, calls)
+		answers := make([]loadgen.Answer, calls)
+		next := make(chan int)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := 0; w < conc; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					t := time.Now()
+					r := fn(ctx, seq.Add(1))
+					answers[i] = loadgen.Answer{Index: i, Status: 200, Result: r, Latency: time.Since(t)}
+					if bar != nil {
+						_ = bar.Add(1)
+					}
+				}
+			}()
+		}
+	feed:
+		for i := 0; i < calls; i++ {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+		close(next)
+		wg.Wait()
+		elapsed := time.Since(start)
+		if bar != nil {
+			_ = bar.Finish()
+		}
+		return answers, elapsed
+	}
+}
+
+func newBar(label string, calls int) *progressbar.ProgressBar {
+	if label == "" {
+		return nil
+	}
+	return progressbar.NewOptions(calls, progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(label), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+// Limits that keep every measurement bounded in count and in time.
+const (
+	minCalls = 200
+	maxCalls = 400_000
+)
+
+// measure runs r at conc for about dur: a short warm-up (which also opens the
+// connections) estimates the rate, and the measured run's count is sized from it.
+// The run is cut at 3*dur+10s whatever happens; answers never sent are dropped.
+func measure(ctx context.Context, r run, label string, conc int, dur time.Duration) loadgen.Summary {
+	warmCtx, cancel := context.WithTimeout(ctx, dur+5*time.Second)
+	warm := max(minCalls, conc*4)
+	answers, elapsed := r(warmCtx, "", conc, warm)
+	cancel()
+	rate := float64(len(sent(answers))) / max(elapsed.Seconds(), 1e-3)
+	calls := min(max(int(rate*dur.Seconds()), minCalls, conc*4), maxCalls)
+	runCtx, cancel := context.WithTimeout(ctx, 3*dur+10*time.Second)
+	defer cancel()
+	answers, elapsed = r(runCtx, label, conc, calls)
+	return loadgen.Summarize(sent(answers), elapsed)
+}
+
+// sent drops the answers of calls a cut-off run never sent.
+func sent(answers []loadgen.Answer) []loadgen.Answer {
+	out := answers[:0:0]
+	for _, a := range answers {
+		if a.Status != 0 || a.Result != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// perSecond is the rate of answers whose result is one of results (all answers when none given).
+func perSecond(s loadgen.Summary, results ...string) float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	n := 0
+	if len(results) == 0 {
+		n = s.Calls
+	}
+	for _, r := range results {
+		n += s.ByResult[r]
+	}
+	return float64(n) / s.Elapsed.Seconds()
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// admin creates and deletes the benchmark's promotions through promo-admin, so
+// they are in the record like any other; every one made is deleted at the end.
+type admin struct {
+	base, token string
+	client      *http.Client
+	made        []string // promo ids, type 1
+}
+
+const unlimited = promo.MaxTotal // stock that never runs out in one run
+
+func newAdmin(base, token string) *admin {
+	return &admin{base: base, token: token, client: loadgen.Client(4, 30*time.Second)}
+}
+
+// create makes an active single-unit-per-grab promotion without pin or ip limits.
+func (a *admin) create(ctx context.Context, id string, total int64) error {
+	now := time.Now().UTC()
+	body := map[string]any{"promoId": id, "type": 1, "title": "bench " + id, "total": total, "maxPerGrab": 1,
+		"startAt": now.Add(-time.Minute).Format(time.RFC3339), "endAt": now.Add(2 * time.Hour).Format(time.RFC3339)}
+	ans := loadgen.Do(ctx, a.client, a.base, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: a.token})
+	if ans.Status != http.StatusCreated {
+		return fmt.Errorf("create promotion %s: %d %s", id, ans.Status, ans.Body)
+	}
+	a.made = append(a.made, id)
+	return nil
+}
+
+// remove deletes one promotion (its five keys leave Redis, so no take of it is
+// left for the reconciler).
+func (a *admin) remove(ctx context.Context, id string) error {
+	ans := loadgen.Do(ctx, a.client, a.base, loadgen.Call{Method: "DELETE", Path: "/v1/promotions/" + id + "/1", Token: a.token})
+	if ans.Status != http.StatusNoContent && ans.Status != http.StatusNotFound {
+		return fmt.Errorf("delete promotion %s: %d %s", id, ans.Status, ans.Body)
+	}
+	for i, m := range a.made {
+		if m == id {
+			a.made = append(a.made[:i], a.made[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// cleanup deletes every promotion still standing.
+func (a *admin) cleanup(ctx context.Context) []error {
+	var errs []error
+	for _, id := range append([]string(nil), a.made...) {
+		if err := a.remove(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// idsOnShards returns n promotion ids named prefix-<k>, perShard of them on each
+// shard in shards (the contract's ring decides where an id lives).
+func idsOnShards(prefix string, shards []int, perShard int) []string {
+	want := map[int]int{}
+	for _, s := range shards {
+		want[s] = perShard
+	}
+	var out []string
+	for k := 0; len(out) < len(shards)*perShard && k < 1_000_000; k++ {
+		id := prefix + "-" + strconv.Itoa(k)
+		s := ring.Default.Shard(promo.Key(id, 1))
+		if want[s] > 0 {
+			want[s]--
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func shardOf(id string) int { return ring.Default.Shard(promo.Key(id, 1)) }
+
+// grabCall is one single-item grab of promotion id by buyer n: a new requestId every
+// call, pins and ips drawn from large pools (the promotions have no limits).
+func grabCall(token, run, id string, n int64) loadgen.Call {
+	body := grabBody(run, id, n)
+	return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: token, Body: body}
+}
+
+// grabBody is built by hand: the load generator shares the cores with the service,
+// so it spends as little as it can per request.
+func grabBody(run, id string, n int64) rawJSON {
+	b := make([]byte, 0, 160)
+	b = append(b, `{"requestId":"`...)
+	b = append(b, run...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, `","pin":"p`...)
+	b = strconv.AppendInt(b, n%pins, 10)
+	b = append(b, `","ip":"198.18.`...) // RFC 2544's benchmarking range: only a field in the body
+	b = strconv.AppendInt(b, (n/250)%250, 10)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, n%250+1, 10)
+	b = append(b, `","items":[{"promoId":"`...)
+	b = append(b, id...)
+	b = append(b, `","type":1,"num":1}]}`...)
+	return b
+}
+
+// pins is the size of the buyer pool: many pins, each grabbing now and then.
+const pins = 100_000
+
+// rawJSON is a body already encoded; loadgen's json.Marshal passes it through.
+type rawJSON []byte
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
