@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -46,7 +47,7 @@ func DecodeBytes(body []byte, v any, allowEmpty bool) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid("", "unexpected data after the JSON object")
 	}
-	return nil
+	return exactKeys(body, reflect.TypeOf(v), "")
 }
 
 func decodeError(err error) error {
