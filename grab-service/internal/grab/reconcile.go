@@ -43,24 +43,32 @@ func (s *Service) RunReconciler(ctx context.Context, every time.Duration) error 
 }
 
 type owed struct {
+	shard int
 	key   string
 	rid   string
 	entry lua.LedgerEntry
 }
 
-// Reconcile runs one pass over every shard.
+// Reconcile runs one pass over every shard. The CANCELs owed on all shards go out
+// in one batch, so a pass costs one Kafka round trip, and one timeout while Kafka is down.
 func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	var st ReconcileStats
 	var firstErr error
+	var debts []owed
 	for shard, c := range s.Shards {
-		if err := s.reconcileShard(ctx, shard, c, &st); err != nil && firstErr == nil {
+		d, err := s.reconcileShard(ctx, shard, c, &st)
+		if err != nil && firstErr == nil {
 			firstErr = err
 		}
+		debts = append(debts, d...)
+	}
+	if err := s.payDebts(ctx, debts, &st); err != nil && firstErr == nil {
+		firstErr = err
 	}
 	return st, firstErr
 }
 
-func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, st *ReconcileStats) error {
+func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, st *ReconcileStats) ([]owed, error) {
 	due := s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli()
 	var debts []owed
 	iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
@@ -73,12 +81,12 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 		}
 		rids, err := c.ZRangeByScore(ctx, pendingKey, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(due, 10), Count: 200}).Result()
 		if err != nil {
-			return err
+			return debts, err
 		}
 		for _, rid := range rids {
 			e, found, err := lua.ReadLedger(ctx, c, key, rid)
 			if err != nil {
-				return err
+				return debts, err
 			}
 			switch {
 			case !found:
@@ -88,19 +96,16 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 					s.logErr("settle pending take", err, "key", key, "requestId", rid)
 				} else if d {
 					e.State = lua.LedgerAborted
-					debts = append(debts, owed{key, rid, e})
+					debts = append(debts, owed{shard, key, rid, e})
 				}
 			case e.State == lua.LedgerAborted || e.State == lua.LedgerCancelled:
-				debts = append(debts, owed{key, rid, e})
+				debts = append(debts, owed{shard, key, rid, e})
 			default: // settled entries do not belong in the set
 				c.ZRem(ctx, pendingKey, rid)
 			}
 		}
 	}
-	if err := iter.Err(); err != nil {
-		return err
-	}
-	return s.payDebts(ctx, c, debts, st)
+	return debts, iter.Err()
 }
 
 // settlePending commits a take whose GRAB is in the record, or aborts it; it
@@ -132,7 +137,7 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 }
 
 // payDebts publishes the owed CANCEL events in one batch and finalizes them.
-func (s *Service) payDebts(ctx context.Context, c redis.UniversalClient, debts []owed, st *ReconcileStats) error {
+func (s *Service) payDebts(ctx context.Context, debts []owed, st *ReconcileStats) error {
 	if len(debts) == 0 {
 		return nil
 	}
@@ -152,7 +157,7 @@ func (s *Service) payDebts(ctx context.Context, c redis.UniversalClient, debts [
 		return err
 	}
 	for _, d := range debts {
-		if _, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: d.rid, Pin: d.entry.Pin, Mode: lua.ReturnFinalize, NowMs: now.UnixMilli(), Keys: []string{d.key}}); err != nil {
+		if _, err := lua.Return(ctx, s.Shards[d.shard], lua.ReturnCall{RequestID: d.rid, Pin: d.entry.Pin, Mode: lua.ReturnFinalize, NowMs: now.UnixMilli(), Keys: []string{d.key}}); err != nil {
 			return err
 		}
 		st.Published++

@@ -31,7 +31,7 @@ func crashAt(point string) envOpt {
 func (e *env) ledger(id, rid string) lua.LedgerEntry {
 	e.t.Helper()
 	key := promo.Key(id, 1)
-	entry, found, err := lua.ReadLedger(context.Background(), e.shard(key), key, rid)
+	entry, found, err := lua.ReadLedger(context.Background(), e.shard(key), key, e.rid(rid))
 	if err != nil || !found {
 		e.t.Fatalf("ledger %s %s: found=%v err=%v", key, rid, found, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -235,8 +236,18 @@ func (e *env) do(method, path, token string, body any) answer {
 	return a
 }
 
-func (e *env) grab(body any) answer { return e.do("POST", "/v1/grab", checkoutToken, body) }
+// rid makes a test's request id unique to this run: requestIds are platform-wide and
+// the shared shards remember them (the request index) for a month.
+func (e *env) rid(id string) string { return id + "-" + e.suffix }
+
+// grab sends body with its requestId made unique to this run (see rid).
+func (e *env) grab(body map[string]any) answer {
+	if id, ok := body["requestId"].(string); ok && !strings.HasSuffix(id, "-"+e.suffix) {
+		body["requestId"] = e.rid(id)
+	}
+	return e.do("POST", "/v1/grab", checkoutToken, body)
+}
 
 func (e *env) cancel(rid, pin string) answer {
-	return e.do("POST", "/v1/grab/"+rid+"/cancel", checkoutToken, map[string]any{"pin": pin})
+	return e.do("POST", "/v1/grab/"+e.rid(rid)+"/cancel", checkoutToken, map[string]any{"pin": pin})
 }

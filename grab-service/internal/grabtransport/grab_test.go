@@ -121,7 +121,7 @@ func TestMultiShardGrabIsAllOrNothing(t *testing.T) {
 		t.Errorf("buyer holds %d of a, want 0", n)
 	}
 	// The ledger forgot the undone take, so the same request can run again later.
-	if _, found, _ := lua.ReadLedger(context.Background(), e.shard(promo.Key(a, 1)), promo.Key(a, 1), "both"); found {
+	if _, found, _ := lua.ReadLedger(context.Background(), e.shard(promo.Key(a, 1)), promo.Key(a, 1), e.rid("both")); found {
 		t.Errorf("ledger still holds the undone take")
 	}
 	// And both shards take together when both can.
@@ -226,7 +226,7 @@ func TestReplayCancelAndConflicts(t *testing.T) {
 	}
 	// Idempotency holds across instances: a second service on the same shards.
 	other := newEnv(t)
-	if r := other.grab(grabBody("rq-1", "alice", "10.3.0.1", id, 3)); r.res.Result != grab.RequestIDReused {
+	if r := other.do("POST", "/v1/grab", checkoutToken, grabBody(e.rid("rq-1"), "alice", "10.3.0.1", id, 3)); r.res.Result != grab.RequestIDReused {
 		t.Fatalf("other instance: want REQUEST_ID_REUSED, have %d %s", r.status, r.raw)
 	}
 }
@@ -302,7 +302,7 @@ func TestSoldOutShortCircuitIsBounded(t *testing.T) {
 		t.Fatalf("second grab: want SOLD_OUT, have %s", r.raw)
 	}
 	// Another instance cancels: stock returns behind this instance's back.
-	if rr, err := lua.Return(context.Background(), e.shard(key), lua.ReturnCall{RequestID: "s-1", Pin: "a", Mode: lua.ReturnCancel, NowMs: e.clock.now().UnixMilli(), Keys: []string{key}}); err != nil || rr.Code != lua.ReturnReturned {
+	if rr, err := lua.Return(context.Background(), e.shard(key), lua.ReturnCall{RequestID: e.rid("s-1"), Pin: "a", Mode: lua.ReturnCancel, NowMs: e.clock.now().UnixMilli(), Keys: []string{key}}); err != nil || rr.Code != lua.ReturnReturned {
 		t.Fatalf("return behind the cache: %v %v", rr, err)
 	}
 	if r := e.grab(grabBody("s-3", "c", "10.5.0.3", id, 1)); r.res.Result != grab.SoldOut || !strings.Contains(r.res.Message, "cache") {
