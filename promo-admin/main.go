@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
@@ -28,7 +29,7 @@ func main() {
 func run(logger *slog.Logger, args []string) error {
 	var f svc.Flags
 	fs := flag.NewFlagSet("promo-admin", flag.ContinueOnError)
-	f.Register(fs, "127.0.0.1:8081") // --kafka and --switches are accepted; promo-admin uses neither yet
+	f.Register(fs, "127.0.0.1:8081") // --kafka is accepted; promo-admin does not use it yet
 	var sc adminservice.Config
 	fs.DurationVar(&sc.RedisTimeout, "redis-timeout", 2*time.Second, "bound on each Redis call")
 	fs.DurationVar(&sc.RepairGrace, "repair-grace", 15*time.Second, "age after which a pending change no longer belongs to its request and the repairer resolves it")
@@ -50,6 +51,7 @@ func run(logger *slog.Logger, args []string) error {
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
 		RedisAddrs: f.Redis, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc,
+		Switches: configcenter.FileSource{Path: f.Switches}, // shown read-only at GET /v1/switches
 	})
 	if err != nil {
 		return err
@@ -59,5 +61,6 @@ func run(logger *slog.Logger, args []string) error {
 	g := svc.NewGroup(logger)
 	g.HTTP(svc.Server(f.Listen, a.Handler))
 	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
+	g.Loop(a.FollowSwitches)
 	return g.Run()
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes this machine able to run the local stack, and does nothing when it already can:
 #   - redis-server, MariaDB server and client, curl installed (apt, only if missing);
-#   - with --test, also a C compiler (`go test -race` needs cgo);
+#   - with --test, also a C compiler (`go test -race` needs cgo) and Chromium (the
+#     promo-admin console's browser test drives /usr/bin/chromium headless);
 #   - MariaDB answering on 127.0.0.1:3306, root@127.0.0.1 usable with an empty password,
 #     database `flashsale` present.
 # The machine's own MariaDB (and any system redis on :6379) is left running for good:
@@ -50,6 +51,7 @@ have mariadb || have mysql || missing+=(mariadb-client)
 have curl || missing+=(curl ca-certificates)
 if ((with_test)); then
 	have gcc || missing+=(gcc libc6-dev)
+	[[ -x /usr/bin/chromium ]] || missing+=(chromium)
 fi
 
 if ((${#missing[@]})); then

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
@@ -63,6 +64,8 @@ type Options struct {
 	RedisAddrs []string // 16 entries; default the local stack's shards
 	DSN        string   // default a fresh throwaway database
 	Service    adminservice.Config
+	// Switches, when set, is followed for the test's length (GET /v1/switches).
+	Switches configcenter.Source
 }
 
 // Env is one in-process promo-admin.
@@ -104,12 +107,16 @@ func Start(t testing.TB, o Options) *Env {
 			{Token: AdminToken, Role: httpx.RoleMerchandiser},
 			{Token: ViewerToken, Role: httpx.RoleViewer},
 		},
-		Service: o.Service,
-		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Service:  o.Service,
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Switches: o.Switches,
 	})
 	if err != nil {
 		t.Fatalf("start promo-admin: %v", err)
 	}
+	followCtx, stopFollowing := context.WithCancel(context.Background())
+	following := make(chan error, 1)
+	go func() { following <- a.FollowSwitches(followCtx) }()
 	srv := httptest.NewServer(a.Handler)
 	e := &Env{t: t, App: a, Server: srv, Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
 	byAddr := map[string]*redis.Client{}
@@ -122,6 +129,10 @@ func Start(t testing.TB, o Options) *Env {
 		e.shards = append(e.shards, c)
 	}
 	t.Cleanup(func() {
+		stopFollowing()
+		if err := <-following; err != nil {
+			t.Errorf("follow switches: %v", err)
+		}
 		srv.Close()
 		a.Close()
 		for _, c := range byAddr {

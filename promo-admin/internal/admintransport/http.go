@@ -8,6 +8,7 @@ import (
 	kithttp "github.com/go-kit/kit/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
 )
@@ -20,6 +21,7 @@ const (
 	RoutePatch  = "PATCH /v1/promotions/{promoId}/{type}"
 	RouteDelete = "DELETE /v1/promotions/{promoId}/{type}"
 	RouteStop   = "POST /v1/promotions/{promoId}/{type}/stop"
+	// RouteSwitches is in switches.go.
 )
 
 // Options are what the handler needs besides the endpoints.
@@ -29,6 +31,13 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Checks are the dependencies /readyz reports on, by name.
 	Checks map[string]httpx.Check
+	// Switches is the switches snapshot GET /v1/switches shows (nil: the defaults),
+	// read from SwitchesSource.
+	Switches       *configcenter.Holder
+	SwitchesSource string
+	// Console, when set, serves the merchandiser console's pages under /console/;
+	// the pages need no token, the API calls they make do.
+	Console http.Handler
 }
 
 // NewHTTPHandler mounts every route, /healthz, /readyz and /metrics. Every
@@ -47,6 +56,10 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	route(RoutePatch, kithttp.NewServer(set.PatchEndpoint, decodePatch, encodePromotion, opts...), write...)
 	route(RouteDelete, kithttp.NewServer(set.DeleteEndpoint, decodeDelete, encodeDeleted, opts...), write...)
 	route(RouteStop, kithttp.NewServer(set.StopEndpoint, decodeStop, encodePromotion, opts...), write...)
+	route(RouteSwitches, switchesHandler(o.Switches, o.SwitchesSource), read...)
+	if o.Console != nil {
+		mux.Handle("GET /console/", o.Console)
+	}
 	httpx.Ops(mux, o.Registry, o.Checks)
 	return httpx.WithRequestID(jsonFallback(mux))
 }

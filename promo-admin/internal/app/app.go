@@ -15,12 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
 	"github.com/flashsale/platform/promo-admin/internal/admintransport"
+	"github.com/flashsale/platform/promo-admin/internal/console"
 )
 
 // Config is everything promo-admin is told; nothing is read from the environment here.
@@ -32,6 +34,9 @@ type Config struct {
 	Service    adminservice.Config
 	// Redis is the template of every shard client; zero means RedisDefaults().
 	Redis *redis.Options
+	// Switches is where the on-call switches document is read from (FollowSwitches);
+	// nil follows none, and GET /v1/switches shows the defaults.
+	Switches configcenter.Source
 }
 
 // RedisDefaults are the shard client settings promo-admin runs with. One retry is
@@ -54,6 +59,12 @@ type App struct {
 	Pool     *shardpool.Pool
 	Registry *prometheus.Registry
 	Handler  http.Handler
+	// Switches holds the switches document in force, as GET /v1/switches shows it.
+	Switches *configcenter.Holder
+
+	switchesSrc     configcenter.Source
+	switchesMetrics *configcenter.Metrics
+	log             *slog.Logger
 }
 
 // New opens the record (migrating it), builds the shard pool and the handler.
@@ -84,6 +95,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	admin := adminservice.New(st, pool, cfg.Service)
 	set := adminendpoint.New(admin, logger)
+	switches := configcenter.NewHolder()
 	handler := admintransport.NewHTTPHandler(set, admintransport.Options{
 		Tokens:   cfg.Tokens,
 		Metrics:  httpx.NewRouteMetrics(reg, "promo_admin"),
@@ -92,8 +104,36 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 			"mysql": st.Ping,
 			"redis": pool.Ping,
 		},
+		Switches:       switches,
+		SwitchesSource: describeSource(cfg.Switches),
+		Console:        console.Handler(),
 	})
-	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler}, nil
+	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler,
+		Switches: switches, switchesSrc: cfg.Switches, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
+}
+
+// FollowSwitches applies every valid switches document of Config.Switches until
+// ctx ends (a malformed one is rejected whole; the last good one stays). With no
+// source it only waits for ctx.
+func (a *App) FollowSwitches(ctx context.Context) error {
+	if a.switchesSrc == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return configcenter.Follow(ctx, a.switchesSrc, a.Switches, a.switchesMetrics, a.log)
+}
+
+// describeSource names a switches source for GET /v1/switches.
+func describeSource(src configcenter.Source) string {
+	switch s := src.(type) {
+	case nil:
+		return ""
+	case configcenter.FileSource:
+		return "file:" + s.Path
+	case interface{ Describe() string }:
+		return s.Describe()
+	}
+	return fmt.Sprintf("%T", src)
 }
 
 // Close releases the record and the shard clients.

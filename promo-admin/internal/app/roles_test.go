@@ -33,6 +33,7 @@ func TestRolesOnEveryRoute(t *testing.T) {
 		{"patch", http.MethodPatch, path(ids["patch"]), map[string]any{"total": 50}, true, http.StatusOK},
 		{"stop", http.MethodPost, path(ids["stop"]) + "/stop", map[string]any{"reason": "x"}, true, http.StatusOK},
 		{"delete", http.MethodDelete, path(ids["delete"]), nil, true, http.StatusNoContent},
+		{"switches", http.MethodGet, "/v1/switches", nil, false, http.StatusOK},
 	}
 	all := []store.ID{{PromoID: newID, Type: 1}}
 	for _, id := range ids {

@@ -1,0 +1,640 @@
+// Merchandiser console: plain JavaScript over promo-admin's API (openapi.yaml).
+// The API decides and validates everything; the page only sends what was typed
+// and shows the API's answer, an error next to the field the API names.
+'use strict';
+
+const TOKEN_KEY = 'flashsale.console.token';
+const POLL_MS = 1000;          // live counters of each visible promotion
+const SWITCHES_MS = 2000;      // the switches view
+const LIST_MS = 15000;         // the list itself (new promotions, states)
+const WINDOW_MS = 60000;       // the grab-rate chart's span
+const PAGE_SIZE = 20;
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY) || '',
+  rows: new Map(),    // key "promoId/type" -> row (see rowFor)
+  order: [],          // keys of the page shown, newest first
+  cursor: '',         // cursor of the page shown ('' = first)
+  nextCursor: '',
+  selected: '',
+  timers: [],
+  generation: 0,      // bumped on sign-out so late answers are dropped
+};
+
+// ---------------------------------------------------------------- API
+
+class APIError extends Error {
+  constructor(status, body) {
+    super((body && body.message) || `HTTP ${status}`);
+    this.status = status;
+    this.code = (body && body.code) || '';
+    this.field = (body && body.field) || '';
+  }
+}
+
+async function api(method, path, body) {
+  const gen = state.generation;
+  const init = { method, headers: { Authorization: `Bearer ${state.token}` } };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch (e) {
+    throw new APIError(0, { code: 'NETWORK', message: `promo-admin did not answer (${e.message})` });
+  }
+  let data = null;
+  if (res.status !== 204) {
+    try { data = await res.json(); } catch { data = null; }
+  }
+  if (gen !== state.generation) throw new APIError(0, { code: 'SIGNED_OUT', message: 'signed out' });
+  if (res.status === 401 && state.token) {
+    signOut(`The service refused the token: ${(data && data.message) || 'unauthorized'}. Sign in again.`);
+    throw new APIError(401, { code: 'SIGNED_OUT', message: 'signed out' });
+  }
+  if (!res.ok) throw new APIError(res.status, data);
+  return data;
+}
+
+const promoPath = (p) => `/v1/promotions/${encodeURIComponent(p.promoId)}/${encodeURIComponent(p.type)}`;
+const keyOf = (p) => `${p.promoId}/${p.type}`;
+
+// ---------------------------------------------------------------- utilities
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '–');
+const fmtRate = (r) => (r === null || r === undefined ? '–' : r < 10 ? r.toFixed(1) : String(Math.round(r)));
+
+function fmtTime(iso) {
+  if (!iso) return '–';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+// toLocalInput renders a time for a datetime-local input (local time, seconds).
+function toLocalInput(d) {
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+// fromLocalInput turns a datetime-local value into RFC 3339 (UTC); '' stays absent.
+function fromLocalInput(v) {
+  if (!v) return undefined;
+  const d = new Date(v);
+  return Number.isNaN(d.getTime()) ? v : d.toISOString();
+}
+
+// number sends an integer as a JSON number and anything else as typed, so that the
+// API, not the page, says what is wrong with it. '' is absent.
+function number(v) {
+  v = v.trim();
+  if (v === '') return undefined;
+  return /^-?\d+$/.test(v) ? Number(v) : v;
+}
+
+function say(msg, bad = false) {
+  const s = $('#status');
+  s.textContent = msg;
+  s.classList.toggle('bad', bad);
+}
+
+// ---------------------------------------------------------------- form errors
+
+function clearErrors(form) {
+  for (const p of form.querySelectorAll('[data-error-for]')) p.textContent = '';
+  for (const i of form.querySelectorAll('[aria-invalid]')) i.removeAttribute('aria-invalid');
+}
+
+// showError puts the API's message next to the field it names, or at the form's
+// foot when it names none this form has.
+function showError(form, err, fieldFor = {}) {
+  clearErrors(form);
+  const field = err.field || fieldFor[err.code] || '';
+  const input = field && form.elements.namedItem(field);
+  const slot = input && form.querySelector(`[data-error-for="${CSS.escape(field)}"]`);
+  if (slot) {
+    slot.textContent = err.message;
+    input.setAttribute('aria-invalid', 'true');
+    input.focus();
+    return;
+  }
+  const where = err.field ? `${err.field}: ` : '';
+  form.querySelector('[data-error-for=""]').textContent = `${err.code || 'ERROR'}: ${where}${err.message}`;
+}
+
+// submitting disables the form's buttons while fn runs, then restores them.
+async function submitting(form, fn) {
+  const buttons = [...form.querySelectorAll('button')];
+  const was = buttons.map((b) => b.disabled);
+  buttons.forEach((b) => { b.disabled = true; });
+  try { await fn(); } finally { buttons.forEach((b, i) => { b.disabled = was[i]; }); }
+}
+
+// ---------------------------------------------------------------- chart
+
+const SVG = 'http://www.w3.org/2000/svg';
+const svgEl = (tag, attrs) => {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+};
+
+function niceMax(v) {
+  if (v <= 1) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+// drawChart draws the rates of the last WINDOW_MS as a line over a filled area.
+// With axes it adds grid lines and labels; without, it is a sparkline.
+function drawChart(svg, rates, now, { width, height, axes }) {
+  svg.replaceChildren();
+  const pad = axes ? { l: 40, r: 10, t: 10, b: 22 } : { l: 1, r: 1, t: 2, b: 2 };
+  const w = width - pad.l - pad.r;
+  const h = height - pad.t - pad.b;
+  const max = niceMax(Math.max(0, ...rates.map((s) => s.rate)));
+  const x = (t) => pad.l + ((t - (now - WINDOW_MS)) / WINDOW_MS) * w;
+  const y = (r) => pad.t + h - (r / max) * h;
+  if (axes) {
+    for (const f of [0, 0.5, 1]) {
+      const gy = pad.t + h - f * h;
+      svg.append(svgEl('line', { class: 'grid-line', x1: pad.l, x2: pad.l + w, y1: gy, y2: gy }));
+      const label = svgEl('text', { class: 'axis-label', x: pad.l - 6, y: gy + 4, 'text-anchor': 'end' });
+      const v = max * f;
+      label.textContent = Number.isInteger(v) ? String(v) : v.toFixed(1);
+      svg.append(label);
+    }
+    for (const [t, txt, anchor] of [[now - WINDOW_MS, '−60 s', 'start'], [now - WINDOW_MS / 2, '−30 s', 'middle'], [now, 'now', 'end']]) {
+      const label = svgEl('text', { class: 'axis-label', x: x(t), y: height - 6, 'text-anchor': anchor });
+      label.textContent = txt;
+      svg.append(label);
+    }
+  } else {
+    svg.append(svgEl('line', { class: 'grid-line', x1: pad.l, x2: pad.l + w, y1: pad.t + h, y2: pad.t + h }));
+  }
+  const pts = rates.filter((s) => s.t >= now - WINDOW_MS).map((s) => [x(s.t), y(s.rate)]);
+  if (pts.length === 0) return;
+  if (pts.length === 1) pts.unshift([Math.max(pad.l, pts[0][0] - 2), pts[0][1]]);
+  const line = pts.map(([px, py], i) => `${i ? 'L' : 'M'}${px.toFixed(1)},${py.toFixed(1)}`).join('');
+  const base = (pad.t + h).toFixed(1);
+  svg.append(svgEl('path', { class: 'area', d: `${line}L${pts[pts.length - 1][0].toFixed(1)},${base}L${pts[0][0].toFixed(1)},${base}Z` }));
+  svg.append(svgEl('path', { class: 'line', d: line }));
+}
+
+// ---------------------------------------------------------------- rows
+
+// rowFor returns the row of p, making its table row on first sight. A row keeps
+// its readings across list refreshes, so the chart survives them.
+function rowFor(p) {
+  const key = keyOf(p);
+  let row = state.rows.get(key);
+  if (row) return row;
+  const tr = el('tr', { 'data-key': key });
+  const open = el('button', { type: 'button', class: 'link', text: `${p.promoId} / ${p.type}`, onclick: () => select(key) });
+  const title = el('span', { class: 'sub' });
+  const badge = el('span', { class: 'badge', 'data-cell': 'state' });
+  const remaining = el('span', { 'data-cell': 'remaining' });
+  const bar = el('span', { class: 'bar', 'aria-hidden': 'true' }, el('span'));
+  const granted = el('span', { 'data-cell': 'granted' });
+  const spark = svgEl('svg', { class: 'chart spark', viewBox: '0 0 120 28', 'aria-hidden': 'true' });
+  const rate = el('span', { 'data-cell': 'rate' });
+  const manage = el('button', { type: 'button', class: 'ghost', text: 'Manage', onclick: () => select(key) });
+  manage.setAttribute('aria-label', `Manage ${p.promoId} / ${p.type}`);
+  tr.append(
+    el('td', {}, open, title),
+    el('td', {}, badge),
+    el('td', { class: 'num' }, remaining, bar),
+    el('td', { class: 'num' }, granted),
+    el('td', {}, el('span', { class: 'rate' }, spark, rate, el('span', { class: 'muted', text: '/s' }))),
+    el('td', { class: 'num', 'data-cell': 'shard' }),
+    el('td', {}, manage),
+  );
+  row = { key, p, live: false, readings: [], rates: [], error: '', tr, cells: { title, badge, remaining, bar, granted, spark, rate } };
+  state.rows.set(key, row);
+  return row;
+}
+
+// record takes a live reading: the rate is the units granted between successive
+// readings per second (granted = total − remaining, so a change of total is no
+// grab); returns put units back and count as 0, not as negative grabs.
+function record(row, p, t) {
+  row.p = p;
+  row.live = true;
+  row.error = '';
+  const prev = row.readings[row.readings.length - 1];
+  row.readings.push({ t, granted: p.granted });
+  if (prev && t > prev.t) {
+    row.rates.push({ t, rate: Math.max(0, p.granted - prev.granted) / ((t - prev.t) / 1000) });
+  }
+  const from = t - WINDOW_MS - 2000;
+  while (row.readings.length > 2 && row.readings[0].t < from) row.readings.shift();
+  while (row.rates.length && row.rates[0].t < from) row.rates.shift();
+}
+
+function currentRate(row) {
+  const last = row.rates[row.rates.length - 1];
+  return last && performance.now() - last.t < 3 * POLL_MS ? last.rate : row.rates.length ? 0 : null;
+}
+
+function paintRow(row) {
+  const { p, cells } = row;
+  cells.title.textContent = p.title || '';
+  cells.title.title = p.title || '';
+  cells.badge.textContent = p.state;
+  cells.badge.className = `badge ${p.state}`;
+  cells.remaining.textContent = fmtInt(p.remaining);
+  cells.remaining.classList.toggle('stale', !row.live || !!row.error);
+  cells.remaining.title = row.error ? `live counters unavailable: ${row.error}`
+    : row.live ? 'live, from the shard' : 'from the record; live reading pending';
+  cells.bar.firstChild.style.width = `${p.total > 0 ? Math.max(0, Math.min(100, (100 * p.remaining) / p.total)) : 0}%`;
+  cells.granted.textContent = fmtInt(p.granted);
+  cells.rate.textContent = fmtRate(currentRate(row));
+  drawChart(cells.spark, row.rates, performance.now(), { width: 120, height: 28, axes: false });
+  row.tr.querySelector('[data-cell="shard"]').textContent = String(p.shard);
+  row.tr.classList.toggle('selected', row.key === state.selected);
+  row.tr.classList.toggle('gone', p.state === 'DELETED');
+  if (row.key === state.selected) paintDetail(row);
+}
+
+// ---------------------------------------------------------------- list
+
+async function loadList(cursor = state.cursor) {
+  const q = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  const filter = $('#state-filter').value;
+  if (filter) q.set('state', filter);
+  if (cursor) q.set('cursor', cursor);
+  let page;
+  try {
+    page = await api('GET', `/v1/promotions?${q}`);
+  } catch (e) {
+    if (e.code !== 'SIGNED_OUT') $('#list-error').textContent = `Could not list promotions: ${e.message}`;
+    return;
+  }
+  $('#list-error').textContent = '';
+  state.cursor = cursor;
+  state.nextCursor = page.nextCursor || '';
+  state.order = [];
+  const tbody = $('#rows');
+  const trs = [];
+  for (const p of page.items) {
+    const row = rowFor(p);
+    // The list's counters are the record's; keep the live ones once there are any.
+    if (!row.live) row.p = p;
+    else row.p = { ...p, remaining: row.p.remaining, granted: row.p.granted, state: row.p.state };
+    state.order.push(row.key);
+    paintRow(row);
+    trs.push(row.tr);
+  }
+  tbody.replaceChildren(...trs);
+  $('#empty').hidden = page.items.length > 0;
+  $('#next-page').hidden = !state.nextCursor;
+  $('#first-page').hidden = !state.cursor;
+}
+
+// ---------------------------------------------------------------- live polling
+
+async function pollLive() {
+  const keys = state.order.filter((k) => state.rows.get(k).p.state !== 'DELETED');
+  if (state.selected && !keys.includes(state.selected)) keys.push(state.selected);
+  await Promise.all(keys.map(async (key) => {
+    const row = state.rows.get(key);
+    try {
+      const p = await api('GET', promoPath(row.p));
+      record(row, p, performance.now());
+    } catch (e) {
+      if (e.code === 'SIGNED_OUT') return;
+      if (e.status === 404) row.p = { ...row.p, state: 'DELETED' };
+      else row.error = e.message;
+    }
+    paintRow(row);
+  }));
+}
+
+function every(ms, fn) {
+  let stopped = false;
+  let timer = 0;
+  const tick = async () => {
+    const started = performance.now();
+    try { await fn(); } catch (e) { console.error(e); }
+    if (!stopped) timer = setTimeout(tick, Math.max(0, ms - (performance.now() - started)));
+  };
+  timer = setTimeout(tick, 0);
+  state.timers.push(() => { stopped = true; clearTimeout(timer); });
+}
+
+// ---------------------------------------------------------------- detail
+
+function select(key) {
+  state.selected = key;
+  const row = state.rows.get(key);
+  $('#detail').hidden = false;
+  for (const r of state.rows.values()) r.tr.classList.toggle('selected', r.key === key);
+  fillPatchForm(row.p);
+  clearErrors($('#patch-form'));
+  paintDetail(row);
+  $('#detail-title').focus({ preventScroll: true });
+  $('#detail').scrollIntoView({ block: 'nearest' });
+}
+
+function closeDetail() {
+  state.selected = '';
+  $('#detail').hidden = true;
+  for (const r of state.rows.values()) r.tr.classList.remove('selected');
+}
+
+function paintDetail(row) {
+  const { p } = row;
+  $('#detail-title').textContent = `${p.promoId} / ${p.type}`;
+  $('#detail-subtitle').textContent = p.title || '';
+  $('#detail-remaining').textContent = fmtInt(p.remaining);
+  $('#detail-of').textContent = `of ${fmtInt(p.total)}`;
+  $('#detail-granted').textContent = fmtInt(p.granted);
+  $('#detail-rate').textContent = fmtRate(currentRate(row));
+  $('#detail-state').textContent = p.state;
+  $('#detail-state').className = `value st-${p.state}`;
+  $('#detail-error').textContent = row.error ? `Live counters unavailable: ${row.error}` : '';
+  drawChart($('#detail-chart'), row.rates, performance.now(), { width: 640, height: 180, axes: true });
+  const rl = p.rateLimit ? `${fmtInt(p.rateLimit.limit)} per ${p.rateLimit.windowSeconds} s` : 'none';
+  const facts = [
+    ['Redis key', p.key], ['Shard', String(p.shard)],
+    ['Starts', fmtTime(p.startAt)], ['Ends', fmtTime(p.endAt)],
+    ['Per-buyer limit', p.perPinLimit ? fmtInt(p.perPinLimit) : 'unlimited'],
+    ['Per-IP limit', p.perIpLimit ? fmtInt(p.perIpLimit) : 'unlimited'],
+    ['Most per grab', fmtInt(p.maxPerGrab)], ['Rate limit', rl],
+    ['Created', fmtTime(p.createdAt)], ['Updated', fmtTime(p.updatedAt)],
+  ];
+  $('#detail-facts').replaceChildren(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
+  // A stopped promotion cannot be changed (the API answers 409 STOPPED): say so
+  // rather than offer a form that can only be refused.
+  const locked = p.state === 'STOPPED' || p.state === 'DELETED';
+  $('#patch-fields').disabled = locked;
+  $('#patch-save').disabled = locked;
+  $('#patch-locked').hidden = !locked;
+  $('#stop-open').disabled = locked;
+  $('#delete-open').disabled = p.state === 'DELETED';
+}
+
+// The patch form starts from the current values; only what differs is sent.
+function patchValues(p) {
+  return {
+    total: String(p.total),
+    perPinLimit: String(p.perPinLimit),
+    perIpLimit: String(p.perIpLimit),
+    'rateLimit.limit': p.rateLimit ? String(p.rateLimit.limit) : '',
+    'rateLimit.windowSeconds': p.rateLimit ? String(p.rateLimit.windowSeconds) : '',
+    endAt: p.endAt ? toLocalInput(new Date(p.endAt)) : '',
+  };
+}
+
+function fillPatchForm(p) {
+  const form = $('#patch-form');
+  const values = patchValues(p);
+  for (const [name, v] of Object.entries(values)) form.elements.namedItem(name).value = v;
+  form.dataset.base = JSON.stringify(values);
+}
+
+async function submitPatch(ev) {
+  ev.preventDefault();
+  const form = ev.target;
+  const row = state.rows.get(state.selected);
+  if (!row) return;
+  const base = JSON.parse(form.dataset.base || '{}');
+  const v = (name) => form.elements.namedItem(name).value;
+  const changed = (name) => v(name) !== base[name];
+  const body = {};
+  for (const name of ['total', 'perPinLimit', 'perIpLimit']) if (changed(name)) body[name] = number(v(name));
+  if (changed('rateLimit.limit') || changed('rateLimit.windowSeconds')) {
+    body.rateLimit = { limit: number(v('rateLimit.limit')), windowSeconds: number(v('rateLimit.windowSeconds')) };
+  }
+  if (changed('endAt')) body.endAt = fromLocalInput(v('endAt'));
+  await submitting(form, async () => {
+    try {
+      const p = await api('PATCH', promoPath(row.p), body);
+      clearErrors(form);
+      record(row, p, performance.now());
+      fillPatchForm(p);
+      paintRow(row);
+      say(`Changed ${keyOf(p)}.`);
+    } catch (e) {
+      if (e.code !== 'SIGNED_OUT') showError(form, e, { BELOW_GRANTED: 'total' });
+    }
+  });
+}
+
+// ---------------------------------------------------------------- stop, delete
+
+function openDialog(id) {
+  const d = $(id);
+  const form = $('form', d);
+  form.reset();
+  clearErrors(form);
+  d.showModal();
+}
+
+async function submitStop(ev) {
+  ev.preventDefault();
+  const form = ev.target;
+  const row = state.rows.get(state.selected);
+  if (!row) return;
+  const reason = form.elements.namedItem('reason').value.trim();
+  await submitting(form, async () => {
+    try {
+      const p = await api('POST', `${promoPath(row.p)}/stop`, reason ? { reason } : undefined);
+      record(row, p, performance.now());
+      paintRow(row);
+      $('#stop-dialog').close();
+      say(`Stopped ${keyOf(p)}.`);
+    } catch (e) {
+      if (e.code !== 'SIGNED_OUT') showError(form, e);
+    }
+  });
+}
+
+async function submitDelete(ev) {
+  ev.preventDefault();
+  const form = ev.target;
+  const row = state.rows.get(state.selected);
+  if (!row) return;
+  await submitting(form, async () => {
+    try {
+      await api('DELETE', promoPath(row.p));
+      $('#delete-dialog').close();
+      closeDetail();
+      state.rows.delete(row.key);
+      say(`Deleted ${row.key}.`);
+      await loadList();
+    } catch (e) {
+      if (e.code !== 'SIGNED_OUT') showError(form, e);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- create
+
+function resetCreateForm() {
+  const form = $('#create-form');
+  form.reset();
+  clearErrors(form);
+  const now = new Date();
+  now.setSeconds(0, 0);
+  form.elements.namedItem('startAt').value = toLocalInput(now);
+  form.elements.namedItem('endAt').value = toLocalInput(new Date(now.getTime() + 2 * 3600 * 1000));
+}
+
+async function submitCreate(ev) {
+  ev.preventDefault();
+  const form = ev.target;
+  const v = (name) => form.elements.namedItem(name).value;
+  const body = {
+    promoId: v('promoId').trim() || undefined,
+    type: number(v('type')),
+    title: v('title').trim() || undefined,
+    total: number(v('total')),
+    perPinLimit: number(v('perPinLimit')),
+    perIpLimit: number(v('perIpLimit')),
+    maxPerGrab: number(v('maxPerGrab')),
+    startAt: fromLocalInput(v('startAt')),
+    endAt: fromLocalInput(v('endAt')),
+  };
+  const limit = number(v('rateLimit.limit'));
+  const windowSeconds = number(v('rateLimit.windowSeconds'));
+  if (limit !== undefined || windowSeconds !== undefined) body.rateLimit = { limit, windowSeconds };
+  await submitting(form, async () => {
+    try {
+      const p = await api('POST', '/v1/promotions', body);
+      resetCreateForm();
+      say(`Created ${keyOf(p)}.`);
+      state.cursor = '';
+      $('#state-filter').value = '';
+      await loadList('');
+      const row = state.rows.get(keyOf(p));
+      if (row) { record(row, p, performance.now()); paintRow(row); select(row.key); }
+    } catch (e) {
+      if (e.code !== 'SIGNED_OUT') showError(form, e);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- switches
+
+async function loadSwitches() {
+  let v;
+  try {
+    v = await api('GET', '/v1/switches');
+  } catch (e) {
+    if (e.code !== 'SIGNED_OUT') $('#switches-error').textContent = `Could not read the switches: ${e.message}`;
+    return;
+  }
+  $('#switches-error').textContent = '';
+  const s = v.switches;
+  const onOff = (on, yes, no, bad) => el('span', { class: `badge ${on === bad ? 'off' : 'on'}`, text: on ? yes : no });
+  const limit = (n) => (n > 0 ? `${n}/s per instance` : 'off');
+  const blocked = s.blockedPromotions.length
+    ? el('span', {}, ...s.blockedPromotions.map((b, i) => el('span', {}, i ? ', ' : '', el('code', { text: b }))))
+    : el('span', { class: 'muted', text: 'none' });
+  const facts = [
+    ['Grabs', onOff(s.grabEnabled, 'enabled', 'disabled', false)],
+    ['Kafka degrade', s.kafkaDegrade ? el('span', { class: 'badge warn', text: 'on: flows go to MySQL' }) : el('span', { class: 'badge on', text: 'off' })],
+    ['Rate factor while degraded', el('span', { text: String(s.degradeRateFactor) })],
+    ['Grab method limit', el('span', { text: limit(s.methodLimits.grab) })],
+    ['Cancel method limit', el('span', { text: limit(s.methodLimits.cancel) })],
+    ['Blocked promotions', blocked],
+    ['Document md5', el('code', { text: v.md5 })],
+    ['Source', el('span', { text: v.source || 'none (defaults)' })],
+  ];
+  $('#switches-facts').replaceChildren(...facts.flatMap(([k, node]) => [el('dt', { text: k }), el('dd', {}, node)]));
+  $('#switches-raw').textContent = JSON.stringify(s, null, 2);
+}
+
+// ---------------------------------------------------------------- session
+
+function startSession() {
+  $('#sign-in-panel').hidden = true;
+  $('#app').hidden = false;
+  $('#session').hidden = false;
+  resetCreateForm();
+  every(POLL_MS, pollLive);
+  every(SWITCHES_MS, loadSwitches);
+  every(LIST_MS, () => loadList());
+  every(1000, async () => { $('#clock').textContent = fmtTime(new Date().toISOString()); });
+}
+
+function signOut(msg) {
+  state.generation++;
+  state.timers.forEach((stop) => stop());
+  Object.assign(state, { token: '', rows: new Map(), order: [], cursor: '', nextCursor: '', selected: '', timers: [] });
+  sessionStorage.removeItem(TOKEN_KEY);
+  for (const d of document.querySelectorAll('dialog[open]')) d.close();
+  $('#rows').replaceChildren();
+  $('#detail').hidden = true;
+  $('#app').hidden = true;
+  $('#session').hidden = true;
+  $('#sign-in-panel').hidden = false;
+  $('#token').value = '';
+  clearErrors($('#sign-in'));
+  say(msg || 'Signed out.', !!msg);
+  $('#token').focus();
+}
+
+async function submitSignIn(ev) {
+  ev.preventDefault();
+  const form = ev.target;
+  const token = $('#token').value.trim();
+  clearErrors(form);
+  if (!token) {
+    showError(form, { field: 'token', message: 'enter a bearer token' });
+    return;
+  }
+  // One cheap read tells whether the service knows the token.
+  const res = await fetch('/v1/promotions?limit=1', { headers: { Authorization: `Bearer ${token}` } }).catch(() => null);
+  if (!res || !res.ok) {
+    let body = null;
+    if (res) { try { body = await res.json(); } catch { body = null; } }
+    const message = body ? `${body.code}: ${body.message}` : 'promo-admin did not answer';
+    showError(form, { field: 'token', message });
+    return;
+  }
+  state.token = token;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  say('Signed in.');
+  startSession();
+}
+
+// ---------------------------------------------------------------- wiring
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('#sign-in').addEventListener('submit', submitSignIn);
+  $('#sign-out').addEventListener('click', () => signOut());
+  $('#create-form').addEventListener('submit', submitCreate);
+  $('#patch-form').addEventListener('submit', submitPatch);
+  $('#stop-form').addEventListener('submit', submitStop);
+  $('#delete-form').addEventListener('submit', submitDelete);
+  $('#stop-open').addEventListener('click', () => openDialog('#stop-dialog'));
+  $('#delete-open').addEventListener('click', () => openDialog('#delete-dialog'));
+  for (const b of document.querySelectorAll('dialog [data-close]')) b.addEventListener('click', () => b.closest('dialog').close());
+  $('#close-detail').addEventListener('click', closeDetail);
+  $('#refresh').addEventListener('click', () => loadList());
+  $('#state-filter').addEventListener('change', () => loadList(''));
+  $('#next-page').addEventListener('click', () => loadList(state.nextCursor));
+  $('#first-page').addEventListener('click', () => loadList(''));
+  if (state.token) startSession();
+  else $('#token').focus();
+});
