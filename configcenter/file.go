@@ -62,6 +62,7 @@ func Follow(ctx context.Context, src Source, h *Holder, m *Metrics, log *slog.Lo
 		if snap.MD5 == h.Load().MD5 {
 			return
 		}
+		snap.AppliedAt = time.Now()
 		h.Store(snap)
 		m.applied(snap)
 		log.Info("switches applied", "md5", snap.MD5, "grabEnabled", snap.GrabEnabled, "kafkaDegrade", snap.KafkaDegrade,

@@ -4,9 +4,11 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics show which switches document is in force and how many were rejected.
 type Metrics struct {
-	rejected prometheus.Counter
-	info     *prometheus.GaugeVec
-	flags    *prometheus.GaugeVec
+	rejected  prometheus.Counter
+	info      *prometheus.GaugeVec
+	flags     *prometheus.GaugeVec
+	factor    prometheus.Gauge
+	appliedAt prometheus.Gauge
 }
 
 // NewMetrics registers the config metrics on reg.
@@ -18,8 +20,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "document_info", Help: "1 for the md5 of the switches document in force."}, []string{"md5"}),
 		flags: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "flashsale", Subsystem: "config",
 			Name: "switch", Help: "Boolean switches in force (1 = on)."}, []string{"name"}),
+		factor: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "flashsale", Subsystem: "config",
+			Name: "degrade_rate_factor", Help: "degradeRateFactor of the document in force."}),
+		appliedAt: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "flashsale", Subsystem: "config",
+			Name: "applied_timestamp_seconds", Help: "When the document in force was applied by this instance."}),
 	}
-	reg.MustRegister(m.rejected, m.info, m.flags)
+	reg.MustRegister(m.rejected, m.info, m.flags, m.factor, m.appliedAt)
 	return m
 }
 
@@ -28,6 +34,8 @@ func (m *Metrics) applied(s *Snapshot) {
 	m.info.WithLabelValues(s.MD5).Set(1)
 	m.flags.WithLabelValues("grabEnabled").Set(b2f(s.GrabEnabled))
 	m.flags.WithLabelValues("kafkaDegrade").Set(b2f(s.KafkaDegrade))
+	m.factor.Set(s.DegradeRateFactor)
+	m.appliedAt.Set(float64(s.AppliedAt.UnixNano()) / 1e9)
 }
 
 func b2f(b bool) float64 {

@@ -16,6 +16,7 @@ import (
 	"github.com/nacos-group/nacos-sdk-go/v2/clients"
 	"github.com/nacos-group/nacos-sdk-go/v2/clients/config_client"
 	"github.com/nacos-group/nacos-sdk-go/v2/common/constant"
+	"github.com/nacos-group/nacos-sdk-go/v2/util"
 	"github.com/nacos-group/nacos-sdk-go/v2/vo"
 )
 
@@ -93,6 +94,10 @@ func NewNacosClient(c NacosConfig) (config_client.IConfigClient, error) {
 		Password:            c.Password,
 	}
 	sc := []constant.ServerConfig{{IpAddr: host, Port: port, GrpcPort: c.GRPCPort, ContextPath: "/nacos"}}
+	// util.LocalIP caches the host's address in a plain variable on first use;
+	// clients connecting at once would race to fill it, so it is filled here once.
+	routeSDKLog(c.Log)
+	localIPOnce.Do(func() { _ = util.LocalIP() })
 	client, err := clients.NewConfigClient(vo.NacosClientParam{ClientConfig: &cc, ServerConfigs: sc})
 	if err != nil {
 		return nil, fmt.Errorf("nacos client for %s: %w", c.Addr, err)
@@ -100,6 +105,8 @@ func NewNacosClient(c NacosConfig) (config_client.IConfigClient, error) {
 	routeSDKLog(c.Log)
 	return client, nil
 }
+
+var localIPOnce sync.Once
 
 // NacosSource follows the switches document in Nacos: the SDK's listener for
 // speed, and a GetConfig poll every Poll because the SDK can lose a push that

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/flashsale/platform/internal/promo"
 )
@@ -44,8 +45,10 @@ func Default() Switches {
 type Snapshot struct {
 	Switches
 	// MD5 of the document as published, so on-call tools and /metrics can tell versions apart.
-	MD5     string
-	blocked map[string]bool
+	MD5 string
+	// AppliedAt is when this instance put the snapshot in force (zero for the defaults).
+	AppliedAt time.Time
+	blocked   map[string]bool
 }
 
 // Blocked reports whether grabs for promotion key "<promoId>_<type>" are blocked.
@@ -114,3 +117,15 @@ func (h *Holder) Load() *Snapshot { return h.p.Load() }
 
 // Store publishes s.
 func (h *Holder) Store(s *Snapshot) { h.p.Store(s) }
+
+// Info describes the snapshot in force for /readyz, so an operator can check
+// that every instance runs the version configctl published.
+func (h *Holder) Info() map[string]any {
+	s := h.Load()
+	sw := map[string]any{"md5": s.MD5, "grabEnabled": s.GrabEnabled, "kafkaDegrade": s.KafkaDegrade,
+		"degradeRateFactor": s.DegradeRateFactor, "blockedPromotions": len(s.BlockedPromotions)}
+	if !s.AppliedAt.IsZero() {
+		sw["appliedAt"] = s.AppliedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return map[string]any{"switches": sw}
+}

@@ -38,11 +38,13 @@ func run(logger *slog.Logger) error {
 	fs := flag.NewFlagSet("grab-service", flag.ExitOnError)
 	f.Register(fs, "127.0.0.1:8080")
 	cfg := grab.Defaults()
+	nacos := configcenter.RegisterNacosFlags(fs)
 	batch := fs.Duration("kafka-batch-timeout", 2*time.Millisecond, "longest a flow event waits for others to share its Kafka batch")
 	reconcileEvery := fs.Duration("reconcile-every", time.Second, "interval of the reconciler's passes")
 	fs.DurationVar(&cfg.AnswerTimeout, "answer-timeout", cfg.AnswerTimeout, "bound on a grab or cancel, end to end")
 	fs.IntVar(&cfg.Workers, "shard-workers", cfg.Workers, "pipelines in flight per shard")
 	fs.IntVar(&cfg.MaxBatch, "shard-batch", cfg.MaxBatch, "most script calls coalesced into one pipeline (1 = no coalescing)")
+	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ (for profiling; keep off in production)")
 	_ = fs.Parse(os.Args[1:])
 
 	tokens, err := svc.Tokens(f.Local, svc.TokenSpec{Env: "FLASHSALE_CHECKOUT_TOKEN", LocalDefault: "dev-checkout-token", Role: httpx.RoleCheckout})
@@ -78,9 +80,12 @@ func run(logger *slog.Logger) error {
 	for i := range shards {
 		shards[i] = pool.Client(i)
 	}
+	// The fence answers UNAVAILABLE for shards being rebuilt or lost (grab/fence.go).
+	fence := grab.NewFence(shards, db.PromotionKeys, reg, logger)
 	service, err := grab.New(cfg, grab.Deps{
-		Shards: shards, Publisher: publisher, Record: db, Switches: switches,
-		Metrics: grab.NewMetrics(reg), Logger: logger,
+		// kafkaDegrade routes flows straight into MySQL (grab/degrade.go).
+		Shards: shards, Publisher: grab.NewDegradePublisher(publisher, db, switches, reg), Record: db, Switches: switches,
+		Metrics: grab.NewMetrics(reg), Logger: logger, Fence: fence,
 	})
 	if err != nil {
 		return err
@@ -88,18 +93,22 @@ func run(logger *slog.Logger) error {
 	defer service.Close()
 
 	mux := http.NewServeMux()
+	if *pprofOn {
+		mountPprof(mux)
+	}
 	grabtransport.Handler(mux, grabendpoint.New(service, switches), tokens, httpx.NewRouteMetrics(reg, "grab"))
-	httpx.Ops(mux, reg, map[string]httpx.Check{
+	httpx.OpsWithInfo(mux, reg, switches.Info, map[string]httpx.Check{
 		"redis": pool.Ping,
 		"mysql": db.Ping,
 		"kafka": publisher.Ping,
 	})
 
 	g := svc.NewGroup(logger)
-	g.HTTP(svc.Server(f.Listen, mux))
+	g.HTTP(svc.Server(f.Listen, fence.Readyz(httpx.RouteFallback(mux))))
+	g.Loop(func(ctx context.Context) error { return fence.Run(ctx, 200*time.Millisecond) })
 	g.Loop(func(ctx context.Context) error { return service.RunReconciler(ctx, *reconcileEvery) })
 	g.Loop(func(ctx context.Context) error {
-		return configcenter.Follow(ctx, configcenter.FileSource{Path: f.Switches}, switches, cfgMetrics, logger)
+		return configcenter.Follow(ctx, nacos.Source(f.Switches, logger), switches, cfgMetrics, logger)
 	})
 	return g.Run()
 }

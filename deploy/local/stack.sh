@@ -10,7 +10,8 @@
 #
 # Environment: FLASHSALE_REDIS_BASE_PORT (7001), FLASHSALE_KAFKA_ADDR (127.0.0.1:9092),
 # FLASHSALE_GRAB_ADDR (127.0.0.1:8080), FLASHSALE_ADMIN_ADDR (127.0.0.1:8081),
-# FLASHSALE_SINK_ADDR (127.0.0.1:8082); every other variable reaches the services as is.
+# FLASHSALE_SINK_ADDR (127.0.0.1:8082), FLASHSALE_MYSQL_DSN (root@tcp(127.0.0.1:3306)/flashsale?...);
+# every other variable reaches the services as is.
 #
 # "Running" means: the pid in .run/pids/<name> is alive, is the program we started, and
 # its port answers (redis PING, a TCP connect to Kafka, HTTP 200 on a service's /readyz).
@@ -33,7 +34,7 @@ KAFKA_ADDR="${FLASHSALE_KAFKA_ADDR:-127.0.0.1:9092}"
 GRAB_ADDR="${FLASHSALE_GRAB_ADDR:-127.0.0.1:8080}"
 ADMIN_ADDR="${FLASHSALE_ADMIN_ADDR:-127.0.0.1:8081}"
 SINK_ADDR="${FLASHSALE_SINK_ADDR:-127.0.0.1:8082}"
-MYSQL_DSN='root@tcp(127.0.0.1:3306)/flashsale?parseTime=true'
+MYSQL_DSN="${FLASHSALE_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/flashsale?parseTime=true}"
 
 REDIS_READY_SECS=15
 KAFKA_READY_SECS=30
@@ -426,6 +427,15 @@ cmd_up() {
 
 	for name in "${waiting[@]}"; do wait_ready "$name" "$SERVICE_READY_SECS"; done
 	write_stack_file
+	# A shard that came back empty while MySQL still holds promotions for it (a killed
+	# shard, or the whole stack after `make down`) stays fenced by grab-service until it
+	# is rebuilt from the record; rebuild just those (on a fresh stack this only writes
+	# each shard's built marker).
+	# FLASHSALE_NO_REBUILD=1 leaves that to the caller (the demo shows it step by step).
+	if [[ -x "$BIN/recovery" && "${FLASHSALE_NO_REBUILD:-}" != 1 ]]; then
+		log "recovery: rebuilding shards that lost their data"
+		"$BIN/recovery" rebuild --missing --quiet --stack "$STACK_FILE" || die "recovery rebuild --missing failed"
+	fi
 	log "up: stack file $STACK_FILE"
 	cmd_status
 }

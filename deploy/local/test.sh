@@ -53,6 +53,9 @@ deploy/local/deps.sh --test
 step "build"
 deploy/build.sh
 
+step "deploy validation (compose, Kubernetes, Dockerfile, alerts, dashboard)"
+deploy/validate/validate.sh || fail $? "deploy validation"
+
 step "up"
 STACK_BUILT=1 deploy/local/stack.sh up
 

@@ -47,6 +47,9 @@ func DecodeBytes(body []byte, v any, allowEmpty bool) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid("", "unexpected data after the JSON object")
 	}
+	if err := duplicateKeys(body); err != nil {
+		return err
+	}
 	return exactKeys(body, reflect.TypeOf(v), "")
 }
 

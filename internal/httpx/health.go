@@ -17,6 +17,13 @@ type Check func(ctx context.Context) error
 // Ops mounts /healthz, /readyz and /metrics on mux. /readyz runs every check with a
 // short deadline, all at once, and answers 503 naming each failing dependency.
 func Ops(mux *http.ServeMux, reg *prometheus.Registry, checks map[string]Check) {
+	OpsWithInfo(mux, reg, nil, checks)
+}
+
+// OpsWithInfo is Ops whose /readyz body also carries info() under "info", ready
+// or not: facts an operator wants beside readiness, such as the md5 of the
+// switches document in force. info may be nil.
+func OpsWithInfo(mux *http.ServeMux, reg *prometheus.Registry, info func() map[string]any, checks map[string]Check) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -46,7 +53,15 @@ func Ops(mux *http.ServeMux, reg *prometheus.Registry, checks map[string]Check) 
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "failing": names, "errors": failing})
+			body := map[string]any{"status": "not ready", "failing": names, "errors": failing}
+			if info != nil {
+				body["info"] = info()
+			}
+			WriteJSON(w, http.StatusServiceUnavailable, body)
+			return
+		}
+		if info != nil {
+			WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "info": info()})
 			return
 		}
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -15,13 +15,13 @@ import (
 // called by EVALSHA straight on one Redis, one round trip per call (go-redis
 // connection pool only, no coalescing), nothing else. The deadline is far off so
 // the reconciler leaves the takes alone until the promotion is deleted.
-func directRun(c *redis.Client, run, id string) run {
+func directRun(c *redis.Client, run, id string) runner {
 	key := promo.Key(id, 1)
 	return funcRun(func(ctx context.Context, n int64) string {
 		now := time.Now().UnixMilli()
 		call := lua.GrabCall{NowMs: now, DeadlineMs: now + time.Hour.Milliseconds(),
 			RequestID: run + "-d" + strconv.FormatInt(n, 10), BodyHash: "bench",
-			Pin: "p" + strconv.FormatInt(n%pins, 10), IP: "198.18.0." + strconv.FormatInt(n%250+1, 10),
+			Pin: "p" + strconv.FormatInt(n%pinPool, 10), IP: "198.18.0." + strconv.FormatInt(n%250+1, 10),
 			RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}
 		r, err := lua.Grab(ctx, c, call)
 		switch {

@@ -12,21 +12,24 @@ import (
 	"github.com/flashsale/platform/tools/loadgen"
 )
 
-// run sends calls requests over conc workers and returns the answers and the wall
+// runner sends calls requests over conc workers and returns the answers and the wall
 // time. Every scenario's load, HTTP or not, goes through one of these.
-type run func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration)
+type runner func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration)
+
+// callSeq numbers every call this process makes, whatever the runner, so request
+// ids never repeat: a repeated id would be answered as a replay, not grabbed again.
+var callSeq atomic.Int64
 
 // httpRun drives base with loadgen (keep-alive connections, progress bar). gen gets
-// a number unique across every run made from it, so request ids never repeat;
+// the call's number (callSeq);
 // seen, when set, is given every answer with its number once the run is over.
-func httpRun(base string, gen func(n int64) loadgen.Call, seen func(n int64, a loadgen.Answer)) run {
-	var seq atomic.Int64
+func httpRun(base string, gen func(n int64) loadgen.Call, seen func(n int64, a loadgen.Answer)) runner {
 	return func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration) {
 		ns := make([]int64, calls)
 		start := time.Now()
 		answers := loadgen.Run(ctx, loadgen.Config{BaseURL: base, Concurrency: conc, Calls: calls, Label: label},
 			func(i int) loadgen.Call {
-				ns[i] = seq.Add(1)
+				ns[i] = callSeq.Add(1)
 				return gen(ns[i])
 			}, nil)
 		elapsed := time.Since(start)
@@ -41,8 +44,7 @@ func httpRun(base string, gen func(n int64) loadgen.Call, seen func(n int64, a l
 
 // funcRun drives fn the way loadgen drives HTTP: conc workers, a progress bar,
 // one Answer per call (Result is what fn returns).
-func funcRun(fn func(ctx context.Context, n int64) string) run {
-	var seq atomic.Int64
+func funcRun(fn func(ctx context.Context, n int64) string) runner {
 	return func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration) {
 		bar := newBar(label, calls)
 		answers := make([]loadgen.Answer, calls)
@@ -55,7 +57,7 @@ func funcRun(fn func(ctx context.Context, n int64) string) run {
 				defer wg.Done()
 				for i := range next {
 					t := time.Now()
-					r := fn(ctx, seq.Add(1))
+					r := fn(ctx, callSeq.Add(1))
 					answers[i] = loadgen.Answer{Index: i, Status: 200, Result: r, Latency: time.Since(t)}
 					if bar != nil {
 						_ = bar.Add(1)
@@ -99,7 +101,7 @@ const (
 // measure runs r at conc for about dur: a short warm-up (which also opens the
 // connections) estimates the rate, and the measured run's count is sized from it.
 // The run is cut at 3*dur+10s whatever happens; answers never sent are dropped.
-func measure(ctx context.Context, r run, label string, conc int, dur time.Duration) loadgen.Summary {
+func measure(ctx context.Context, r runner, label string, conc int, dur time.Duration) loadgen.Summary {
 	warmCtx, cancel := context.WithTimeout(ctx, dur+5*time.Second)
 	warm := max(minCalls, conc*4)
 	answers, elapsed := r(warmCtx, "", conc, warm)

@@ -59,9 +59,7 @@ var lockSchema = []string{
 	`INSERT INTO stock (id, total, remaining) VALUES (1, 1000000000, 1000000000)`,
 }
 
-func setupLockDB(ctx context.Context, db *sqlx.DB, conns int) error {
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
+func setupLockDB(ctx context.Context, db *sqlx.DB) error {
 	for _, q := range lockSchema {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("lock baseline schema: %w", err)

@@ -103,7 +103,7 @@ func grabBody(run, id string, n int64) rawJSON {
 	b = append(b, '-')
 	b = strconv.AppendInt(b, n, 10)
 	b = append(b, `","pin":"p`...)
-	b = strconv.AppendInt(b, n%pins, 10)
+	b = strconv.AppendInt(b, n%pinPool, 10)
 	b = append(b, `","ip":"198.18.`...) // RFC 2544's benchmarking range: only a field in the body
 	b = strconv.AppendInt(b, (n/250)%250, 10)
 	b = append(b, '.')
@@ -114,8 +114,8 @@ func grabBody(run, id string, n int64) rawJSON {
 	return b
 }
 
-// pins is the size of the buyer pool: many pins, each grabbing now and then.
-const pins = 100_000
+// pinPool is the size of the buyer pool: many pins, each grabbing now and then.
+const pinPool = 100_000
 
 // rawJSON is a body already encoded; loadgen's json.Marshal passes it through.
 type rawJSON []byte

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/stack"
 	"github.com/flashsale/platform/internal/store"
@@ -140,7 +141,15 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 	if failed {
 		return fmt.Errorf("an invariant failed")
 	}
-	return nil
+
+	section("recovery: lose the sale's shard, rebuild it from MySQL")
+	if st.Pids["flow-sink"] <= 0 {
+		fmt.Println("skipped: the flow sink is not running, so MySQL is not the record yet")
+		return nil
+	}
+	key := promo.Key(sale.PromoID, sale.Type)
+	shard := ring.Default.Shard(key)
+	return loseAndRebuild(ctx, st, stackFile, shard, shards[shard], key)
 }
 
 func section(title string) { fmt.Printf("\n== %s\n", title) }

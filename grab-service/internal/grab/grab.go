@@ -48,6 +48,9 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	gs := s.groups(req.Items)
+	if res, fenced := s.fenceRefusal(rid, gs); fenced {
+		return res, nil
+	}
 	claimed := make(chan claim, 1)
 	go func() { claimed <- s.claim(ctx, req) }()
 	replies, errs := s.take(ctx, req, gs, now, deadline, snap.RateFactorPermille())
@@ -261,8 +264,12 @@ func (s *Service) flowItems(items []Item) []flow.Item {
 }
 
 func (s *Service) event(kind flow.Kind, rid, pin, ip string, items []Item, at time.Time, reason string) flow.Event {
-	return flow.Event{EventID: newEventID(), Kind: kind, RequestID: rid, Pin: pin, IP: ip,
+	e := flow.Event{EventID: newEventID(), Kind: kind, RequestID: rid, Pin: pin, IP: ip,
 		Items: s.flowItems(items), OccurredAt: flow.Stamp(at), Reason: reason}
+	if kind == flow.Grab { // the record keeps the ledger's body hash, for an exact rebuild
+		e.BodyHash = Request{RequestID: rid, Pin: pin, IP: ip, Items: items}.bodyHash()
+	}
+	return e
 }
 
 func (s *Service) publish(ctx context.Context, events ...flow.Event) error {

@@ -74,6 +74,8 @@ type Deps struct {
 	// Fault, when set (tests only), is called at named points of the grab path; an
 	// error stops the grab right there, as a killed process would.
 	Fault func(point string) error
+	// Fence, when set, refuses grabs and cancels on shards being rebuilt (fence.go).
+	Fence *Fence
 }
 
 // Service implements grab, cancel, status and the reconciler.
@@ -161,6 +163,9 @@ func (s *Service) returnOn(ctx context.Context, gs []group, call lua.ReturnCall)
 	replies := make([]lua.ReturnReply, len(gs))
 	errs := make([]error, len(gs))
 	eachGroup(gs, func(i int, g group) {
+		if errs[i] = s.fenceCancel(call, g.shard); errs[i] != nil {
+			return
+		}
 		c := call
 		c.Keys = g.keys
 		replies[i], errs[i] = lua.ParseReturn(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {

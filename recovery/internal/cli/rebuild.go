@@ -27,7 +27,8 @@ func Rebuild(args []string) int {
 Restores, from the promotion table and the flow log, every live promotion's hash
 (remaining = total - GRAB + CANCEL), per-pin and per-ip counters and request ledger.
 The shards are fenced meanwhile (grab-service answers UNAVAILABLE for them), and the
-rebuild waits for the flow sink to store what Kafka holds, refusing unless --force.
+rebuild waits for open takes to settle and for the flow sink to store what Kafka
+holds, refusing unless --force.
 
 `)
 		fs.PrintDefaults()
@@ -38,7 +39,8 @@ rebuild waits for the flow sink to store what Kafka holds, refusing unless --for
 	all := fs.Bool("all", false, "rebuild all 16 shards")
 	missing := fs.Bool("missing", false, "rebuild the shards whose server lacks the built marker (lost and not rebuilt since)")
 	promoRef := fs.String("promo", "", "rebuild one promotion, <promoId>_<type>")
-	fs.BoolVar(&o.Force, "force", false, "rebuild even if the flow sink's catch-up cannot be confirmed")
+	fs.BoolVar(&o.Force, "force", false, "rebuild even if open takes do not settle or the flow sink's catch-up cannot be confirmed")
+	fs.DurationVar(&o.Drain, "drain-timeout", o.Drain, "how long to wait for open takes of the shards (pending sets) to be settled by grab-service")
 	fs.DurationVar(&o.CatchUp, "catchup-timeout", o.CatchUp, "how long to wait for the flow sink to store what Kafka holds")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "wait after fencing, so grab-service sees the fence and grabs in flight finish")
 	fs.DurationVar(&o.FenceTTL, "fence-ttl", o.FenceTTL, "how long a fence outlives a killed rebuild")
@@ -100,7 +102,7 @@ rebuild waits for the flow sink to store what Kafka holds, refusing unless --for
 		sum.Print(os.Stdout)
 	}
 	if err != nil {
-		if errors.Is(err, rebuild.ErrNotCaughtUp) {
+		if errors.Is(err, rebuild.ErrRefused) {
 			fmt.Fprintf(os.Stderr, "recovery rebuild: %v\n", err)
 			return exitFail
 		}

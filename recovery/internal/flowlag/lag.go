@@ -89,6 +89,9 @@ func (m *Meter) Partitions(ctx context.Context) ([]Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka committed offsets of group %s: %w", m.Group, err)
 	}
+	if errors.Is(fetched.Error, kafka.GroupIdNotFound) {
+		return out, nil // a group that never committed: Committed stays -1
+	}
 	if fetched.Error != nil {
 		return nil, fmt.Errorf("kafka committed offsets of group %s: %w", m.Group, fetched.Error)
 	}
@@ -124,23 +127,24 @@ func (m *Meter) WaitCaughtUp(ctx context.Context, timeout, poll time.Duration) e
 	defer cancel()
 	target, err := m.Partitions(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("could not read the flow topic's end offsets within %s: %w", timeout, err)
 	}
+	var behind []string // at the last successful measurement
+	var lastErr error
 	for {
 		now, err := m.Partitions(ctx)
 		if err == nil {
-			behind := Behind(target, now)
-			if len(behind) == 0 {
+			if behind = Behind(target, now); len(behind) == 0 {
 				return nil
 			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("%w within %s (group %s, topic %s): %s", ErrBehind, timeout, m.Group, m.Topic, strings.Join(behind, ", "))
-			}
-		} else if ctx.Err() != nil {
-			return fmt.Errorf("could not read the flow sink's position within %s: %w", timeout, err)
 		}
+		lastErr = err
 		select {
 		case <-ctx.Done():
+			if behind == nil {
+				return fmt.Errorf("could not read the flow sink's position within %s: %w", timeout, lastErr)
+			}
+			return fmt.Errorf("%w within %s (group %s, topic %s): %s", ErrBehind, timeout, m.Group, m.Topic, strings.Join(behind, ", "))
 		case <-time.After(poll):
 		}
 	}

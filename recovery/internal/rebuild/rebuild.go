@@ -8,10 +8,14 @@
 //     promotions instead of selling from a shard being rewritten.
 //  2. Wait Settle: grab-service sees a fence within its poll interval, and grabs that
 //     passed the fence before it was raised finish within their answer timeout.
-//  3. Wait until the flow sink has stored everything Kafka holds (flowlag): a grant
+//  3. Wait until no take of the shards' promotions is open (their pending sets are
+//     empty): grab-service's reconciler settles takes left pending and pays the
+//     CANCELs owed by aborts and cancels, which live only in Redis until then. A lost
+//     shard has none. If they do not drain the run refuses, unless forced.
+//  4. Wait until the flow sink has stored everything Kafka holds (flowlag): a grant
 //     Kafka acknowledged but MySQL does not hold yet would otherwise be lost. If
 //     that cannot be confirmed the run refuses, unless forced.
-//  4. Per shard: drop its built marker, restore each promotion (staged, then swapped
+//  5. Per shard: drop its built marker, restore each promotion (staged, then swapped
 //     in atomically), write the built marker, lift the fence.
 package rebuild
 
@@ -22,11 +26,13 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
@@ -39,8 +45,10 @@ type Options struct {
 	Promo  *store.ID
 	// Settle is the wait between raising the fences and reading the record.
 	Settle time.Duration
-	// CatchUp bounds the wait for the flow sink; Force rebuilds even if it was not
-	// confirmed (a grant not yet in MySQL is then lost from Redis).
+	// Drain bounds the wait for open takes to settle, CatchUp the wait for the flow
+	// sink. Force rebuilds even if either was not confirmed (an open take or a grant
+	// not yet in MySQL is then lost from Redis).
+	Drain   time.Duration
 	CatchUp time.Duration
 	Force   bool
 	// FenceTTL is how long a fence outlives a killed rebuild.
@@ -53,7 +61,7 @@ type Options struct {
 
 // Defaults are safe for production and the local stack alike.
 func Defaults() Options {
-	return Options{Settle: 3500 * time.Millisecond, CatchUp: time.Minute, FenceTTL: time.Minute, Batch: 300}
+	return Options{Settle: 3500 * time.Millisecond, Drain: 15 * time.Second, CatchUp: time.Minute, FenceTTL: time.Minute, Batch: 300}
 }
 
 // Deps are the connections of a run.
@@ -64,8 +72,8 @@ type Deps struct {
 	Log    *slog.Logger
 }
 
-// ErrNotCaughtUp is the refusal of step 3.
-var ErrNotCaughtUp = errors.New("refusing to rebuild")
+// ErrRefused is the refusal of steps 3 and 4.
+var ErrRefused = errors.New("refusing to rebuild")
 
 // Run rebuilds and reports what it restored. An error after some shards were
 // rebuilt still returns their summary.
@@ -107,30 +115,35 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 	case <-time.After(o.Settle):
 	}
 
+	live, err := d.Record.LivePromotions(ctx)
+	if err != nil {
+		return sum, err
+	}
+	if err := drain(ctx, clients, pick(live, o.Promo, clients), o.Drain); err != nil {
+		if !o.Force {
+			return sum, fmt.Errorf("%w: %v. Their outcome lives only in Redis until grab-service's reconciler settles them; "+
+				"make sure grab-service runs, or rerun with --force to rebuild them from what MySQL holds", ErrRefused, err)
+		}
+		sum.Warnings = append(sum.Warnings, "forced past open takes: "+err.Error())
+		d.Log.Warn("rebuilding over open takes (--force)", "err", err.Error())
+	}
+
 	sum.CatchUp = "the flow sink has stored everything Kafka held"
 	if err := catchUp(ctx, d.Lag, o.CatchUp); err != nil {
 		if !o.Force {
 			return sum, fmt.Errorf("%w: could not confirm that the flow sink has stored everything Kafka holds: %v. "+
 				"A grant Kafka acknowledged but MySQL lacks would be lost; start or fix the sink (bin/recovery sink), "+
-				"or rerun with --force to rebuild from what MySQL holds now", ErrNotCaughtUp, err)
+				"or rerun with --force to rebuild from what MySQL holds now", ErrRefused, err)
 		}
 		sum.CatchUp = "NOT CONFIRMED (forced): " + err.Error()
 		d.Log.Warn("rebuilding without the flow sink's catch-up confirmed (--force)", "err", err.Error())
 	}
 
-	live, err := d.Record.LivePromotions(ctx)
-	if err != nil {
+	// Read again: what the drain settled reached MySQL only now.
+	if live, err = d.Record.LivePromotions(ctx); err != nil {
 		return sum, err
 	}
-	byShard := map[int][]store.Promotion{}
-	for _, p := range live {
-		if o.Promo != nil && p.ID() != *o.Promo {
-			continue
-		}
-		if s := ring.Default.Shard(p.ID().Key()); clients[s] != nil {
-			byShard[s] = append(byShard[s], p)
-		}
-	}
+	byShard := pick(live, o.Promo, clients)
 	if o.Promo != nil && len(byShard) == 0 {
 		return sum, fmt.Errorf("rebuild: the record holds no live promotion %s", o.Promo)
 	}
@@ -150,7 +163,7 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 		if err := f.lower(ctx, s); err != nil {
 			return sum, err
 		}
-		d.Log.Info("shard rebuilt; fence lifted", "shard", s, "promotions", ss.Promotions, "ledger", ss.Ledger)
+		d.Log.Debug("shard rebuilt; fence lifted", "shard", s, "promotions", ss.Promotions, "ledger", ss.Ledger)
 	}
 	if bar != nil {
 		_ = bar.Finish()
@@ -187,6 +200,52 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 		}
 	}
 	return ss, nil
+}
+
+// pick groups the promotions to rebuild by shard.
+func pick(live []store.Promotion, only *store.ID, clients map[int]redis.UniversalClient) map[int][]store.Promotion {
+	out := map[int][]store.Promotion{}
+	for _, p := range live {
+		if only != nil && p.ID() != *only {
+			continue
+		}
+		if s := ring.Default.Shard(p.ID().Key()); clients[s] != nil {
+			out[s] = append(out[s], p)
+		}
+	}
+	return out
+}
+
+// drain waits until every promotion's pending set is empty, or says which are not.
+func drain(ctx context.Context, clients map[int]redis.UniversalClient, byShard map[int][]store.Promotion, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var open []string
+		for s, ps := range byShard {
+			for _, p := range ps {
+				key := p.ID().Key()
+				n, err := clients[s].ZCard(ctx, promo.PendingKey(key)).Result()
+				if err != nil {
+					return fmt.Errorf("read the open takes of %s: %w", key, err)
+				}
+				if n > 0 {
+					open = append(open, fmt.Sprintf("%s: %d", key, n))
+				}
+			}
+		}
+		if len(open) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(open)
+			return fmt.Errorf("takes still open after %s (%s)", timeout, strings.Join(open, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // catchUp waits for the sink; with no Kafka to ask, it says so.

@@ -1,0 +1,169 @@
+// Command configctl is the on-call tool for the flash-sale switches document
+// (CONTRACT.md, "Config center"): read it, change one switch, compare versions,
+// and list what was published. Every change is validated with the services' own
+// parser before it is published, and published as a compare-and-set over the
+// version read, so two engineers never overwrite each other blindly.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flashsale/platform/configcenter"
+)
+
+// Exit codes: scripts can tell a lost compare-and-set from other failures.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitConflict = 3
+)
+
+const usage = `usage: configctl (--file PATH | --nacos HOST:PORT [--namespace NS] [--group G] [--data-id ID] [--username U])
+                 [--history PATH] [--user NAME] [--timeout D] [--verbose] COMMAND
+
+commands:
+  get                        print the document in force (its md5 on stderr)
+  set [--if-md5 MD5] KEY VALUE
+                             change one switch, validate the result, and publish it over the
+                             version just read (or only over MD5, the version you looked at)
+  put [--if-md5 MD5] FILE    validate and publish a whole document (- reads stdin)
+  diff [FILE]                FILE against the document in force; without FILE, the document in
+                             force against the version before it in the history
+  history                    the versions published through this history log, oldest first
+
+KEY is grabEnabled, kafkaDegrade, degradeRateFactor, methodLimits.grab, methodLimits.cancel,
+methodLimits or blockedPromotions. VALUE is JSON (false, 0.5, 200, ["A_1"]); for
+blockedPromotions also +ID to add one promotion and -ID to remove one (ID = <promoId>_<type>).
+The Nacos password, if any, comes from FLASHSALE_NACOS_PASSWORD.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+// options are the global flags.
+type options struct {
+	file, nacos, namespace, group, dataID, username string
+	history, user                                   string
+	timeout                                         time.Duration
+	verbose                                         bool
+}
+
+// run is the whole tool; main only supplies the process's streams and environment.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	var o options
+	fs := flag.NewFlagSet("configctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.StringVar(&o.file, "file", "", "switches document file (the local stack's)")
+	fs.StringVar(&o.nacos, "nacos", "", "Nacos server host:port (main port; gRPC is port+1000)")
+	fs.StringVar(&o.namespace, "namespace", "", "Nacos namespace id (empty = public)")
+	fs.StringVar(&o.group, "group", configcenter.Group, "Nacos group")
+	fs.StringVar(&o.dataID, "data-id", configcenter.DataID, "Nacos dataId")
+	fs.StringVar(&o.username, "username", "", "Nacos username (password from FLASHSALE_NACOS_PASSWORD)")
+	fs.StringVar(&o.history, "history", "", "history log (default PATH.history.jsonl, or ~/.flashsale/configctl-<server>.history.jsonl for Nacos)")
+	fs.StringVar(&o.user, "user", getenv("USER"), "who is publishing, for the history log")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on the whole command")
+	fs.BoolVar(&o.verbose, "verbose", false, "show the Nacos SDK's own warnings")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if (o.file == "") == (o.nacos == "") || fs.NArg() == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	store, err := o.open(getenv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "configctl: %v\n", err)
+		return exitFailed
+	}
+	defer store.Close()
+	t := tool{o: o, store: store, stdin: stdin, out: stdout, errOut: stderr, historyPath: o.historyPath()}
+
+	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	switch cmd {
+	case "get":
+		err = t.get(ctx, rest)
+	case "set":
+		err = t.set(ctx, rest)
+	case "put":
+		err = t.put(ctx, rest)
+	case "diff":
+		err = t.diff(ctx, rest)
+	case "history":
+		err = t.showHistory(rest)
+	default:
+		err = usageError(fmt.Sprintf("unknown command %q", cmd))
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "configctl: %v\n\n%s", err, usage)
+		return exitUsage
+	case errors.Is(err, configcenter.ErrConflict):
+		fmt.Fprintf(stderr, "configctl: conflict: %v\n", err)
+		return exitConflict
+	default:
+		fmt.Fprintf(stderr, "configctl: %v\n", err)
+		return exitFailed
+	}
+}
+
+type usageError string
+
+func (u usageError) Error() string { return string(u) }
+
+func (o options) open(getenv func(string) string, stderr io.Writer) (configcenter.Store, error) {
+	if o.file != "" {
+		return configcenter.FileStore{Path: o.file}, nil
+	}
+	// The tool reports every failure itself; the SDK's warnings (it logs one even
+	// for a normal close) are only for --verbose.
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return configcenter.NewNacosStore(configcenter.NacosConfig{
+		Addr: o.nacos, Namespace: o.namespace, Group: o.group, DataID: o.dataID,
+		Username: o.username, Password: getenv("FLASHSALE_NACOS_PASSWORD"), Log: log,
+	})
+}
+
+// historyPath keeps the log next to the file, or per server and document for Nacos.
+func (o options) historyPath() string {
+	if o.history != "" {
+		return o.history
+	}
+	if o.file != "" {
+		return o.file + ".history.jsonl"
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, strings.Join([]string{o.nacos, o.namespace, o.group, o.dataID}, "_"))
+	return filepath.Join(home, ".flashsale", "configctl-"+name+".history.jsonl")
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/configcenter/nacostest"
+)
+
+type result struct {
+	code        int
+	out, errOut string
+}
+
+// ctl runs configctl with args in-process.
+func ctl(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := func(k string) string {
+		if k == "USER" {
+			return "oncall-" + t.Name()
+		}
+		return ""
+	}
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errOut, env)
+	return result{code, out.String(), errOut.String()}
+}
+
+func mustOK(t *testing.T, r result) result {
+	t.Helper()
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.errOut)
+	}
+	return r
+}
+
+// snapshot parses the document the store holds, as a service would.
+func snapshot(t *testing.T, s configcenter.Store) *configcenter.Snapshot {
+	t.Helper()
+	d, err := s.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := configcenter.Parse(d.Content)
+	if err != nil {
+		t.Fatalf("store holds a document services reject: %v\n%s", err, d.Content)
+	}
+	return snap
+}
+
+// target is one kind of store: the flags that address it, and the store itself.
+type target struct {
+	flags []string
+	store configcenter.Store
+	set   func(content string) // someone else writing directly
+}
+
+func fileTarget(t *testing.T) target {
+	path := filepath.Join(t.TempDir(), "switches.json")
+	return target{flags: []string{"--file", path}, store: configcenter.FileStore{Path: path},
+		set: func(c string) {
+			if err := os.WriteFile(path, []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}}
+}
+
+func nacosTarget(t *testing.T) target {
+	srv := nacostest.Start(t)
+	ns := strings.ReplaceAll(t.Name(), "/", "-")
+	key := nacostest.Key{Tenant: ns, Group: configcenter.Group, DataID: configcenter.DataID}
+	cache, err := os.MkdirTemp("", "configctl-cache-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(cache) })
+	store, err := configcenter.NewNacosStore(configcenter.NacosConfig{Addr: srv.Addr(), Namespace: ns, CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	hist := filepath.Join(t.TempDir(), "nacos.history.jsonl")
+	return target{flags: []string{"--nacos", srv.Addr(), "--namespace", ns, "--history", hist}, store: store,
+		set: func(c string) { srv.Set(key, c) }}
+}
+
+func args(tg target, rest ...string) []string {
+	return append(append([]string{}, tg.flags...), rest...)
+}
+
+func TestConfigctl(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(*testing.T) target{"file": fileTarget, "nacos": nacosTarget} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tg := open(t)
+			if r := ctl(t, "", args(tg, "get")...); r.code != exitFailed || !strings.Contains(r.errOut, "holds no switches document") {
+				t.Fatalf("get on an empty store: %+v", r)
+			}
+			// The first set starts from the defaults the services run with.
+			mustOK(t, ctl(t, "", args(tg, "set", "kafkaDegrade", "true")...))
+			mustOK(t, ctl(t, "", args(tg, "set", "degradeRateFactor", "0.25")...))
+			mustOK(t, ctl(t, "", args(tg, "set", "methodLimits.grab", "500")...))
+			mustOK(t, ctl(t, "", args(tg, "set", "blockedPromotions", "+A_1")...))
+			mustOK(t, ctl(t, "", args(tg, "set", "blockedPromotions", "+B_2")...))
+			r := mustOK(t, ctl(t, "", args(tg, "set", "blockedPromotions", "-A_1")...))
+			if !strings.Contains(r.out, `blockedPromotions: ["A_1","B_2"] -> ["B_2"]`) {
+				t.Fatalf("set did not show its change:\n%s", r.out)
+			}
+			s := snapshot(t, tg.store)
+			if !s.GrabEnabled || !s.KafkaDegrade || s.RateFactorPermille() != 250 || s.MethodLimits.Grab != 500 ||
+				s.Blocked("A", 1) || !s.Blocked("B", 2) {
+				t.Fatalf("switches after the sets: %+v", s.Switches)
+			}
+
+			// Invalid changes are refused before anything is published.
+			before := snapshot(t, tg.store).MD5
+			for _, bad := range [][]string{
+				{"degradeRateFactor", "2"}, {"methodLimits.grab", "-1"}, {"grabEnabled", "maybe"},
+				{"typo", "true"}, {"blockedPromotions", "+not a promotion"}, {"grabEnabled", `"false"`},
+			} {
+				if r := ctl(t, "", args(tg, "set", bad[0], bad[1])...); r.code != exitFailed {
+					t.Fatalf("set %v: exit %d, want %d\n%s", bad, r.code, exitFailed, r.errOut)
+				}
+			}
+			if after := snapshot(t, tg.store).MD5; after != before {
+				t.Fatal("a refused change was published")
+			}
+
+			// get prints the document and its md5; --if-md5 pins the version looked at.
+			r = mustOK(t, ctl(t, "", args(tg, "get")...))
+			if !strings.Contains(r.errOut, "md5 "+before) || !json.Valid([]byte(r.out)) {
+				t.Fatalf("get: %+v", r)
+			}
+			tg.set(strings.Replace(r.out, `"grab": 500`, `"grab": 900`, 1)) // another engineer, meanwhile
+			if r := ctl(t, "", args(tg, "set", "--if-md5", before, "grabEnabled", "false")...); r.code != exitConflict {
+				t.Fatalf("set over a stale md5: exit %d, want %d: %s", r.code, exitConflict, r.errOut)
+			}
+			if s := snapshot(t, tg.store); !s.GrabEnabled || s.MethodLimits.Grab != 900 {
+				t.Fatalf("the other engineer's change was overwritten: %+v", s.Switches)
+			}
+
+			// diff: the document in force against the history, and a proposed file.
+			r = mustOK(t, ctl(t, "", args(tg, "diff")...))
+			if !strings.Contains(r.out, "someone else changed it") || !strings.Contains(r.out, "methodLimits.grab: 500 -> 900") {
+				t.Fatalf("diff after an outside change:\n%s", r.out)
+			}
+			mustOK(t, ctl(t, "", args(tg, "set", "grabEnabled", "false")...))
+			r = mustOK(t, ctl(t, "", args(tg, "diff")...))
+			if strings.Contains(r.out, "someone else") || !strings.Contains(r.out, "grabEnabled: true -> false") {
+				t.Fatalf("diff of the last publish:\n%s", r.out)
+			}
+			r = mustOK(t, ctl(t, `{"grabEnabled":true,"kafkaDegrade":false,"degradeRateFactor":3}`, args(tg, "diff", "-")...))
+			if !strings.Contains(r.out, "kafkaDegrade: true -> false") || !strings.Contains(r.out, "services would reject") {
+				t.Fatalf("diff of a proposed document:\n%s", r.out)
+			}
+
+			// put publishes a whole document, validated first.
+			if r := ctl(t, `{"grabEnabled":tru`, args(tg, "put", "-")...); r.code != exitFailed {
+				t.Fatalf("put of a malformed document: %+v", r)
+			}
+			mustOK(t, ctl(t, `{"grabEnabled":true}`, args(tg, "put", "-")...))
+			if s := snapshot(t, tg.store); !s.GrabEnabled || s.KafkaDegrade {
+				t.Fatalf("after put: %+v", s.Switches)
+			}
+
+			// history: every version published through this log, oldest first.
+			r = mustOK(t, ctl(t, "", args(tg, "history")...))
+			lines := strings.Split(strings.TrimSpace(r.out), "\n")
+			if len(lines) != 8 || !strings.Contains(lines[0], "set kafkaDegrade true") || !strings.Contains(lines[7], "put -") ||
+				!strings.Contains(lines[0], "oncall-") {
+				t.Fatalf("history:\n%s", r.out)
+			}
+		})
+	}
+}
+
+// Engineers publishing at once never lose each other's changes: each publish
+// either lands over the version it read or fails with a conflict.
+func TestConfigctlConcurrentSetsNeverOverwriteBlindly(t *testing.T) {
+	t.Parallel()
+	tg := fileTarget(t)
+	mustOK(t, ctl(t, "", args(tg, "set", "grabEnabled", "true")...))
+	const writers = 12
+	codes := make([]int, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = ctl(t, "", args(tg, "set", "blockedPromotions", fmt.Sprintf("+P%d_1", i))...).code
+		}()
+	}
+	wg.Wait()
+	s := snapshot(t, tg.store)
+	landed := 0
+	for i, c := range codes {
+		switch c {
+		case exitOK:
+			landed++
+			if !s.Blocked(fmt.Sprintf("P%d", i), 1) {
+				t.Errorf("writer %d was told it published, but its change is gone", i)
+			}
+		case exitConflict:
+			if s.Blocked(fmt.Sprintf("P%d", i), 1) {
+				t.Errorf("writer %d was told of a conflict, but its change is in force", i)
+			}
+		default:
+			t.Errorf("writer %d: exit %d", i, c)
+		}
+	}
+	if landed == 0 || len(s.BlockedPromotions) != landed {
+		t.Fatalf("%d publishes landed, %d promotions blocked", landed, len(s.BlockedPromotions))
+	}
+}
+
+func TestConfigctlUsage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, a := range [][]string{
+		{}, {"get"}, {"--file", "x", "--nacos", "127.0.0.1:8848", "get"},
+		{"--file", filepath.Join(dir, "s.json"), "frobnicate"},
+		{"--file", filepath.Join(dir, "s.json"), "set", "grabEnabled"},
+	} {
+		if r := ctl(t, "", a...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", a, r.code, exitUsage)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package configcenter
+
+const raceEnabled = true

@@ -1,0 +1,206 @@
+package validate
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Shards is the number of logical Redis shards (CONTRACT.md).
+const Shards = 16
+
+// Invocation is one service process as a deployment file starts it.
+type Invocation struct {
+	Where  string          // file and service/workload, for messages
+	Binary string          // grab-service, promo-admin, recovery, configctl
+	Args   []string        // after the binary (a recovery subcommand first)
+	Env    map[string]bool // environment variables set
+}
+
+// Command is the binary plus its subcommand, as help is asked of it.
+func (inv Invocation) Command() []string {
+	if inv.Binary == "recovery" && len(inv.Args) > 0 && !strings.HasPrefix(inv.Args[0], "-") {
+		return []string{"recovery", inv.Args[0]}
+	}
+	return []string{inv.Binary}
+}
+
+// Flags parses the invocation's flags, given which flags take no value.
+func (inv Invocation) Flags(boolFlags map[string]bool) (map[string]string, []string) {
+	args := inv.Args[len(inv.Command())-1:]
+	out := map[string]string{}
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			positional = append(positional, a)
+			continue
+		}
+		name := strings.TrimLeft(a, "-")
+		if k, v, ok := strings.Cut(name, "="); ok {
+			out[k] = v
+			continue
+		}
+		if boolFlags[name] || i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+			out[name] = "true"
+			continue
+		}
+		out[name] = args[i+1]
+		i++
+	}
+	return out, positional
+}
+
+// PendingFlags are flags the deployment files use that a service gains in work under
+// way; a binary without one is reported, not failed.
+var PendingFlags = map[string]string{
+	"grab-service --nacos": "Nacos as the switches source of grab-service",
+}
+
+// FlagSet is what a binary's -h says it accepts: flag name -> takes a value.
+type FlagSet map[string]bool
+
+var helpRe = regexp.MustCompile(`^\s+--?([A-Za-z0-9][A-Za-z0-9._-]*)(?:[ =]+(\S+))?`)
+
+var (
+	helpMu    sync.Mutex
+	helpCache = map[string]FlagSet{}
+)
+
+// BinaryFlags runs bin/<binary> [subcommand] -h and parses Go's flag usage. It
+// returns nil, with no error, when the binary is not built.
+func BinaryFlags(cmd []string) (FlagSet, error) {
+	key := strings.Join(cmd, " ")
+	helpMu.Lock()
+	defer helpMu.Unlock()
+	if fs, ok := helpCache[key]; ok {
+		return fs, nil
+	}
+	bin := Path("bin", cmd[0])
+	if _, err := os.Stat(bin); err != nil {
+		return nil, nil
+	}
+	c := exec.Command(bin, append(cmd[1:], "-h")...)
+	c.Dir = os.TempDir()
+	out, _ := c.CombinedOutput() // -h exits 0 or 2 depending on the flag set's policy
+	fs := FlagSet{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := helpRe.FindStringSubmatch(line); m != nil {
+			fs[m[1]] = m[2] != "" && !strings.HasPrefix(m[2], "\t")
+		}
+	}
+	if len(fs) == 0 {
+		return nil, fmt.Errorf("%s -h listed no flags:\n%s", key, out)
+	}
+	helpCache[key] = fs
+	return fs, nil
+}
+
+// RequiredEnv is every FLASHSALE_*_TOKEN a module's code requires (svc.TokenSpec).
+func RequiredEnv(module string) ([]string, error) {
+	re := regexp.MustCompile(`Env:\s*"(FLASHSALE_[A-Z_]+)"`)
+	var out []string
+	err := filepath.WalkDir(Path(module), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+			if !slices.Contains(out, m[1]) {
+				out = append(out, m[1])
+			}
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out, err
+}
+
+// SecretDSN is what a --mysql taken from the Secret's mysql-dsn key reads as here.
+const SecretDSN = "secret:mysql-dsn"
+
+// Expected addresses the deployment files must pass.
+type Expected struct {
+	Redis []string // index = logical shard
+	Kafka []string
+	Nacos string
+}
+
+// CheckInvocation checks one service process: known flags, no --local, the 16 shard
+// addresses in order, every Kafka broker, a MySQL DSN, and the tokens its code requires.
+func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string)) {
+	modules := map[string]string{"grab-service": "grab-service", "promo-admin": "promo-admin", "recovery": "recovery"}
+	cmd := inv.Command()
+	known, err := BinaryFlags(cmd)
+	if err != nil {
+		errs.Addf("%s: %v", inv.Where, err)
+	}
+	bools := map[string]bool{}
+	for f, takesValue := range known {
+		bools[f] = !takesValue
+	}
+	flags, positional := inv.Flags(bools)
+	if known == nil {
+		note(fmt.Sprintf("%s: bin/%s not built; its flags are not checked against it", inv.Where, cmd[0]))
+	}
+	for f := range flags {
+		if _, ok := known[f]; ok || known == nil {
+			continue
+		}
+		if why, pending := PendingFlags[cmd[0]+" --"+f]; pending {
+			note(fmt.Sprintf("%s: %s has no --%s yet (%s)", inv.Where, strings.Join(cmd, " "), f, why))
+			continue
+		}
+		errs.Addf("%s: %s has no flag --%s", inv.Where, strings.Join(cmd, " "), f)
+	}
+	if len(positional) > 0 && inv.Binary != "configctl" {
+		errs.Addf("%s: stray arguments %v", inv.Where, positional)
+	}
+	if _, ok := flags["local"]; ok {
+		errs.Addf("%s: --local (development tokens) in a production deployment", inv.Where)
+	}
+	if inv.Binary == "configctl" {
+		if flags["nacos"] != want.Nacos {
+			errs.Addf("%s: configctl --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
+		}
+		return
+	}
+	if r, ok := flags["redis"]; ok || cmd[len(cmd)-1] != "sink" {
+		if got := strings.Split(r, ","); !slices.Equal(got, want.Redis) {
+			errs.Addf("%s: --redis must list the %d shard masters in shard order %v, is %v", inv.Where, Shards, want.Redis, got)
+		}
+	}
+	if k := strings.Split(flags["kafka"], ","); !slices.Equal(k, want.Kafka) {
+		errs.Addf("%s: --kafka %v, want every broker %v", inv.Where, k, want.Kafka)
+	}
+	if dsn := flags["mysql"]; dsn == SecretDSN {
+		// Kubernetes: the DSN comes from Secret flashsale-secrets key mysql-dsn.
+	} else if !strings.Contains(dsn, "@tcp(") || !strings.Contains(dsn, "/flashsale?") || !strings.Contains(dsn, "parseTime=true") {
+		errs.Addf("%s: --mysql %q is not a DSN of database flashsale with parseTime=true", inv.Where, dsn)
+	}
+	if cmd[0] == "grab-service" && flags["nacos"] != want.Nacos {
+		errs.Addf("%s: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
+	}
+	if l, ok := flags["listen"]; ok != (len(cmd) == 1 || cmd[1] == "sink") || ok && !strings.HasPrefix(l, ":") {
+		errs.Addf("%s: servers listen on all interfaces (--listen :PORT), one-shot commands do not listen; have %q", inv.Where, l)
+	}
+	if mod, ok := modules[cmd[0]]; ok && (len(cmd) == 1 || cmd[1] == "sink") {
+		env, err := RequiredEnv(mod)
+		if err != nil {
+			errs.Addf("%s: %v", inv.Where, err)
+		}
+		for _, e := range env {
+			if !inv.Env[e] {
+				errs.Addf("%s: %s is required outside --local and not set", inv.Where, e)
+			}
+		}
+	}
+}

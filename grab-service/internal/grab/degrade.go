@@ -1,0 +1,132 @@
+package grab
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/flow"
+)
+
+// FlowLog is the MySQL flow log as the degrade path writes it (store.Store).
+// InsertFlows is idempotent on (request, kind, promotion) and skips a CANCEL
+// whose GRAB is not in the log.
+type FlowLog interface {
+	InsertFlows(ctx context.Context, events []flow.Event) (int, error)
+	HasGrab(ctx context.Context, requestID, promoID string, typ int) (bool, error)
+}
+
+// DegradePublisher is the commit path's Publisher. It routes each Publish by the
+// switches in force: to Kafka, or, while kafkaDegrade is on, straight into the
+// MySQL flow log in one transaction. A nil return still means "committed", so
+// the grab path answers GRANTED only after the MySQL commit and rolls back
+// otherwise, exactly as with Kafka. Flows written here are never written twice:
+// they do not go to Kafka, and the sink's inserts are idempotent anyway.
+//
+// The CANCEL case. A CANCEL written to MySQL is skipped when its GRAB is not in
+// the log, which is right for the rollback of a grab that never reached any
+// record, but wrong for a GRAB that went to Kafka just before the flip and is not
+// sunk yet: the sink would write the GRAB later, and the record would show a
+// grant Redis has returned. Writing every CANCEL regardless would break the sum
+// for true orphans instead. So while degraded a CANCEL item goes to MySQL only if
+// its GRAB is there; otherwise it goes to Kafka, where it lands behind its GRAB
+// (same requestId key, same partition) or, for a true orphan, is skipped by the
+// sink. If Kafka is down too, Publish fails: the grab path then keeps the CANCEL
+// owed in the ledger, and the reconciler retries it every pass until the sink has
+// brought the GRAB into MySQL or Kafka takes it. Nothing is lost or doubled, at
+// the price of owed CANCELs waiting for Kafka to come back.
+type DegradePublisher struct {
+	kafka    Publisher
+	log      FlowLog
+	switches *configcenter.Holder
+	routed   *prometheus.CounterVec
+}
+
+// NewDegradePublisher wraps the Kafka publisher; reg may be nil.
+func NewDegradePublisher(kafka Publisher, log FlowLog, switches *configcenter.Holder, reg prometheus.Registerer) *DegradePublisher {
+	p := &DegradePublisher{kafka: kafka, log: log, switches: switches,
+		routed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flashsale", Subsystem: "grab",
+			Name: "flow_events_routed_total", Help: "Flow events committed, by route: kafka, mysql (degraded), or kafka_behind_grab (a degraded CANCEL whose GRAB is not in MySQL yet)."},
+			[]string{"route"})}
+	if reg != nil {
+		reg.MustRegister(p.routed)
+	}
+	return p
+}
+
+// Publish implements Publisher.
+func (p *DegradePublisher) Publish(ctx context.Context, events ...flow.Event) error {
+	if !p.switches.Load().KafkaDegrade {
+		if err := p.kafka.Publish(ctx, events...); err != nil {
+			return err
+		}
+		p.routed.WithLabelValues("kafka").Add(float64(len(events)))
+		return nil
+	}
+	toLog, behind, err := p.split(ctx, events)
+	if err != nil {
+		return err
+	}
+	if len(toLog) > 0 {
+		if _, err := p.log.InsertFlows(ctx, toLog); err != nil {
+			return fmt.Errorf("degraded: write %d flow events to MySQL: %w", len(toLog), err)
+		}
+		p.routed.WithLabelValues("mysql").Add(float64(len(toLog)))
+	}
+	if len(behind) > 0 {
+		if err := p.kafka.Publish(ctx, behind...); err != nil {
+			return fmt.Errorf("degraded: %d CANCEL events whose GRAB is not in MySQL must follow it through Kafka: %w", len(behind), err)
+		}
+		p.routed.WithLabelValues("kafka_behind_grab").Add(float64(len(behind)))
+	}
+	return nil
+}
+
+type grabRef struct {
+	rid, promoID string
+	typ          int
+}
+
+// split sends GRABs to the log, and each CANCEL item to the log if its GRAB is
+// there (or in this batch), else to Kafka. A GRAB row is never deleted, so one
+// seen here is still there when the CANCEL is inserted.
+func (p *DegradePublisher) split(ctx context.Context, events []flow.Event) (toLog, behind []flow.Event, err error) {
+	inBatch := map[grabRef]bool{}
+	for _, e := range events {
+		if e.Kind == flow.Grab {
+			for _, it := range e.Items {
+				inBatch[grabRef{e.RequestID, it.PromoID, it.Type}] = true
+			}
+		}
+	}
+	for _, e := range events {
+		if e.Kind != flow.Cancel {
+			toLog = append(toLog, e)
+			continue
+		}
+		logged, notYet := e, e
+		logged.Items, notYet.Items = nil, nil
+		for _, it := range e.Items {
+			there := inBatch[grabRef{e.RequestID, it.PromoID, it.Type}]
+			if !there {
+				if there, err = p.log.HasGrab(ctx, e.RequestID, it.PromoID, it.Type); err != nil {
+					return nil, nil, fmt.Errorf("degraded: is the GRAB of CANCEL %s in MySQL: %w", e.RequestID, err)
+				}
+			}
+			if there {
+				logged.Items = append(logged.Items, it)
+			} else {
+				notYet.Items = append(notYet.Items, it)
+			}
+		}
+		if len(logged.Items) > 0 {
+			toLog = append(toLog, logged)
+		}
+		if len(notYet.Items) > 0 {
+			behind = append(behind, notYet)
+		}
+	}
+	return toLog, behind, nil
+}

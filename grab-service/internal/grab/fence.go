@@ -1,0 +1,285 @@
+package grab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/lua"
+)
+
+// The fence keeps grabs and cancels off a shard that is being rebuilt from MySQL
+// (bin/recovery rebuild), or that lost its data and has not been rebuilt yet:
+// selling from a half-built shard could sell what the record already granted.
+//
+// The rule, read from two markers on each shard's server (written by the rebuild,
+// recovery/internal/rebuild/markers.go; keep the names in step):
+//
+//   - flashsale:fence:<shard> present: a rebuild is at work. Fenced.
+//   - flashsale:built:<shard> present: the shard's contents are whole. Open.
+//   - neither: the server came back empty (a restart without persistence loses the
+//     marker with everything else). Fenced if the record holds a promotion (not
+//     deleted) of this shard, until a rebuild writes the marker. If it holds none,
+//     there is nothing to lose: the fence writes the marker itself and stays open,
+//     so a fresh stack, and a promotion created on it, need no rebuild.
+//   - server not answering: the last state stays (its calls fail anyway).
+//
+// A background loop (Run) reads the markers every ~200 ms and keeps one atomic flag
+// per shard, which the grab and cancel paths check before they call Redis.
+
+func fenceKey(shard int) string { return "flashsale:fence:" + strconv.Itoa(shard) }
+func builtKey(shard int) string { return "flashsale:built:" + strconv.Itoa(shard) }
+
+// errFenced fails a cancel on a fenced shard; the cancel answers UNAVAILABLE.
+var errFenced = errors.New("shard fenced while it is rebuilt")
+
+// rollbackReason marks the grab path's own rollback cancel, which must not be fenced:
+// it undoes a take that passed the fence before it went up.
+const rollbackReason = "ROLLBACK"
+
+// recordCacheTTL bounds how often a missing marker costs a MySQL query.
+const recordCacheTTL = time.Second
+
+// Fence is the per-shard fenced state. A nil *Fence fences nothing.
+type Fence struct {
+	shards  []redis.UniversalClient
+	keys    func(ctx context.Context) ([]string, error)
+	ring    *ring.Ring
+	log     *slog.Logger
+	fenced  [ring.Shards]atomic.Bool
+	mu      sync.Mutex
+	why     map[int]string
+	cache   map[int]bool
+	cacheAt time.Time
+
+	gauge      *prometheus.GaugeVec
+	refused    *prometheus.CounterVec
+	pollErrors prometheus.Counter
+}
+
+// NewFence watches the markers of shards (index = logical shard). keys lists the
+// promotion keys the record holds (store.PromotionKeys).
+func NewFence(shards []redis.UniversalClient, keys func(ctx context.Context) ([]string, error), reg prometheus.Registerer, log *slog.Logger) *Fence {
+	const ns, sub = "flashsale", "grab"
+	f := &Fence{
+		shards: shards, keys: keys, ring: ring.Default, log: log, why: map[int]string{},
+		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "shard_fenced", Help: "1 while the shard is fenced (being rebuilt, or lost and not rebuilt)."}, []string{"shard"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "fence_refusals_total", Help: "Grabs and cancels answered UNAVAILABLE because their shard was fenced."}, []string{"shard", "op"}),
+		pollErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "fence_poll_errors_total", Help: "Marker reads that failed (the shard keeps its last state)."}),
+	}
+	reg.MustRegister(f.gauge, f.refused, f.pollErrors)
+	for i := range shards {
+		f.gauge.WithLabelValues(strconv.Itoa(i)).Set(0)
+	}
+	return f
+}
+
+// Fenced reports whether shard is fenced now.
+func (f *Fence) Fenced(shard int) bool {
+	return f != nil && shard >= 0 && shard < ring.Shards && f.fenced[shard].Load()
+}
+
+// Run polls every interval until ctx ends.
+func (f *Fence) Run(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		f.Poll(ctx, every*4)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Poll reads every shard's markers once, all shards at once, each within timeout.
+func (f *Fence) Poll(ctx context.Context, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for shard := range f.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.pollShard(ctx, shard)
+		}()
+	}
+	wg.Wait()
+}
+
+func (f *Fence) pollShard(ctx context.Context, shard int) {
+	c := f.shards[shard]
+	var fence, built *redis.IntCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fence = p.Exists(ctx, fenceKey(shard))
+		built = p.Exists(ctx, builtKey(shard))
+		return nil
+	})
+	if err != nil {
+		f.pollErrors.Inc()
+		return
+	}
+	switch {
+	case fence.Val() > 0:
+		f.set(shard, "rebuild in progress")
+	case built.Val() > 0:
+		f.set(shard, "")
+	default:
+		has, err := f.recordHas(ctx, shard)
+		switch {
+		case err != nil:
+			f.set(shard, "no built marker, and the record cannot tell whether the shard held promotions: "+err.Error())
+		case has:
+			f.set(shard, fmt.Sprintf("lost and not rebuilt: no built marker, and the record holds promotions of this shard (run bin/recovery rebuild --shard %d)", shard))
+		default:
+			val, _ := json.Marshal(map[string]any{"by": "grab-service", "at": time.Now().UTC().Format(time.RFC3339), "promotions": 0})
+			if err := c.SetNX(ctx, builtKey(shard), val, 0).Err(); err != nil {
+				f.pollErrors.Inc()
+				return
+			}
+			f.set(shard, "")
+		}
+	}
+}
+
+// recordHas reports whether the record holds a promotion of shard (cached briefly).
+func (f *Fence) recordHas(ctx context.Context, shard int) (bool, error) {
+	f.mu.Lock()
+	if f.cache != nil && time.Since(f.cacheAt) < recordCacheTTL {
+		has := f.cache[shard]
+		f.mu.Unlock()
+		return has, nil
+	}
+	f.mu.Unlock()
+	keys, err := f.keys(ctx)
+	if err != nil {
+		return false, err
+	}
+	cache := map[int]bool{}
+	for _, k := range keys {
+		cache[f.ring.Shard(k)] = true
+	}
+	f.mu.Lock()
+	f.cache, f.cacheAt = cache, time.Now()
+	f.mu.Unlock()
+	return cache[shard], nil
+}
+
+// set records the state; why == "" opens the shard. Changes are logged.
+func (f *Fence) set(shard int, why string) {
+	on := why != ""
+	was := f.fenced[shard].Swap(on)
+	f.mu.Lock()
+	if on {
+		f.why[shard] = why
+	} else {
+		delete(f.why, shard)
+	}
+	f.mu.Unlock()
+	if was != on {
+		if on {
+			f.log.Warn("shard fenced: its grabs and cancels answer UNAVAILABLE", "shard", shard, "why", why)
+			f.gauge.WithLabelValues(strconv.Itoa(shard)).Set(1)
+		} else {
+			f.log.Info("shard fence lifted", "shard", shard)
+			f.gauge.WithLabelValues(strconv.Itoa(shard)).Set(0)
+		}
+	}
+}
+
+// FencedShard is one fenced shard as /readyz shows it.
+type FencedShard struct {
+	Shard int    `json:"shard"`
+	Why   string `json:"why"`
+}
+
+// Status lists the fenced shards.
+func (f *Fence) Status() []FencedShard {
+	out := []FencedShard{}
+	if f == nil {
+		return out
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s, why := range f.why {
+		out = append(out, FencedShard{s, why})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Shard < out[j].Shard })
+	return out
+}
+
+// Readyz adds "fencedShards" to next's /readyz answer. A fence does not make the
+// instance unready: every instance is fenced alike, and the other shards still sell.
+func (f *Fence) Readyz(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || f == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		body := rec.body.Bytes()
+		var doc map[string]any
+		if json.Unmarshal(body, &doc) == nil {
+			doc["fencedShards"] = f.Status()
+			if b, err := json.Marshal(doc); err == nil {
+				body = append(b, '\n')
+			}
+		}
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.code)
+		_, _ = w.Write(body)
+	})
+}
+
+type bufferedResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header         { return b.header }
+func (b *bufferedResponse) WriteHeader(code int)        { b.code = code }
+func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
+
+// fenceRefusal answers UNAVAILABLE, naming the first item on a fenced shard,
+// before anything is taken.
+func (s *Service) fenceRefusal(rid string, gs []group) (Result, bool) {
+	for _, g := range gs { // groups come in order of their first item
+		if s.Fence.Fenced(g.shard) {
+			s.Fence.refused.WithLabelValues(strconv.Itoa(g.shard), "grab").Inc()
+			return refusal(rid, Unavailable, g.idx[0], fmt.Sprintf("shard %d is being rebuilt; retry shortly", g.shard)), true
+		}
+	}
+	return Result{}, false
+}
+
+// fenceCancel refuses a buyer's cancel on a fenced shard. The other modes settle
+// takes that began before the fence went up, and must run.
+func (s *Service) fenceCancel(call lua.ReturnCall, shard int) error {
+	if call.Mode != lua.ReturnCancel || call.Reason == rollbackReason || !s.Fence.Fenced(shard) {
+		return nil
+	}
+	s.Fence.refused.WithLabelValues(strconv.Itoa(shard), "cancel").Inc()
+	return fmt.Errorf("cancel on shard %d: %w", shard, errFenced)
+}

@@ -1,0 +1,146 @@
+package grab
+
+// The fence against a redis-server of the test's own (every shard on it): the
+// markers it reads would fence the local stack's running grab-service if they were
+// set on the shared servers.
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+)
+
+func privateRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+	t.Cleanup(func() { c.Close() })
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not start")
+		}
+	}
+	return c
+}
+
+// idOnShard is a promotion id whose key (type 1) lives on shard.
+func idOnShard(shard int) string {
+	for n := 0; ; n++ {
+		if id := "fence-" + strconv.Itoa(n); ring.Default.Shard(promo.Key(id, 1)) == shard {
+			return id
+		}
+	}
+}
+
+func TestFenceFollowsTheMarkers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := privateRedis(t)
+	shards := make([]redis.UniversalClient, ring.Shards)
+	for i := range shards {
+		shards[i] = c
+	}
+	const lost = 3
+	id := idOnShard(lost)
+	recorded := []string{promo.Key(id, 1)}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := NewFence(shards, func(context.Context) ([]string, error) { return recorded, nil }, prometheus.NewRegistry(), log)
+
+	// A server without markers: the shard the record has a promotion on is fenced;
+	// every other shard had nothing to lose and is marked built.
+	f.Poll(ctx, time.Second)
+	for s := 0; s < ring.Shards; s++ {
+		if have, want := f.Fenced(s), s == lost; have != want {
+			t.Fatalf("shard %d fenced %v, want %v", s, have, want)
+		}
+		if s != lost && c.Exists(ctx, builtKey(s)).Val() != 1 {
+			t.Fatalf("shard %d: no built marker written", s)
+		}
+	}
+	c.Set(ctx, builtKey(lost), "rebuilt", 0)
+	f.Poll(ctx, time.Second)
+	if f.Fenced(lost) {
+		t.Fatal("a built shard stays fenced")
+	}
+	c.Set(ctx, fenceKey(lost), "rebuild", time.Minute)
+	f.Poll(ctx, time.Second)
+	if !f.Fenced(lost) {
+		t.Fatal("the fence marker did not fence")
+	}
+
+	// Grabs and buyers' cancels on the fenced shard answer UNAVAILABLE.
+	svc, err := New(Defaults(), Deps{Shards: shards, Switches: configcenter.NewHolder(), Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	other := idOnShard(lost + 1)
+	res, err := svc.Grab(ctx, Request{RequestID: "r1", Pin: "p", IP: "1.1.1.1", Items: []Item{{PromoID: other, Type: 1, Num: 1}, {PromoID: id, Type: 1, Num: 1}}})
+	if err != nil || res.Result != Unavailable || res.FailedItem == nil || *res.FailedItem != 1 {
+		t.Fatalf("grab on a fenced shard: %+v %v; want UNAVAILABLE, failedItem 1", res, err)
+	}
+	idx, _ := json.Marshal(requestIndex{Pin: "p", IP: "1.1.1.1", Items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}})
+	c.Set(ctx, promo.RequestIndexKey("r0"), idx, time.Minute)
+	res, err = svc.Cancel(ctx, "r0", "p", "USER_CANCELLED")
+	if err != nil || res.Result != Unavailable {
+		t.Fatalf("cancel on a fenced shard: %+v %v; want UNAVAILABLE", res, err)
+	}
+
+	// /readyz stays 200 and names the fenced shard.
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ready"}`))
+	})
+	srv := httptest.NewServer(f.Readyz(mux))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string        `json:"status"`
+		Fenced []FencedShard `json:"fencedShards"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 200 || body.Status != "ready" || len(body.Fenced) != 1 || body.Fenced[0].Shard != lost {
+		t.Fatalf("/readyz: %d %+v %v", resp.StatusCode, body, err)
+	}
+
+	c.Del(ctx, fenceKey(lost))
+	f.Poll(ctx, time.Second)
+	if f.Fenced(lost) {
+		t.Fatal("the fence did not lift")
+	}
+	var nilFence *Fence
+	if nilFence.Fenced(lost) || len(nilFence.Status()) != 0 {
+		t.Fatal("a nil fence fences nothing")
+	}
+}

@@ -1,0 +1,31 @@
+package rebuild
+
+import (
+	"testing"
+
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
+)
+
+func TestLedgerEntryFromTheRecord(t *testing.T) {
+	t.Parallel()
+	base := store.LedgerRow{RequestID: "r", Pin: "p", IP: "i", Num: 2, BodyHash: "h"}
+	for _, c := range []struct {
+		name           string
+		cancelled      bool
+		reason         string
+		state, wantWhy string
+	}{
+		{"granted", false, "", lua.LedgerCommitted, ""},
+		{"cancelled by the buyer", true, "USER_CANCELLED", lua.LedgerReturned, "USER_CANCELLED"},
+		{"cancel written before migration 0002", true, "", lua.LedgerReturned, ""},
+		{"rollback of an aborted take", true, "ROLLBACK", lua.LedgerAbortRecorded, ""},
+	} {
+		r := base
+		r.Cancelled, r.CancelReason = c.cancelled, c.reason
+		want := lua.LedgerEntry{State: c.state, BodyHash: "h", Num: 2, Pin: "p", IP: "i", Reason: c.wantWhy}
+		if have := ledgerEntry(r); have != want {
+			t.Errorf("%s: have %+v, want %+v", c.name, have, want)
+		}
+	}
+}

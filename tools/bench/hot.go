@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// hotID is the promotion of the hot phase, the spread table's single promotion
+// and the latency run: stock that never runs out, no pin or ip limit.
+// It lives on --hot-shard, so runs compare like with like.
+func (b *bench) hotID() string {
+	if b.hotPromo == "" {
+		b.hotPromo = idsOnShards(b.id+"-hot", []int{b.hotShard}, 1)[0]
+	}
+	return b.hotPromo
+}
+
+// hotRun grabs the hot promotion through grab-service.
+func (b *bench) hotRun() runner {
+	id := b.hotID()
+	return httpRun(b.st.Grab, func(n int64) loadgen.Call { return grabCall(b.token, b.id, id, n) },
+		func(n int64, a loadgen.Answer) { b.tally.seen(id, n, a) })
+}
+
+// hot is scenario 1: GRANTED/s end to end (HTTP, Redis, Kafka acknowledgement)
+// against q.lua called by EVALSHA straight on the same Redis, same concurrency.
+func (b *bench) hot(ctx context.Context) error {
+	id := b.hotID()
+	if err := b.admin.create(ctx, id, unlimited); err != nil {
+		return err
+	}
+	b.tally.track(id, unlimited)
+	ours := measure(ctx, b.hotRun(), "grab-service", b.conc, b.dur)
+	report(ours)
+	if 2*ours.ByResult["GRANTED"] < ours.Calls {
+		return fmt.Errorf("grab-service granted %d of %d grabs of a promotion that cannot sell out (%s)", ours.ByResult["GRANTED"], ours.Calls, resultMix(ours))
+	}
+
+	shard := shardOf(id)
+	direct := idsOnShards(b.id+"-direct", []int{shard}, 1)[0]
+	if err := b.admin.create(ctx, direct, unlimited); err != nil {
+		return err
+	}
+	b.settle(20 * time.Second)
+	base := measure(ctx, directRun(b.shards[shard], b.id, direct), "EVALSHA q.lua", b.conc, b.dur)
+	report(base)
+	// Its takes are never committed: deleting the promotion keeps them from the reconciler.
+	if err := b.admin.remove(ctx, direct); err != nil {
+		return err
+	}
+	b.res.HotGranted = perSecond(ours, "GRANTED")
+	b.res.add(ratioRow{N: 1, Scenario: fmt.Sprintf("hot phase, 1 promotion, shard %d", shard),
+		Ours: b.res.HotGranted, OursUnit: "GRANTED/s via HTTP+Redis+Kafka",
+		Base: perSecond(base, "GRANTED"), BaseUnit: "q.lua EVALSHA/s on one Redis",
+		Target: 1.0, Detail: resultMix(ours) + " / " + resultMix(base)})
+	return nil
+}
+
+// report prints one run's outcome under its progress bar.
+func report(s loadgen.Summary) {
+	fmt.Fprintf(os.Stderr, "   %d answers in %s: %.0f/s  %s  p50 %s p99 %s\n", s.Calls, s.Elapsed.Round(1e6),
+		s.Throughput(), resultMix(s), s.P50.Round(1e3), s.P99.Round(1e3))
+}
+
+// resultMix lists the answers by result, most frequent first.
+func resultMix(s loadgen.Summary) string {
+	out := ""
+	for _, r := range s.Results() {
+		if out != "" {
+			out += " "
+		}
+		out += fmt.Sprintf("%s=%d", r, s.ByResult[r])
+	}
+	return out
+}

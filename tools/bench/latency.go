@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// latency is scenario 7: the hot promotion driven at half of the peak GRANTED/s
+// this run measured, at a fixed pace (open loop: requests are sent on schedule,
+// not when an answer frees a worker), and its latency percentiles.
+func (b *bench) latency(ctx context.Context) error {
+	peak := b.res.HotGranted
+	for _, r := range b.res.Spread {
+		peak = max(peak, r.One.Granted)
+	}
+	if peak == 0 {
+		return fmt.Errorf("no peak measured: do not skip both hot and spread")
+	}
+	if b.skip["hot"] && b.skip["spread"] {
+		return nil
+	}
+	rate := peak / 2
+	interval := time.Duration(float64(time.Second) / rate)
+	calls := max(int(rate*b.dur.Seconds()*1.5), minCalls)
+	var start time.Time
+	var k atomic.Int64
+	id := b.hotID()
+	paced := httpRun(b.st.Grab, func(n int64) loadgen.Call {
+		time.Sleep(time.Until(start.Add(time.Duration(k.Add(1)) * interval)))
+		return grabCall(b.token, b.id+"l", id, n)
+	}, func(n int64, a loadgen.Answer) { b.tally.seen(id, n, a) })
+	workers := max(b.conc*2, 32) // enough that the pace, not the workers, sets the rate
+	runCtx, cancel := context.WithTimeout(ctx, 3*b.dur+10*time.Second)
+	defer cancel()
+	start = time.Now()
+	answers, elapsed := paced(runCtx, fmt.Sprintf("paced %.0f/s", rate), workers, calls)
+	s := loadgen.Summarize(sent(answers), elapsed)
+	report(s)
+	f := figuresOf(s)
+	b.res.Latency = &latencyRow{Peak: peak, Target: rate, Achieved: f.Answers, F: f}
+	return nil
+}
+
+type latencyRow struct {
+	Peak, Target, Achieved float64 // per second
+	F                      figures
+}

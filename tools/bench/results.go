@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// results is everything one run found; report.go and chart.go render it.
+type results struct {
+	Started, Finished time.Time
+	Command           string
+	Machine           machine
+	Conc              int
+	Duration          time.Duration
+	HotGranted        float64 // scenario 1's GRANTED/s, scenario 3's "ours"
+	Rows              []ratioRow
+	Spread            []spreadRow
+	Latency           *latencyRow
+	Invariants        []invariantRow
+}
+
+// ratioRow is one line of the main table: ours against a baseline of the same run.
+type ratioRow struct {
+	N                  int
+	Scenario           string
+	Ours, Base         float64
+	OursUnit, BaseUnit string
+	Target             float64
+	AtMost             bool   // the target is an upper bound (latency spread)
+	Detail             string // answers by result, checks
+	Missing            string // set when the scenario was not measured, saying why
+}
+
+func (r ratioRow) ratio() float64 {
+	if r.Base == 0 {
+		return math.NaN()
+	}
+	return r.Ours / r.Base
+}
+
+func (r ratioRow) met() bool {
+	if r.Missing != "" || r.Target == 0 || math.IsNaN(r.ratio()) {
+		return false
+	}
+	if r.AtMost {
+		return r.ratio() <= r.Target
+	}
+	return r.ratio() >= r.Target
+}
+
+func (res *results) add(r ratioRow) {
+	res.Rows = append(res.Rows, r)
+	sort.SliceStable(res.Rows, func(i, j int) bool { return res.Rows[i].N < res.Rows[j].N })
+}
+
+func (res *results) invariantsPass() bool {
+	for _, r := range res.Invariants {
+		if !r.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+// summaryRows adds the rows that are derived from the spread and latency runs.
+func (res *results) summaryRows() []ratioRow {
+	rows := append([]ratioRow(nil), res.Rows...)
+	for _, s := range res.Spread {
+		if s.Conc == res.Conc {
+			rows = append(rows, ratioRow{N: 4, Scenario: fmt.Sprintf("spread at c=%d: 64 promotions on 16 shards vs 1 promotion", s.Conc),
+				Ours: s.Many.Granted, OursUnit: "GRANTED/s, 64 promotions", Base: s.One.Granted, BaseUnit: "GRANTED/s, 1 promotion"})
+		}
+	}
+	if l := res.Latency; l != nil {
+		rows = append(rows, ratioRow{N: 7, Scenario: fmt.Sprintf("latency at half of peak (%.0f of %.0f GRANTED/s)", l.Achieved, l.Peak),
+			Ours: l.F.P99, OursUnit: "p99 ms", Base: l.F.P50, BaseUnit: "p50 ms", Target: 5, AtMost: true,
+			Detail: fmt.Sprintf("p99.9 %.2f ms; %s", l.F.P999, l.F.Mix)})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].N < rows[j].N })
+	return rows
+}
+
+// write puts latest.md, latest.html and latest.svg into dir.
+func (res *results) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	svg := res.chart()
+	files := map[string]string{"latest.md": res.markdown(), "latest.svg": svg, "latest.html": res.html(svg)}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (res *results) files(dir string) []string {
+	var out []string
+	for _, n := range []string{"latest.md", "latest.html", "latest.svg"} {
+		out = append(out, filepath.Join(dir, n))
+	}
+	return out
+}

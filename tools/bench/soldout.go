@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// soldOutTotal is the stock of the sold-out phase's promotion: sold in a moment.
+const soldOutTotal = 100
+
+// soldOut is scenario 2: answers/s once the promotion has sold out, against a bare
+// Go handler answering a fixed JSON, same load generator, same concurrency.
+func (b *bench) soldOut(ctx context.Context) error {
+	id := b.id + "-sold"
+	if err := b.admin.create(ctx, id, soldOutTotal); err != nil {
+		return err
+	}
+	b.tally.track(id, soldOutTotal)
+	r := httpRun(b.st.Grab, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"s", id, n) },
+		func(n int64, a loadgen.Answer) { b.tally.seen(id, n, a) })
+	answers, _ := r(ctx, "sell-out", 16, soldOutTotal*3)
+	sellOut := loadgen.Summarize(sent(answers), 1)
+	if sellOut.ByResult["GRANTED"] != soldOutTotal {
+		return fmt.Errorf("sell-out of %d units granted %d (%s)", soldOutTotal, sellOut.ByResult["GRANTED"], resultMix(sellOut))
+	}
+	b.settle(20 * time.Second)
+	ours := measure(ctx, r, "grab-service sold out", b.conc, b.dur)
+	report(ours)
+
+	base, stop, err := spawnBaseline(ctx, "bare", "", 0)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	b.settle(20 * time.Second)
+	bare := measure(ctx, httpRun(base, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"x", id, n) }, nil),
+		"bare handler", b.conc, b.dur)
+	report(bare)
+	b.res.add(ratioRow{N: 2, Scenario: "sold-out phase", Ours: perSecond(ours), OursUnit: "answers/s",
+		Base: perSecond(bare), BaseUnit: "answers/s of a bare Go handler", Target: 0.8,
+		Detail: resultMix(ours)})
+	return nil
+}
