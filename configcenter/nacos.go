@@ -94,9 +94,9 @@ func NewNacosClient(c NacosConfig) (config_client.IConfigClient, error) {
 		Password:            c.Password,
 	}
 	sc := []constant.ServerConfig{{IpAddr: host, Port: port, GrpcPort: c.GRPCPort, ContextPath: "/nacos"}}
+	routeSDKLog(c.Log)
 	// util.LocalIP caches the host's address in a plain variable on first use;
 	// clients connecting at once would race to fill it, so it is filled here once.
-	routeSDKLog(c.Log)
 	localIPOnce.Do(func() { _ = util.LocalIP() })
 	client, err := clients.NewConfigClient(vo.NacosClientParam{ClientConfig: &cc, ServerConfigs: sc})
 	if err != nil {

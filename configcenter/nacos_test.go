@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/flashsale/platform/configcenter/nacostest"
 )
@@ -44,6 +44,15 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 type instance struct {
 	holder  *Holder
 	metrics *Metrics
+}
+
+// rejected reads the instance's count of rejected documents.
+func (in *instance) rejected() float64 {
+	var m dto.Metric
+	if err := in.metrics.rejected.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }
 
 // follow starts an instance following srv's switches document until the test ends.
@@ -138,7 +147,7 @@ func TestNacosMalformedDocumentKeepsTheLastGoodOne(t *testing.T) {
 	for i, bad := range []string{`{"grabEnabled":`, `{"grabEnabled":"no"}`, `{"degradeRateFactor":2}`, `{"typo":true}`} {
 		srv.Set(switchesKey, bad)
 		eventually(t, time.Second, "the malformed document counted", func() bool {
-			return testutil.ToFloat64(in.metrics.rejected) == float64(i+1)
+			return in.rejected() == float64(i+1)
 		})
 		if got := in.holder.Load().MD5; got != md5Hex([]byte(good)) {
 			t.Fatalf("malformed document %q replaced the good one (md5 %s)", bad, got)

@@ -53,6 +53,8 @@ build_module() {
 
 # Root module: the local Kafka broker, cmd/* and every main package under tools/.
 root_pkgs=(./deploy/local/kafka-broker)
+# The on-call tool lives beside its package: configcenter/cmd/configctl -> bin/configctl.
+is_main "$ROOT/configcenter/cmd/configctl" && root_pkgs+=(./configcenter/cmd/configctl)
 for d in "$ROOT"/cmd/*/ ; do
 	[[ -d "$d" ]] && is_main "$d" && root_pkgs+=("./${d#"$ROOT"/}")
 done

@@ -97,14 +97,11 @@ func run(logger *slog.Logger) error {
 		mountPprof(mux)
 	}
 	grabtransport.Handler(mux, grabendpoint.New(service, switches), tokens, httpx.NewRouteMetrics(reg, "grab"))
-	httpx.OpsWithInfo(mux, reg, switches.Info, map[string]httpx.Check{
-		"redis": pool.Ping,
-		"mysql": db.Ping,
-		"kafka": publisher.Ping,
-	})
+	required, advisory := readiness(pool, db.Ping, publisher.Ping, switches)
+	httpx.OpsReadiness(mux, reg, switches.Info, required, advisory)
 
 	g := svc.NewGroup(logger)
-	g.HTTP(svc.Server(f.Listen, fence.Readyz(httpx.RouteFallback(mux))))
+	g.HTTP(svc.Server(f.Listen, fence.Readyz(httpx.RouteFallback(mux)), logger))
 	g.Loop(func(ctx context.Context) error { return fence.Run(ctx, 200*time.Millisecond) })
 	g.Loop(func(ctx context.Context) error { return service.RunReconciler(ctx, *reconcileEvery) })
 	g.Loop(func(ctx context.Context) error {

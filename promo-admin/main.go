@@ -59,7 +59,7 @@ func run(logger *slog.Logger, args []string) error {
 	defer a.Close()
 
 	g := svc.NewGroup(logger)
-	g.HTTP(svc.Server(f.Listen, a.Handler))
+	g.HTTP(svc.Server(f.Listen, a.Handler, logger))
 	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
 	g.Loop(a.FollowSwitches)
 	return g.Run()

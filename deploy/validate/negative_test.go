@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,6 +70,41 @@ func TestQueriesRefuseWhatPrometheusWouldNotShow(t *testing.T) {
 	} {
 		if _, err := q.Check(bad); err == nil {
 			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+func TestInvocationCheckRefusesBadCommands(t *testing.T) {
+	good := Invocation{Where: "test", Binary: "grab-service", Env: map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true},
+		Args: []string{"--listen", ":8080", "--redis", strings.Join(composeWant.Redis, ","),
+			"--mysql", "u:p@tcp(mysql:3306)/flashsale?parseTime=true", "--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848"}}
+	var errs Errs
+	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
+	if len(errs) > 0 {
+		t.Fatalf("a good invocation refused: %v", errs.Err())
+	}
+	for name, edit := range map[string]func(inv *Invocation){
+		"15 shards": func(inv *Invocation) { inv.Args[3] = strings.Join(composeWant.Redis[1:], ",") },
+		"shards reordered": func(inv *Invocation) {
+			r := slices.Clone(composeWant.Redis)
+			r[0], r[1] = r[1], r[0]
+			inv.Args[3] = strings.Join(r, ",")
+		},
+		"one broker":   func(inv *Invocation) { inv.Args[7] = composeWant.Kafka[0] },
+		"no token":     func(inv *Invocation) { inv.Env = map[string]bool{} },
+		"local mode":   func(inv *Invocation) { inv.Args = append(inv.Args, "--local") },
+		"unknown flag": func(inv *Invocation) { inv.Args = append(inv.Args, "--bogus", "1") },
+	} {
+		if _, err := os.Stat(Path("bin", "grab-service")); err != nil && name == "unknown flag" {
+			continue // flags are checked against the built binary only
+		}
+		inv := good
+		inv.Args = slices.Clone(good.Args)
+		edit(&inv)
+		var errs Errs
+		CheckInvocation(inv, composeWant, &errs, func(s string) { t.Log(s) })
+		if len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }

@@ -56,23 +56,22 @@ func (inv Invocation) Flags(boolFlags map[string]bool) (map[string]string, []str
 	return out, positional
 }
 
-// PendingFlags are flags the deployment files use that a service gains in work under
-// way; a binary without one is reported, not failed.
-var PendingFlags = map[string]string{
-	"grab-service --nacos": "Nacos as the switches source of grab-service",
-}
-
 // FlagSet is what a binary's -h says it accepts: flag name -> takes a value.
 type FlagSet map[string]bool
 
-var helpRe = regexp.MustCompile(`^\s+--?([A-Za-z0-9][A-Za-z0-9._-]*)(?:[ =]+(\S+))?`)
+var (
+	helpRe = regexp.MustCompile(`^\s+--?([A-Za-z0-9][A-Za-z0-9._-]*)(?:[ =]+(\S+))?`)
+	// A usage synopsis instead of Go's flag list: [--file PATH] [--verbose].
+	synopsisRe = regexp.MustCompile(`--([a-z][a-z0-9-]*)( [A-Z][A-Z0-9:_-]*)?`)
+)
 
 var (
 	helpMu    sync.Mutex
 	helpCache = map[string]FlagSet{}
 )
 
-// BinaryFlags runs bin/<binary> [subcommand] -h and parses Go's flag usage. It
+// BinaryFlags runs bin/<binary> [subcommand] -h and parses Go's flag usage (or, for a
+// custom usage text, its synopsis of --flags). It
 // returns nil, with no error, when the binary is not built.
 func BinaryFlags(cmd []string) (FlagSet, error) {
 	key := strings.Join(cmd, " ")
@@ -92,6 +91,11 @@ func BinaryFlags(cmd []string) (FlagSet, error) {
 	for _, line := range strings.Split(string(out), "\n") {
 		if m := helpRe.FindStringSubmatch(line); m != nil {
 			fs[m[1]] = m[2] != "" && !strings.HasPrefix(m[2], "\t")
+		}
+	}
+	if len(fs) == 0 {
+		for _, m := range synopsisRe.FindAllStringSubmatch(string(out), -1) {
+			fs[m[1]] = fs[m[1]] || m[2] != ""
 		}
 	}
 	if len(fs) == 0 {
@@ -153,10 +157,6 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 	}
 	for f := range flags {
 		if _, ok := known[f]; ok || known == nil {
-			continue
-		}
-		if why, pending := PendingFlags[cmd[0]+" --"+f]; pending {
-			note(fmt.Sprintf("%s: %s has no --%s yet (%s)", inv.Where, strings.Join(cmd, " "), f, why))
 			continue
 		}
 		errs.Addf("%s: %s has no flag --%s", inv.Where, strings.Join(cmd, " "), f)

@@ -68,8 +68,9 @@ func split(s string) []string {
 }
 
 // Logger is the one structured logger of a process.
+// Records logged with a request's context carry its X-Request-Id.
 func Logger(service string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("service", service)
+	return slog.New(httpx.ContextHandler{Handler: slog.NewJSONHandler(os.Stderr, nil)}).With("service", service)
 }
 
 // TokenSpec names where a role's token comes from.
@@ -101,11 +102,13 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 }
 
 // Server is an http.Server with every timeout set, so a slow or silent client
-// cannot hold a connection forever.
-func Server(addr string, h http.Handler) *http.Server {
+// cannot hold a connection forever; it gives every request an id and logs the
+// failed and the slow ones.
+func Server(addr string, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:              addr,
-		Handler:           httpx.WithRequestID(h),
+		Handler:           httpx.WithRequestID(httpx.AccessLog(log, h)),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: 2 * time.Second,
 		ReadTimeout:       5 * time.Second,
 		WriteTimeout:      10 * time.Second,

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/flashsale/platform/tools/loadgen"
@@ -58,22 +57,4 @@ func (b *bench) hot(ctx context.Context) error {
 		Base: perSecond(base, "GRANTED"), BaseUnit: "q.lua EVALSHA/s on one Redis",
 		Target: 1.0, Detail: resultMix(ours) + " / " + resultMix(base)})
 	return nil
-}
-
-// report prints one run's outcome under its progress bar.
-func report(s loadgen.Summary) {
-	fmt.Fprintf(os.Stderr, "   %d answers in %s: %.0f/s  %s  p50 %s p99 %s\n", s.Calls, s.Elapsed.Round(1e6),
-		s.Throughput(), resultMix(s), s.P50.Round(1e3), s.P99.Round(1e3))
-}
-
-// resultMix lists the answers by result, most frequent first.
-func resultMix(s loadgen.Summary) string {
-	out := ""
-	for _, r := range s.Results() {
-		if out != "" {
-			out += " "
-		}
-		out += fmt.Sprintf("%s=%d", r, s.ByResult[r])
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -98,20 +99,32 @@ const (
 	maxCalls = 400_000
 )
 
-// measure runs r at conc for about dur: a short warm-up (which also opens the
-// connections) estimates the rate, and the measured run's count is sized from it.
-// The run is cut at 3*dur+10s whatever happens; answers never sent are dropped.
+// measure runs r at conc for about dur. Warm-up rounds (which also open the
+// connections) run for at least a second and estimate the rate; the measured run's
+// count is sized from it, and run once more, resized, if it ended in under half of
+// dur (the estimate was off). Every run is cut at 3*dur+10s; answers never sent are dropped.
 func measure(ctx context.Context, r runner, label string, conc int, dur time.Duration) loadgen.Summary {
-	warmCtx, cancel := context.WithTimeout(ctx, dur+5*time.Second)
-	warm := max(minCalls, conc*4)
-	answers, elapsed := r(warmCtx, "", conc, warm)
-	cancel()
-	rate := float64(len(sent(answers))) / max(elapsed.Seconds(), 1e-3)
-	calls := min(max(int(rate*dur.Seconds()), minCalls, conc*4), maxCalls)
-	runCtx, cancel := context.WithTimeout(ctx, 3*dur+10*time.Second)
-	defer cancel()
-	answers, elapsed = r(runCtx, label, conc, calls)
-	return loadgen.Summarize(sent(answers), elapsed)
+	rate := 0.0
+	for round, warmed := 0, time.Duration(0); round < 5 && warmed < time.Second; round++ {
+		warmCtx, cancel := context.WithTimeout(ctx, dur+5*time.Second)
+		answers, elapsed := r(warmCtx, "", conc, max(minCalls, conc*4))
+		cancel()
+		warmed += elapsed
+		rate = float64(len(sent(answers))) / max(elapsed.Seconds(), 1e-3)
+	}
+	var s loadgen.Summary
+	for round := 0; round < 2; round++ {
+		calls := min(max(int(rate*dur.Seconds()), minCalls, conc*4), maxCalls)
+		runCtx, cancel := context.WithTimeout(ctx, 3*dur+10*time.Second)
+		answers, elapsed := r(runCtx, label, conc, calls)
+		cancel()
+		s = loadgen.Summarize(sent(answers), elapsed)
+		if elapsed >= dur/2 || calls == maxCalls {
+			break
+		}
+		rate = s.Throughput()
+	}
+	return s
 }
 
 // sent drops the answers of calls a cut-off run never sent.
@@ -138,4 +151,22 @@ func perSecond(s loadgen.Summary, results ...string) float64 {
 		n += s.ByResult[r]
 	}
 	return float64(n) / s.Elapsed.Seconds()
+}
+
+// report prints one run's outcome under its progress bar.
+func report(s loadgen.Summary) {
+	fmt.Fprintf(os.Stderr, "   %d answers in %s: %.0f/s  %s  p50 %s p99 %s\n", s.Calls, s.Elapsed.Round(1e6),
+		s.Throughput(), resultMix(s), s.P50.Round(1e3), s.P99.Round(1e3))
+}
+
+// resultMix lists the answers by result, most frequent first.
+func resultMix(s loadgen.Summary) string {
+	out := ""
+	for _, r := range s.Results() {
+		if out != "" {
+			out += " "
+		}
+		out += fmt.Sprintf("%s=%d", r, s.ByResult[r])
+	}
+	return out
 }

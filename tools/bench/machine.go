@@ -56,3 +56,16 @@ func (m machine) String() string {
 	return fmt.Sprintf("%d cores (%s), %.0f GiB, Linux %s; %s; Redis %s; MySQL/MariaDB %s",
 		m.Cores, m.CPU, m.MemGiB, m.Kernel, m.Go, m.Redis, m.MySQL)
 }
+
+// loadAverage is the machine's 1-minute load average: what else competed for the
+// cores while the figures were taken.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}

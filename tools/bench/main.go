@@ -129,7 +129,7 @@ func run(ctx context.Context, o options) error {
 	}
 	b := &bench{options: o, st: st, id: runID(), token: env("FLASHSALE_CHECKOUT_TOKEN", "dev-checkout-token"),
 		admin: newAdmin(st.Admin, env("FLASHSALE_ADMIN_TOKEN", "dev-admin-token")), tally: newTally(),
-		res: &results{Started: time.Now().UTC(), Conc: o.conc, Duration: o.dur, Command: command()}}
+		res: &results{Started: time.Now().UTC(), LoadStart: loadAverage(), Conc: o.conc, Duration: o.dur, Command: command()}}
 	for _, addr := range st.Redis {
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: max(o.conc*2, 16)})
 		defer c.Close()
@@ -179,6 +179,7 @@ func run(ctx context.Context, o options) error {
 	b.buckets()
 	b.checkInvariants(ctx)
 	b.res.Finished = time.Now().UTC()
+	b.res.LoadEnd = loadAverage()
 	if err := b.res.write(o.out); err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 type results struct {
 	Started, Finished time.Time
 	Command           string
+	LoadStart         string // 1-minute load average when the run started and ended
+	LoadEnd           string
 	Machine           machine
 	Conc              int
 	Duration          time.Duration

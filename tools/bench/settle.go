@@ -28,7 +28,7 @@ func (b *bench) settle(longest time.Duration) {
 		}
 		last = now
 	}
-	if waited := time.Since(start); waited > 2*quietWindow {
+	if waited := time.Since(start); waited > 3*quietWindow {
 		fmt.Fprintf(os.Stderr, "   waited %s for the stack to go quiet\n", waited.Round(100*time.Millisecond))
 	}
 }

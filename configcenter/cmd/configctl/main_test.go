@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/configcenter/nacostest"
@@ -58,9 +62,10 @@ func snapshot(t *testing.T, s configcenter.Store) *configcenter.Snapshot {
 
 // target is one kind of store: the flags that address it, and the store itself.
 type target struct {
-	flags []string
-	store configcenter.Store
-	set   func(content string) // someone else writing directly
+	flags  []string
+	store  configcenter.Store
+	set    func(content string) // someone else writing directly
+	source configcenter.Source  // what a service instance follows
 }
 
 func fileTarget(t *testing.T) target {
@@ -70,7 +75,7 @@ func fileTarget(t *testing.T) target {
 			if err := os.WriteFile(path, []byte(c), 0o644); err != nil {
 				t.Fatal(err)
 			}
-		}}
+		}, source: configcenter.FileSource{Path: path}}
 }
 
 func nacosTarget(t *testing.T) target {
@@ -89,7 +94,8 @@ func nacosTarget(t *testing.T) target {
 	t.Cleanup(func() { store.Close() })
 	hist := filepath.Join(t.TempDir(), "nacos.history.jsonl")
 	return target{flags: []string{"--nacos", srv.Addr(), "--namespace", ns, "--history", hist}, store: store,
-		set: func(c string) { srv.Set(key, c) }}
+		set:    func(c string) { srv.Set(key, c) },
+		source: configcenter.NewNacosSource(configcenter.NacosConfig{Addr: srv.Addr(), Namespace: ns, CacheDir: cache, Log: slog.New(slog.DiscardHandler)})}
 }
 
 func args(tg target, rest ...string) []string {
@@ -219,6 +225,46 @@ func TestConfigctlConcurrentSetsNeverOverwriteBlindly(t *testing.T) {
 	}
 	if landed == 0 || len(s.BlockedPromotions) != landed {
 		t.Fatalf("%d publishes landed, %d promotions blocked", landed, len(s.BlockedPromotions))
+	}
+}
+
+// What configctl publishes is in force on a running instance within 1 s.
+func TestConfigctlSetReachesARunningInstance(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(*testing.T) target{"file": fileTarget, "nacos": nacosTarget} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tg := open(t)
+			mustOK(t, ctl(t, "", args(tg, "set", "grabEnabled", "true")...))
+			holder := configcenter.NewHolder()
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				done <- configcenter.Follow(ctx, tg.source, holder, configcenter.NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+			applied := func(md5 string) func() bool { return func() bool { return holder.Load().MD5 == md5 } }
+			first, _ := tg.store.Get(context.Background())
+			within(t, 10*time.Second, "the instance started on the published document", applied(first.MD5))
+
+			mustOK(t, ctl(t, "", args(tg, "set", "blockedPromotions", "+HOT_1")...))
+			next, _ := tg.store.Get(context.Background())
+			within(t, time.Second, "the change in force on the instance", applied(next.MD5))
+			if !holder.Load().Blocked("HOT", 1) {
+				t.Fatalf("in force: %+v", holder.Load().Switches)
+			}
+		})
+	}
+}
+
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -55,7 +55,12 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 			returned = append(returned, gs[i])
 		case lua.ReturnAlreadyReturned:
 			already++
-		default: // NOT_FOUND or PENDING: nothing granted to return
+		case lua.ReturnNotFound:
+			if s.shardLost(gs[i].shard) { // lostshard.go
+				return Result{RequestID: rid, Result: Unavailable, Message: lostMessage(gs[i].shard)}, nil
+			}
+			return Result{}, ErrGrabNotFound
+		default: // PENDING: nothing granted to return
 			return Result{}, ErrGrabNotFound
 		}
 	}

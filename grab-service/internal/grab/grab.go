@@ -165,6 +165,9 @@ func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 		return res, nil, true
 	}
 	o := outcomeOf(r.Code)
+	if o == NotFound && s.shardLost(gs[failed].shard) { // lostshard.go
+		return refusal(rid, Unavailable, failedAt, lostMessage(gs[failed].shard)), nil, true
+	}
 	if cacheable(o) {
 		s.refusals.put(key, o, now.Add(s.cfg.RefusalTTL))
 	}

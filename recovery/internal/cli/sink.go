@@ -60,7 +60,7 @@ func Sink(args []string) int {
 		"kafka": func(ctx context.Context) error { return flowlag.Ping(ctx, cfg.Brokers) },
 	})
 	g := svc.NewGroup(log)
-	g.HTTP(svc.Server(f.Listen, mux))
+	g.HTTP(svc.Server(f.Listen, mux, log))
 	g.Loop(sink.Run)
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
 	if err := g.Run(); err != nil {

@@ -1,0 +1,100 @@
+package grab
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/lua"
+)
+
+// ackPublisher acknowledges every event, as Kafka would.
+type ackPublisher struct{}
+
+func (ackPublisher) Publish(context.Context, ...flow.Event) error { return nil }
+
+// grabRecord answers the cancel path's fallback with one granted request.
+type grabRecord struct {
+	pin, ip string
+	items   []flow.Item
+}
+
+func (r grabRecord) HasGrab(context.Context, string, string, int) (bool, error) { return true, nil }
+func (r grabRecord) GrabItems(context.Context, string) (string, string, []flow.Item, error) {
+	return r.pin, r.ip, r.items, nil
+}
+
+// A Redis shard that restarted empty answers NOT_FOUND for everything until the
+// fence notices (one poll). Found by the Redis fault drill: in that window grabs were
+// told NOT_FOUND for live promotions and buyers' cancels of granted grabs 404. Both
+// must be UNAVAILABLE (retry) until the shard is rebuilt.
+func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := privateRedis(t)
+	shards := make([]redis.UniversalClient, ring.Shards)
+	for i := range shards {
+		shards[i] = c
+	}
+	const lost = 6
+	id := idOnShard(lost)
+	key := promo.Key(id, 1)
+	now := time.Now()
+	if code, err := lua.Create(ctx, c, key, lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1, RateWindowMs: 1000,
+		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+		t.Fatalf("create: %v %v", code, err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := NewFence(shards, func(context.Context) ([]string, error) { return []string{key}, nil }, prometheus.NewRegistry(), log)
+	for s := 0; s < ring.Shards; s++ {
+		c.Set(ctx, builtKey(s), "built", 0)
+	}
+	f.Poll(ctx, time.Second)
+	rec := grabRecord{pin: "p", ip: "1.1.1.1", items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}}
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: ackPublisher{}, Record: rec, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if res, err := svc.Grab(ctx, Request{RequestID: "g1", Pin: "p", IP: "1.1.1.1", Items: []Item{{PromoID: id, Type: 1, Num: 1}}}); err != nil || res.Result != Granted {
+		t.Fatalf("grab before the loss: %+v %v", res, err)
+	}
+
+	// The server comes back empty; the fence has not polled since.
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if f.Fenced(lost) {
+		t.Fatal("test set-up: the fence must not have noticed yet")
+	}
+	for i := 0; i < 2; i++ { // twice: the first answer must not be cached as NOT_FOUND
+		res, err := svc.Grab(ctx, Request{RequestID: "g2", Pin: "q", IP: "1.1.1.2", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
+		if err != nil || res.Result != Unavailable {
+			t.Fatalf("grab on a lost shard: %+v %v; want UNAVAILABLE, not NOT_FOUND", res, err)
+		}
+	}
+	res, err := svc.Cancel(ctx, "g1", "p", "USER_CANCELLED")
+	if err != nil || res.Result != Unavailable {
+		t.Fatalf("cancel on a lost shard: %+v %v; want UNAVAILABLE, not 404", res, err)
+	}
+
+	// A shard that holds its marker is believed: a deleted promotion is NOT_FOUND.
+	c.Set(ctx, builtKey(lost), "built", 0)
+	res, err = svc.Grab(ctx, Request{RequestID: "g3", Pin: "q", IP: "1.1.1.2", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
+	if err != nil || res.Result != NotFound {
+		t.Fatalf("grab of a missing promotion on a whole shard: %+v %v; want NOT_FOUND", res, err)
+	}
+	if _, err := svc.Cancel(ctx, "g1", "p", "USER_CANCELLED"); err != ErrGrabNotFound {
+		t.Fatalf("cancel of an unknown grab on a whole shard: %v; want ErrGrabNotFound", err)
+	}
+}
