@@ -6,7 +6,9 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 # Fuzz targets `make test` runs, space-separated pkg:FuzzName
 # (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
-FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./internal/httpx:FuzzDecodeBytes
+FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./internal/httpx:FuzzDecodeBytes \
+	./promo-admin/internal/admintransport:FuzzDecodeCreate ./promo-admin/internal/admintransport:FuzzDecodePatch \
+	./internal/flow:FuzzDecode
 FUZZTIME ?= 5s
 # Extra arguments for the demo, bench and drill programs: make bench ARGS="..."
 ARGS ?=

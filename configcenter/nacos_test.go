@@ -15,6 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/flashsale/platform/configcenter/nacostest"
+
+	"github.com/flashsale/platform/internal/testenv"
 )
 
 // space gives a test a namespace of its own: the SDK limits reads of one
@@ -128,7 +130,7 @@ func TestNacosStartupReadAndChangesReachEveryInstance(t *testing.T) {
 	}
 	for i, next := range []string{doc(false), doc(true, "A_1"), doc(true)} {
 		srv.Set(switchesKey, next)
-		eventually(t, time.Second, fmt.Sprintf("change %d on both instances", i), holds(next, ins...))
+		eventually(t, testenv.SwitchDeadline(), fmt.Sprintf("change %d on both instances", i), holds(next, ins...))
 	}
 	if s := ins[1].holder.Load(); !s.GrabEnabled || s.Blocked("A", 1) {
 		t.Fatalf("last snapshot %+v", s.Switches)
@@ -146,7 +148,7 @@ func TestNacosMalformedDocumentKeepsTheLastGoodOne(t *testing.T) {
 
 	for i, bad := range []string{`{"grabEnabled":`, `{"grabEnabled":"no"}`, `{"degradeRateFactor":2}`, `{"typo":true}`} {
 		srv.Set(switchesKey, bad)
-		eventually(t, time.Second, "the malformed document counted", func() bool {
+		eventually(t, testenv.SwitchDeadline(), "the malformed document counted", func() bool {
 			return in.rejected() == float64(i+1)
 		})
 		if got := in.holder.Load().MD5; got != md5Hex([]byte(good)) {
@@ -160,7 +162,7 @@ func TestNacosMalformedDocumentKeepsTheLastGoodOne(t *testing.T) {
 		t.Fatal("a deleted document replaced the good one")
 	}
 	srv.Set(switchesKey, next)
-	eventually(t, time.Second, "the next good document", holds(next, in))
+	eventually(t, testenv.SwitchDeadline(), "the next good document", holds(next, in))
 }
 
 // The SDK's reconnect has a data race of its own (rpc_client.go: the event
@@ -195,7 +197,7 @@ func restartScenario(t checker) {
 	eventually(t, startupWithin, "both clients reconnected", func() bool { return srv.Connections() == 2 })
 	v3 := doc(true, "B_2")
 	srv.Set(switchesKey, v3)
-	eventually(t, time.Second, "a change after the restart", holds(v3, a, b))
+	eventually(t, testenv.SwitchDeadline(), "a change after the restart", holds(v3, a, b))
 }
 
 // The SDK loses a push that lands while one of its batch-listen calls is in
@@ -233,7 +235,7 @@ func TestNacosLostPushIsCaughtByThePoll(t *testing.T) {
 			v3 := doc(true, "C_1")
 			srv.Set(switchesKey, v3)
 			if tc.applied {
-				eventually(t, time.Second, "the second change despite the lost push", holds(v3, in))
+				eventually(t, testenv.SwitchDeadline(), "the second change despite the lost push", holds(v3, in))
 				return
 			}
 			time.Sleep(2 * time.Second)
@@ -255,5 +257,5 @@ func TestNacosLogin(t *testing.T) {
 	eventually(t, startupWithin, "startup read with a login", holds(v1, in))
 	v2 := doc(true)
 	srv.Set(switchesKey, v2)
-	eventually(t, time.Second, "a change with a login", holds(v2, in))
+	eventually(t, testenv.SwitchDeadline(), "a change with a login", holds(v2, in))
 }

@@ -71,5 +71,8 @@ func Decode(b []byte) (Event, error) {
 			return e, fmt.Errorf("decode flow event %q: item %d: promoId and a positive num are required", e.EventID, i)
 		}
 	}
+	if err := e.validate(); err != nil {
+		return e, fmt.Errorf("decode flow event %q: %w", e.EventID, err)
+	}
 	return e, nil
 }

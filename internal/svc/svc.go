@@ -107,11 +107,11 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 func Server(addr string, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:              addr,
-		Handler:           httpx.WithRequestID(httpx.AccessLog(log, h)),
+		Handler:           httpx.WithRequestID(httpx.AccessLog(log, withDeadline(h, handlerDeadline))),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: 2 * time.Second,
 		ReadTimeout:       5 * time.Second,
-		WriteTimeout:      10 * time.Second,
+		WriteTimeout:      handlerDeadline,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 	}

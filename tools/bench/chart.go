@@ -15,7 +15,7 @@ type series struct {
 
 // panel geometry, in SVG units.
 const (
-	chartW, chartH = 1000, 400
+	chartW, chartH = 1040, 420
 	panelW, panelH = 400, 280
 	padL, padT     = 70, 50
 )

@@ -17,6 +17,8 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/configcenter/nacostest"
+
+	"github.com/flashsale/platform/internal/testenv"
 )
 
 type result struct {
@@ -249,7 +251,7 @@ func TestConfigctlSetReachesARunningInstance(t *testing.T) {
 
 			mustOK(t, ctl(t, "", args(tg, "set", "blockedPromotions", "+HOT_1")...))
 			next, _ := tg.store.Get(context.Background())
-			within(t, time.Second, "the change in force on the instance", applied(next.MD5))
+			within(t, testenv.SwitchDeadline(), "the change in force on the instance", applied(next.MD5))
 			if !holder.Load().Blocked("HOT", 1) {
 				t.Fatalf("in force: %+v", holder.Load().Switches)
 			}

@@ -2,6 +2,7 @@ package grab
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 // ReconcileStats counts one pass.
 type ReconcileStats struct {
 	Committed, Aborted, Published int
+	recordDown                    error // the record failed a back-query this pass
 }
 
 // RunReconciler runs a pass every interval until ctx ends.
@@ -113,8 +115,17 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, key, promoID string, typ int, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
 	inRecord := false
 	if s.Record != nil {
+		// A hung MySQL must not stall the pass (and with it every owed CANCEL on every
+		// shard): each back-query is bounded, and after one fails the pass asks no more.
+		if st.recordDown != nil {
+			return false, st.recordDown
+		}
+		hctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 		var err error
-		if inRecord, err = s.Record.HasGrab(ctx, rid, promoID, typ); err != nil {
+		inRecord, err = s.Record.HasGrab(hctx, rid, promoID, typ)
+		cancel()
+		if err != nil {
+			st.recordDown = fmt.Errorf("the record did not answer this pass: %w", err)
 			return false, err // cannot tell: leave it for the next pass
 		}
 	}

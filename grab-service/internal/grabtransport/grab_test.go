@@ -22,9 +22,7 @@ import (
 // granted, no pin above its limit, and Redis and the acknowledged events agree.
 func TestSaleGrantsExactlyTotal(t *testing.T) {
 	t.Parallel()
-	// A generous deadline: this test counts grants, and a loaded -race run must not
-	// turn them into (correct, but here unwanted) timeouts.
-	e := newEnv(t, func(c *grab.Config, _ *grab.Deps) { c.AnswerTimeout = 20 * time.Second })
+	e := newEnv(t)
 	id := e.promotion("sale", spec{total: 500, perPin: 2, maxPerGrab: 1})
 	const pins, attempts, workers = 2000, 3, 200
 	var granted, other atomic.Int64

@@ -227,7 +227,7 @@ func TestSwitchGrabEnabledFlipMidLoad(t *testing.T) {
 	off.GrabEnabled = false
 	oc.publish(off)
 	probes, probeGrants := 0, 0
-	within(t, time.Second, "grabs answer 503 DEGRADED", func() bool {
+	within(t, testenv.SwitchDeadline(), "grabs answer 503 DEGRADED", func() bool {
 		probes++
 		a := e.probe(fmt.Sprintf("off-%d", probes), id)
 		if a.res.Result == grab.Granted {
@@ -263,7 +263,7 @@ func TestSwitchGrabEnabledFlipMidLoad(t *testing.T) {
 
 	oc.publish(normal())
 	on := 0
-	within(t, time.Second, "grabs granted again", func() bool {
+	within(t, testenv.SwitchDeadline(), "grabs granted again", func() bool {
 		on++
 		return e.probe(fmt.Sprintf("on-%d", on), id).res.Result == grab.Granted
 	})
@@ -284,7 +284,7 @@ func TestSwitchBlockPromotionMidLoad(t *testing.T) {
 	blocked.BlockedPromotions = []string{a + "_1"}
 	oc.publish(blocked)
 	probes, probeGrants := 0, 0
-	within(t, time.Second, "the blocked promotion answers 409 STOPPED", func() bool {
+	within(t, testenv.SwitchDeadline(), "the blocked promotion answers 409 STOPPED", func() bool {
 		probes++
 		r := e.probe(fmt.Sprintf("blk-%d", probes), a)
 		if r.res.Result == grab.Granted {
@@ -315,7 +315,7 @@ func TestSwitchBlockPromotionMidLoad(t *testing.T) {
 
 	oc.publish(normal())
 	on := 0
-	within(t, time.Second, "the unblocked promotion sells again", func() bool {
+	within(t, testenv.SwitchDeadline(), "the unblocked promotion sells again", func() bool {
 		on++
 		return e.probe(fmt.Sprintf("unblk-%d", on), a).res.Result == grab.Granted
 	})
@@ -353,7 +353,7 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 	limits.MethodLimits.Grab = 5
 	oc.publish(limits)
 	round := 0
-	within(t, time.Second, "the grab limit applied", func() bool {
+	within(t, testenv.SwitchDeadline(), "the grab limit applied", func() bool {
 		round++
 		_, limited, _ := burst(fmt.Sprintf("lim%d", round), 5)
 		return limited > 0
@@ -367,7 +367,7 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 	limits.MethodLimits = configcenter.MethodLimits{Grab: 0, Cancel: 2}
 	oc.publish(limits)
 	round = 0
-	within(t, time.Second, "the grab limit lifted", func() bool {
+	within(t, testenv.SwitchDeadline(), "the grab limit lifted", func() bool {
 		round++
 		_, limited, _ := burst(fmt.Sprintf("free%d", round), 10)
 		return limited == 0
@@ -415,7 +415,7 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 	degraded.KafkaDegrade, degraded.DegradeRateFactor = true, 0.5
 	oc.publish(degraded)
 	probes := 0
-	within(t, time.Second, "grants committed straight to MySQL", func() bool {
+	within(t, testenv.SwitchDeadline(), "grants committed straight to MySQL", func() bool {
 		probes++
 		rid := fmt.Sprintf("dg-%d", probes)
 		if e.probe(rid, id).res.Result != grab.Granted {
@@ -478,7 +478,7 @@ func TestSwitchDegradeRateFactor(t *testing.T) {
 	degraded := normal()
 	degraded.KafkaDegrade, degraded.DegradeRateFactor = true, 0.5
 	md5 := oc.publish(degraded)
-	within(t, time.Second, "degrade applied", func() bool { return e.switches.Load().MD5 == md5 })
+	within(t, testenv.SwitchDeadline(), "degrade applied", func() bool { return e.switches.Load().MD5 == md5 })
 	answers := map[grab.Outcome]int{}
 	for i := range 8 {
 		answers[e.probe(fmt.Sprintf("f-%d", i), id).res.Result]++
@@ -494,7 +494,7 @@ func TestSwitchDegradeRateFactor(t *testing.T) {
 	}
 	oc.publish(normal())
 	n := 0
-	within(t, time.Second, "the full rate limit back", func() bool {
+	within(t, testenv.SwitchDeadline(), "the full rate limit back", func() bool {
 		n++
 		return e.probe(fmt.Sprintf("f-back-%d", n), id).res.Result == grab.Granted
 	})

@@ -1,0 +1,57 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// Bounds of what the record can hold (internal/store migrations: grab_flow's column
+// sizes, DATETIME's range) and of what a promotion can be (promo's id rules).
+const (
+	maxEventID = 64
+	maxIP      = 64
+	shards     = 16
+)
+
+var (
+	minOccurred = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxOccurred = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+)
+
+// validate checks what Decode's presence checks leave open: every id as the grab
+// path validates it before it becomes a Redis key or a ledger field, and every value
+// within what the flow log stores. An event failing it goes to the dead-letter topic
+// instead of into the record, where a rebuild would carry it into Redis. Found by
+// FuzzDecode (type 0, an empty pin, a negative shard and year 0 were accepted).
+func (e Event) validate() error {
+	switch {
+	case len(e.EventID) > maxEventID:
+		return fmt.Errorf("eventId longer than %d bytes", maxEventID)
+	case !promo.ValidRequestID(e.RequestID):
+		return errors.New("requestId must match ^[A-Za-z0-9._:-]{1,128}$")
+	case !promo.ValidPin(e.Pin):
+		return errors.New("pin must be 1 to 128 printable characters")
+	case e.IP == "" || len(e.IP) > maxIP:
+		return fmt.Errorf("ip must be 1 to %d bytes", maxIP)
+	}
+	at, _ := time.Parse(time.RFC3339, e.OccurredAt)
+	if at.Before(minOccurred) || at.After(maxOccurred) {
+		return fmt.Errorf("occurredAt %s out of range", e.OccurredAt)
+	}
+	for i, it := range e.Items {
+		switch {
+		case !promo.ValidPromoID(it.PromoID):
+			return fmt.Errorf("item %d: promoId must match ^[A-Za-z0-9-]{1,64}$", i)
+		case !promo.ValidType(it.Type):
+			return fmt.Errorf("item %d: type must be %d..%d", i, promo.MinType, promo.MaxType)
+		case it.Num < 1 || it.Num > promo.MaxTotal:
+			return fmt.Errorf("item %d: num must be 1..%d", i, promo.MaxTotal)
+		case it.Shard < 0 || it.Shard >= shards:
+			return fmt.Errorf("item %d: shard must be 0..%d", i, shards-1)
+		}
+	}
+	return nil
+}
