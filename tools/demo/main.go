@@ -74,6 +74,12 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 		return err
 	}
 
+	// On-call pauses the sale and resumes it, on the phone promotion.
+	section("switches: on-call turns grabs off and on again")
+	if err := showSwitchFlip(ctx, st, client, checkoutToken, specs[1].PromoID); err != nil {
+		return err
+	}
+
 	// The flash sale.
 	section(fmt.Sprintf("flash sale: %d buyers, %d units, %d at once", buyers, total, concurrency))
 	grab := func(i int) loadgen.Call {
