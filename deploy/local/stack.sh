@@ -174,11 +174,17 @@ launch() {
 	local name="$1"
 	shift
 	printf '=== %s start: %s\n' "$(date -u +%FT%TZ)" "$*" >>"$LOGS/$name.log"
-	# Without job control the child is not a process-group leader, so setsid and nohup
-	# both exec in place and $! is the program's own pid.
-	setsid nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
-	echo $! >"$PIDS/$name"
-	[[ "$name" == redis-* ]] || log "$name started (pid $!), log $LOGS/$name.log"
+	rm -f "$PIDS/$name"
+	# setsid forks when its caller leads a process group (a shell with job control
+	# does that to every background job), so $! need not be the program's pid. The
+	# program's own shell records its pid just before it execs the program instead.
+	setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PIDS/$name" "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -s "$PIDS/$name" ]] && break
+		sleep 0.05
+	done
+	[[ "$name" == redis-* ]] || log "$name started (pid $(<"$PIDS/$name")), log $LOGS/$name.log"
 }
 
 # stop_all NAME...: SIGTERM, up to STOP_GRACE_SECS, then SIGKILL.

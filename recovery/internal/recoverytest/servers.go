@@ -1,7 +1,6 @@
 package recoverytest
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -32,52 +31,10 @@ func FreePort(t testing.TB) int {
 
 // Redis is a redis-server of the test's own, without persistence (a killed one
 // comes back empty, as a lost master would), so the test may kill it freely.
-type Redis struct {
-	t    testing.TB
-	Addr string
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
+type Redis = testenv.RedisServer
 
 // StartRedis starts one; it is killed when the test ends.
-func StartRedis(t testing.TB) *Redis {
-	t.Helper()
-	r := &Redis{t: t, port: FreePort(t), dir: t.TempDir()}
-	r.Addr = "127.0.0.1:" + strconv.Itoa(r.port)
-	r.Start()
-	t.Cleanup(r.Kill)
-	return r
-}
-
-// Start (re)starts the server on its port and waits for PING.
-func (r *Redis) Start() {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(r.port),
-		"--dir", r.dir, "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("start redis-server: %v (is redis-server installed?)", err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("redis-server on %s did not answer within 10s", r.Addr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Kill SIGKILLs the server, as a crashed master, and waits until it is gone.
-func (r *Redis) Kill() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	_ = r.cmd.Wait()
-	r.cmd = nil
-}
+func StartRedis(t testing.TB) *Redis { return testenv.StartRedis(t, testenv.Volatile) }
 
 // Shards returns one client per logical shard: the local stack's servers, with the
 // shards in own served by the test's servers instead. Closed when the test ends.
