@@ -91,6 +91,9 @@ done
 step "resume the stack's grab-service"
 STACK_BUILT=1 deploy/local/stack.sh up >/dev/null || fail $? "stack up after the go tests"
 
+step "fault drills, short suite (bin/drill --short)"
+bin/drill --stack "$ROOT/.run/stack.json" --short || fail $? "fault drills"
+
 step "stack restart test"
 FLASHSALE_STACK_TEST=1 go test -count=1 -v -timeout 15m ./deploy/local/stacktest/ || fail $? "stack restart test"
 

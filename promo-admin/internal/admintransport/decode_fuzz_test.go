@@ -15,7 +15,6 @@ import (
 // request or a 4xx contract Error with a message, and never panic.
 
 func checkRefusal(t *testing.T, body []byte, err error) {
-	t.Helper()
 	var e *httpx.Error
 	if !errors.As(err, &e) || e.Status < 400 || e.Status > 499 || e.Code == "" || e.Message == "" {
 		t.Fatalf("body %q: refusal %#v is not a 4xx contract Error with a message", body, err)

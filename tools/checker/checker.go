@@ -1,0 +1,181 @@
+// Package checker checks CONTRACT.md's invariants across the whole stack at once, the
+// way Jepsen's bank test checks that money is conserved: it reads what clients were
+// told (the final answer of every request), every promotion's Redis hash, counters and
+// request ledger, the MySQL flow log and the Kafka topic, and reconciles them request by
+// request. tools/invariants checks one promotion for the demo; this is its stack-wide
+// form for the fault drills.
+//
+// A request's fate has four witnesses, and they must agree:
+//
+//	told    the client's final answers: GRANTED and not returned since = held
+//	ledger  the Redis request ledger: G = held; R, X or no entry = not held;
+//	        P, A, C = still open (must not remain once the stack has settled)
+//	record  the MySQL flow log: a GRAB row and no CANCEL row = held
+//	broker  the Kafka topic: every event the broker holds must be in the record
+//
+// and the Redis counters (remaining, per pin, per ip) must be the sums of the ledger.
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// Promotion is one promotion under check, as it was created.
+type Promotion struct {
+	PromoID       string
+	Type          int
+	Total         int64
+	PerPin, PerIP int64
+}
+
+// Key is the promotion's Redis hash key.
+func (p Promotion) Key() string { return promo.Key(p.PromoID, p.Type) }
+
+// Item is one promotion of a request.
+type Item struct {
+	PromoID string
+	Type    int
+	Num     int64
+}
+
+// Key is the item's promotion hash key.
+func (it Item) Key() string { return promo.Key(it.PromoID, it.Type) }
+
+// Final answers a client can hold besides the contract's results.
+const (
+	// Unknown: no definite answer arrived (transport errors, 5xx, a take still being
+	// committed) before the client gave up retrying.
+	Unknown = "UNKNOWN"
+)
+
+// Request is what one client learned about one requestId: the final answers only
+// (retries with the same requestId and body until a definite answer arrives).
+type Request struct {
+	RequestID string
+	Pin, IP   string
+	Items     []Item
+	// Grab is the final grab answer: a result of the contract (GRANTED, SOLD_OUT, ...)
+	// or Unknown.
+	Grab string
+	// Cancel is the final cancel answer, "" when the client never cancelled:
+	// RETURNED, ALREADY_RETURNED, NOT_FOUND, another code, or Unknown.
+	Cancel string
+	// Sent and Done bound the request's whole life at the client (grab and cancel,
+	// every attempt): a flow event of it can only have been produced in between.
+	Sent, Done time.Time
+}
+
+// Held reports whether the client holds the grant: granted and not returned since.
+// known is false while either answer is Unknown.
+func (r Request) Held() (held, known bool) {
+	if r.Grab == Unknown || r.Cancel == Unknown {
+		return false, false
+	}
+	if r.Grab != "GRANTED" {
+		return false, true
+	}
+	return r.Cancel != "RETURNED" && r.Cancel != "ALREADY_RETURNED", true
+}
+
+// Outage is a period in which the Kafka broker lost what it held: the local stack's
+// broker keeps its log in memory only, so a restart drops every event it had not yet
+// handed to the flow sink. Down is when it was stopped, Up when it answered again.
+type Outage struct {
+	Down, Up time.Time
+}
+
+// Exposure is how long before an outage a request's events may still have been in
+// the broker only (the flow sink stores within milliseconds; a sink this far behind
+// is itself a finding).
+const Exposure = 10 * time.Second
+
+// exposed reports whether a request lived while a broker restart could drop its events.
+func exposed(r *Request, outages []Outage) bool {
+	if r == nil {
+		return false
+	}
+	for _, o := range outages {
+		if !r.Sent.After(o.Up) && !r.Done.Before(o.Down.Add(-Exposure)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Report is the checker's verdict. Every count but Excused must be 0.
+type Report struct {
+	Promotions, Requests int
+	// Oversold: units granted beyond a promotion's total, by any witness, plus units
+	// Redis offers for sale beyond what its ledger leaves (a later oversell).
+	Oversold int64
+	// LimitBreached: (promotion, pin) and (promotion, ip) pairs holding more than the
+	// limit, by any witness.
+	LimitBreached int
+	// Leaked: units taken from stock that no client holds: held in Redis but told
+	// otherwise, counters above the ledger, takes still open after settling.
+	Leaked int64
+	// Lost: units a client holds (told GRANTED, not returned) that Redis does not.
+	Lost int64
+	// Drift: units on which the MySQL record and Redis disagree (invariant 4), plus
+	// events the broker holds that the record lacks.
+	Drift int64
+	// Unresolved: requests whose client never got a definite answer.
+	Unresolved int
+	// Excused: requests on which record and Redis disagree only because the broker
+	// dropped their flow events on restart (see Outage); reported, not failed.
+	Excused int
+	// ExcusedIDs names the first excused requests, for the log.
+	ExcusedIDs []string
+	// Findings describe the first failures, for the log.
+	Findings []string
+	// Overflow counts findings not kept.
+	Overflow int
+}
+
+// Failed reports whether any invariant failed.
+func (r *Report) Failed() bool {
+	return r.Oversold != 0 || r.LimitBreached != 0 || r.Leaked != 0 || r.Lost != 0 || r.Drift != 0 || r.Unresolved != 0
+}
+
+const maxFindings = 40
+
+func (r *Report) find(format string, args ...any) {
+	if len(r.Findings) >= maxFindings {
+		r.Overflow++
+		return
+	}
+	r.Findings = append(r.Findings, fmt.Sprintf(format, args...))
+}
+
+// Summary is one line for a log.
+func (r *Report) Summary() string {
+	verdict := "PASS"
+	if r.Failed() {
+		verdict = "FAIL"
+	}
+	return fmt.Sprintf("%s: %d promotions, %d requests; oversold %d, leaked %d, lost %d, limit-breached %d, record drift %d, unresolved %d (excused %d: flow events the in-memory broker dropped on restart)",
+		verdict, r.Promotions, r.Requests, r.Oversold, r.Leaked, r.Lost, r.LimitBreached, r.Drift, r.Unresolved, r.Excused)
+}
+
+// String lists the summary and the findings.
+func (r *Report) String() string {
+	var b strings.Builder
+	b.WriteString(r.Summary())
+	b.WriteByte('\n')
+	fs := append([]string(nil), r.Findings...)
+	sort.Strings(fs)
+	for _, f := range fs {
+		b.WriteString("  - ")
+		b.WriteString(f)
+		b.WriteByte('\n')
+	}
+	if r.Overflow > 0 {
+		fmt.Fprintf(&b, "  ... and %d more\n", r.Overflow)
+	}
+	return b.String()
+}

@@ -1,0 +1,850 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/tools/checker"
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// drill is one fault drill. run injects its faults while the load runs and reports
+// what it did and any drill-specific failure (checks) in out.
+type drill struct {
+	name, title string
+	short       bool // part of the --short suite
+	run         func(ctx context.Context, d *drillEnv, rd *round, out *outcome)
+}
+
+// outcome is what a drill reports besides the load and the checker.
+type outcome struct {
+	mu       sync.Mutex
+	faults   int
+	bad      int
+	checks   []string // drill-specific failures
+	notes    []string // facts worth printing that are not failures
+	canaries []checker.Promotion
+}
+
+func (o *outcome) fail(format string, args ...any) {
+	o.mu.Lock()
+	o.checks = append(o.checks, fmt.Sprintf(format, args...))
+	o.mu.Unlock()
+}
+
+func (o *outcome) note(format string, args ...any) {
+	o.mu.Lock()
+	o.notes = append(o.notes, fmt.Sprintf(format, args...))
+	o.mu.Unlock()
+}
+
+func allDrills() []drill {
+	return []drill{
+		{"hostile", "hostile-input storm", true, hostileDrill},
+		{"kafka", "Kafka broker killed mid-sale, back after a pause", true, kafkaDrill},
+		{"crash", "grab-service (now and then the flow sink too) SIGKILLed mid-load, restarted", true, crashDrill},
+		{"redis", "a Redis shard SIGKILLed, back empty, rebuilt under load", true, redisDrill},
+		{"mysql", "MariaDB stopped while the flow sink runs", false, mysqlDrill},
+		{"config", "switches flipped mid-load", true, configDrill},
+		{"failover", "two grab-services behind a proxy, one killed", false, failoverDrill},
+	}
+}
+
+func drillNames() []string {
+	var out []string
+	for _, d := range allDrills() {
+		out = append(out, d.name)
+	}
+	return out
+}
+
+func selectDrills(o options) ([]drill, error) {
+	all := allDrills()
+	if o.only == "" {
+		var out []drill
+		for _, d := range all {
+			if d.short || !o.short {
+				out = append(out, d)
+			}
+		}
+		return out, nil
+	}
+	var out []drill
+	for _, name := range strings.Split(o.only, ",") {
+		found := false
+		for _, d := range all {
+			if d.name == strings.TrimSpace(name) {
+				out = append(out, d)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no drill %q (have %s)", name, strings.Join(drillNames(), ", "))
+		}
+	}
+	return out, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// runDrill sells a fresh round under load, runs the drill, stops the load, lets the
+// stack settle and checks every promotion and request so far.
+func (d *drillEnv) runDrill(ctx context.Context, dr drill) row {
+	start := time.Now()
+	r := row{name: dr.name, title: dr.title, st: newStats()}
+	d.logf("== %s: %s", dr.name, dr.title)
+	rd, err := newRound(ctx, d.ctl.st.Admin, d.admin, d.run, dr.name, 40)
+	if err != nil {
+		r.checks = append(r.checks, "round not created: "+err.Error())
+		r.elapsed = time.Since(start)
+		return r
+	}
+	d.rounds = append(d.rounds, rd)
+	var out outcome
+	lr := d.load.start(rd)
+	sleep(ctx, d.o.hold)
+	dr.run(ctx, d, rd, &out)
+	sleep(ctx, d.o.hold)
+	r.st = lr.stop()
+	if len(out.canaries) > 0 {
+		d.rounds = append(d.rounds, &round{name: dr.name + "-canary", sales: salesOf(out.canaries)})
+	}
+	r.faults, r.bad, r.checks, r.notes = out.faults, out.bad, out.checks, out.notes
+	r.checks = append(r.checks, wrongAnswers(d.load.requests(), start)...)
+
+	promos := d.promotions()
+	if err := d.src.Settle(ctx, promos, d.o.settle); err != nil {
+		r.notes = append(r.notes, "did not settle within "+d.o.settle.String()+": "+err.Error())
+	}
+	snap, err := d.src.Read(ctx, promos)
+	if err != nil {
+		r.checks = append(r.checks, "checker could not read the stack: "+err.Error())
+	} else {
+		r.rep = checker.Verify(promos, d.load.requests(), d.outages, snap)
+		r.checked = true
+		d.logf("%s: %s", dr.name, r.rep.String())
+		for _, x := range r.rep.ExcusedIDs {
+			d.logf("%s: excused (flow events dropped by the broker restart): %s", dr.name, x)
+		}
+		if n := r.rep.Excused - d.excused; n > 0 {
+			r.notes = append(r.notes, fmt.Sprintf("%d requests' flow events were dropped by the in-memory broker's restart and are excused from invariant 4 (see README, Fault drills)", n))
+		}
+		d.excused = r.rep.Excused
+	}
+	r.findings = append(append([]string(nil), r.checks...), r.rep.Findings...)
+	r.elapsed = time.Since(start)
+	for _, n := range r.notes {
+		d.logf("%s note: %s", dr.name, n)
+	}
+	for _, c := range r.checks {
+		d.logf("%s FAILED check: %s", dr.name, c)
+	}
+	return r
+}
+
+func salesOf(ps []checker.Promotion) []sale {
+	out := make([]sale, len(ps))
+	for i, p := range ps {
+		out[i] = sale{Promotion: p}
+	}
+	return out
+}
+
+// ---- 1. Kafka ---------------------------------------------------------------------
+
+func kafkaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
+	addr := d.ctl.st.Kafka[0]
+	atRisk := func() {
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if lag, err := checker.SinkLag(lctx, d.ctl.st.Kafka); err == nil {
+			out.note("at the kill the flow sink had not committed %d events (those not yet stored either are lost with an in-memory broker)", lag)
+		}
+	}
+	// First a hung broker (SIGSTOP): connections open, nothing answered. Every
+	// write must time out and roll back, and what the broker does with the requests
+	// it finds in its sockets when it resumes must not break the record.
+	if d.o.hang > 0 {
+		d.hang(ctx, "kafka", d.o.hang, out)
+		sleep(ctx, d.o.hold)
+	}
+	atRisk()
+	pid, err := d.ctl.kill("kafka", syscall.SIGKILL)
+	if err != nil {
+		out.fail("kill the broker: %v", err)
+		return
+	}
+	down := time.Now()
+	if !waitGone(pid, 10*time.Second) || !waitClosed(addr, 5*time.Second) {
+		out.fail("the broker (pid %d) still answers on %s after SIGKILL", pid, addr)
+	}
+	out.faults++
+	d.logf("kafka: broker pid %d killed; down for %s", pid, d.o.kafkaDown)
+	sleep(ctx, d.o.kafkaDown)
+	if err := d.ctl.up(ctx); err != nil {
+		out.fail("restart the broker: %v", err)
+	}
+	up := time.Now()
+	caught := d.watchCatchUp(ctx, up)
+	d.outages = append(d.outages, checker.Outage{Down: down, Up: up})
+	d.logf("kafka: broker back (pid %d) after %s", d.ctl.st.Pids["kafka"], up.Sub(down).Round(time.Millisecond))
+	// The load itself shows whether selling resumed: it must, within a few seconds.
+	if !d.waitGranted(ctx, rd, 15*time.Second) {
+		out.fail("no grab granted within 15 s of the broker's return")
+	}
+	if !d.o.degradePhase {
+		sinkCaughtUp(caught, out)
+		return
+	}
+
+	// Then what on-call does about a long outage: degrade to MySQL while Kafka is
+	// down, and back once it returns. Selling must go on throughout. The broker is
+	// killed again only once the sink has caught up with it: what an in-memory broker
+	// loses on restart is what the sink had not stored, and the drill is after the
+	// platform's faults, not the stand-in's.
+	sleep(ctx, d.o.hold)
+	sinkCaughtUp(caught, out)
+	path := d.ctl.st.SwitchesFile
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		out.fail("read the switches file: %v", err)
+		return
+	}
+	snap, err := configcenter.Parse(orig)
+	if err != nil {
+		out.fail("the switches file in force does not parse: %v", err)
+		return
+	}
+	atRisk()
+	pid, err = d.ctl.kill("kafka", syscall.SIGKILL)
+	if err != nil {
+		out.fail("kill the broker: %v", err)
+		return
+	}
+	down = time.Now()
+	waitGone(pid, 10*time.Second)
+	out.faults++
+	degraded := snap.Switches
+	degraded.KafkaDegrade = true
+	if err := writeSwitches(path, encodeSwitches(degraded)); err != nil {
+		out.fail("switch kafkaDegrade on: %v", err)
+	}
+	out.faults++
+	d.logf("kafka: broker pid %d killed again, kafkaDegrade on", pid)
+	if !d.waitGranted(ctx, rd, 5*time.Second) {
+		out.fail("degraded to MySQL with Kafka down, no grab granted within 5 s")
+	}
+	sleep(ctx, d.o.kafkaDown)
+	if err := d.ctl.up(ctx); err != nil {
+		out.fail("restart the broker: %v", err)
+	}
+	up = time.Now()
+	d.outages = append(d.outages, checker.Outage{Down: down, Up: up})
+	sleep(ctx, d.o.hold/2)
+	if err := writeSwitches(path, orig); err != nil {
+		out.fail("switch kafkaDegrade off: %v", err)
+	}
+	d.logf("kafka: broker back (pid %d), kafkaDegrade off", d.ctl.st.Pids["kafka"])
+	if !d.waitGranted(ctx, rd, 15*time.Second) {
+		out.fail("no grab granted within 15 s of the switch back to Kafka")
+	}
+}
+
+// waitGranted probes until a grab is GRANTED (selling works again).
+func (d *drillEnv) waitGranted(ctx context.Context, rd *round, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		big := rd.other[rand.IntN(len(rd.other))]
+		if r := d.load.probe(rd, big); r.result == "GRANTED" {
+			return true
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	return false
+}
+
+// ---- 2. grab-service crashes -------------------------------------------------------
+
+func crashDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
+	path := d.ctl.st.SwitchesFile
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		out.fail("read the switches file: %v", err)
+		return
+	}
+	snap, err := configcenter.Parse(orig)
+	if err != nil {
+		out.fail("the switches file in force does not parse: %v", err)
+		return
+	}
+	degraded := snap.Switches
+	degraded.KafkaDegrade = true
+	defer func() {
+		if err := writeSwitches(path, orig); err != nil {
+			out.fail("restore the switches file: %v", err)
+		}
+	}()
+	for i := 0; i < d.o.crashes && ctx.Err() == nil; i++ {
+		// Every third crash happens while flows go straight to MySQL (kafkaDegrade),
+		// whose crash window differs: the GRAB is in the record before the commit.
+		degrade := i%3 == 1
+		if degrade {
+			if err := writeSwitches(path, encodeSwitches(degraded)); err != nil {
+				out.fail("crash %d: switch kafkaDegrade on: %v", i+1, err)
+			}
+		}
+		sleep(ctx, time.Duration(500+rand.IntN(1000))*time.Millisecond)
+		victims := []string{"grab-service"}
+		if i%4 == 2 { // and now and then the flow sink dies with it, mid-batch
+			victims = append(victims, "flow-sink")
+		}
+		for _, name := range victims {
+			pid, err := d.ctl.kill(name, syscall.SIGKILL)
+			if err != nil {
+				out.fail("crash %d: %v", i+1, err)
+				return
+			}
+			if !waitGone(pid, 5*time.Second) {
+				out.fail("crash %d: %s pid %d survived SIGKILL", i+1, name, pid)
+			}
+			out.faults++
+		}
+		t := time.Now()
+		if err := d.ctl.up(ctx); err != nil {
+			out.fail("crash %d: restart: %v", i+1, err)
+			return
+		}
+		d.logf("crash %d: %v killed (kafkaDegrade %v), back after %s", i+1, victims, degrade, time.Since(t).Round(time.Millisecond))
+		if degrade {
+			sleep(ctx, time.Second)
+			if err := writeSwitches(path, orig); err != nil {
+				out.fail("crash %d: switch kafkaDegrade off: %v", i+1, err)
+			}
+		}
+	}
+}
+
+// ---- 3. Redis shard lost and rebuilt -----------------------------------------------
+
+func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
+	shard := d.o.redisShard
+	name := fmt.Sprintf("redis-%d", shard)
+	if d.o.hang > 0 {
+		d.hang(ctx, name, d.o.hang, out)
+		sleep(ctx, d.o.hold)
+	}
+	pid, err := d.ctl.kill(name, syscall.SIGKILL)
+	if err != nil {
+		out.fail("kill %s: %v", name, err)
+		return
+	}
+	if !waitGone(pid, 5*time.Second) {
+		out.fail("%s pid %d survived SIGKILL", name, pid)
+	}
+	out.faults++
+	sleep(ctx, time.Second)
+	// Restarted empty, as a lost master would be (markers included); the rebuild is
+	// left to this drill rather than to stack.sh up, so the load meets the lost shard.
+	if err := d.ctl.up(ctx, "FLASHSALE_NO_REBUILD=1"); err != nil {
+		out.fail("restart %s: %v", name, err)
+		return
+	}
+	if n, err := d.shards[shard].Exists(ctx, "flashsale:built:"+fmt.Sprint(shard)).Result(); err != nil || n != 0 {
+		out.fail("%s came back with its built marker (err %v): it did not lose its data", name, err)
+	}
+	sleep(ctx, time.Second)
+	if fenced, err := fencedShards(d.ctl.st.Grab); err != nil || !contains(fenced, shard) {
+		out.fail("grab-service does not fence the lost shard %d (fenced %v, err %v)", shard, fenced, err)
+	}
+	sleep(ctx, d.o.hold/2)
+	t := time.Now()
+	cmd := exec.CommandContext(ctx, filepath.Join(d.o.root, "bin", "recovery"), "rebuild", "--shard", fmt.Sprint(shard), "--stack", d.o.stackFile, "--quiet")
+	cmd.Dir = d.o.root
+	outb, err := cmd.CombinedOutput()
+	d.logf("rebuild of shard %d (%s):\n%s", shard, time.Since(t).Round(time.Millisecond), outb)
+	if err != nil {
+		out.fail("bin/recovery rebuild --shard %d: %v: %s", shard, err, lastLine(outb))
+		return
+	}
+	out.note("shard %d rebuilt by bin/recovery in %s while the load ran", shard, time.Since(t).Round(100*time.Millisecond))
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// ---- 4. MariaDB stopped ------------------------------------------------------------
+
+func mysqlDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
+	d.logf("mysql: stopping with %q", d.o.mysqlStop)
+	if b, err := exec.CommandContext(ctx, "sh", "-c", d.o.mysqlStop).CombinedOutput(); err != nil {
+		out.fail("stop MariaDB (%s): %v: %s", d.o.mysqlStop, err, b)
+		return
+	}
+	down := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := d.db.Ping(pctx)
+	cancel()
+	if err == nil {
+		out.fail("MariaDB still answers after %q", d.o.mysqlStop)
+	} else {
+		out.faults++
+	}
+	sleep(ctx, d.o.mysqlDown)
+	d.logf("mysql: starting with %q", d.o.mysqlStart)
+	if b, err := exec.CommandContext(context.WithoutCancel(ctx), "sh", "-c", d.o.mysqlStart).CombinedOutput(); err != nil {
+		out.fail("start MariaDB (%s): %v: %s", d.o.mysqlStart, err, b)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := d.db.Ping(pctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			out.fail("MariaDB not back 90 s after %q: %v", d.o.mysqlStart, err)
+			return
+		}
+		sleep(ctx, 250*time.Millisecond)
+	}
+	up := time.Now()
+	granted := 0
+	for _, r := range d.load.requests() {
+		if r.Sent.After(down) && r.Done.Before(up) && r.Grab == "GRANTED" {
+			granted++
+		}
+	}
+	out.note("MariaDB down %s; %d grabs granted meanwhile (the grab path does not need it)", up.Sub(down).Round(100*time.Millisecond), granted)
+	if granted == 0 {
+		out.fail("no grab was granted while MariaDB was down: the grab path must not depend on it")
+	}
+}
+
+// ---- 5. switches -------------------------------------------------------------------
+
+// applyWithin is the contract's bound on a switch change reaching an instance, plus
+// the probe's own round trip.
+const applyWithin = 1200 * time.Millisecond
+
+func configDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
+	path := d.ctl.st.SwitchesFile
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		out.fail("read the switches file: %v", err)
+		return
+	}
+	defer func() {
+		if err := writeSwitches(path, orig); err != nil {
+			out.fail("restore the switches file: %v", err)
+		}
+	}()
+	snap, err := configcenter.Parse(orig)
+	if err != nil {
+		out.fail("the switches file in force does not parse: %v", err)
+		return
+	}
+	base := snap.Switches
+	write := func(what string, s configcenter.Switches) time.Time {
+		if err := writeSwitches(path, encodeSwitches(s)); err != nil {
+			out.fail("%s: write the switches file: %v", what, err)
+		}
+		out.faults++
+		d.logf("config: %s", what)
+		return time.Now()
+	}
+	target := rd.other[0]
+	// wait probes target until match(reply) and checks the switch applied in time.
+	wait := func(what string, since time.Time, match func(reply) bool) time.Time {
+		for time.Since(since) < 5*time.Second && ctx.Err() == nil {
+			if r := d.load.probe(rd, target); match(r) {
+				if took := time.Since(since); took > applyWithin {
+					out.fail("%s: took %s to apply (contract: within 1 s)", what, took.Round(time.Millisecond))
+				} else {
+					out.note("%s applied in %s", what, took.Round(time.Millisecond))
+				}
+				return time.Now()
+			}
+			sleep(ctx, 20*time.Millisecond)
+		}
+		out.fail("%s: not applied within 5 s", what)
+		return time.Now()
+	}
+
+	// Degrade on and off.
+	s := base
+	s.KafkaDegrade, s.DegradeRateFactor = true, 0.5
+	write("kafkaDegrade on, rate factor 0.5", s)
+	sleep(ctx, 2*time.Second)
+	write("kafkaDegrade off", base)
+	sleep(ctx, time.Second)
+
+	// A promotion blocked, then unblocked.
+	s = base
+	s.BlockedPromotions = append(append([]string(nil), base.BlockedPromotions...), fmt.Sprintf("%s_%d", target.PromoID, target.Type))
+	t := write("block "+target.Key(), s)
+	applied := wait("block", t, func(r reply) bool { return r.result == "STOPPED" })
+	sleep(ctx, 2*time.Second)
+	unblocking := write("unblock "+target.Key(), base)
+	wait("unblock", unblocking, func(r reply) bool { return r.result != "STOPPED" && r.status != 0 })
+	for _, r := range d.load.requests() {
+		if r.Grab != "GRANTED" || !r.Sent.After(applied) || !r.Done.Before(unblocking) {
+			continue
+		}
+		for _, it := range r.Items {
+			if it.Key() == target.Key() {
+				out.fail("%s granted %s while it was blocked", r.RequestID, target.Key())
+			}
+		}
+	}
+
+	// Method limits changed, and back.
+	s = base
+	s.MethodLimits = configcenter.MethodLimits{Grab: 20, Cancel: 5}
+	t = write("methodLimits grab 20/s, cancel 5/s", s)
+	wait("method limits", t, func(r reply) bool {
+		return r.status == http.StatusTooManyRequests && strings.Contains(r.message, "method rate limit")
+	})
+	sleep(ctx, 2*time.Second)
+	t = write("methodLimits off", base)
+	wait("method limits off", t, func(r reply) bool { return r.status != http.StatusTooManyRequests && r.status != 0 })
+
+	// Grabs switched off, and on.
+	s = base
+	s.GrabEnabled = false
+	t = write("grabEnabled off", s)
+	wait("grabs off", t, func(r reply) bool { return r.result == "DEGRADED" })
+	sleep(ctx, time.Second)
+	t = write("grabEnabled on", base)
+	wait("grabs on", t, func(r reply) bool { return r.result != "DEGRADED" && r.status != 0 })
+
+	// A malformed document is rejected whole; the last good one stays.
+	for i, bad := range []string{`{"grabEnabled": false, "bogus": 1}`, `{"grabEnabled": false`, `{"grabEnabled": false, "degradeRateFactor": 7}`} {
+		if err := writeSwitches(path, []byte(bad)); err != nil {
+			out.fail("write a malformed document: %v", err)
+		}
+		out.faults++
+		sleep(ctx, 700*time.Millisecond)
+		for k := 0; k < 5; k++ {
+			if r := d.load.probe(rd, target); r.result == "DEGRADED" {
+				out.fail("malformed document #%d was applied: grabs answer DEGRADED", i)
+				break
+			}
+		}
+	}
+	if err := writeSwitches(path, orig); err != nil {
+		out.fail("restore the switches file: %v", err)
+	}
+	sleep(ctx, 500*time.Millisecond)
+}
+
+// ---- 6. two instances, one killed --------------------------------------------------
+
+func failoverDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
+	in, err := d.ctl.startGrabInstance()
+	if err != nil {
+		out.fail("start a second grab-service: %v", err)
+		return
+	}
+	d.extra = in
+	stackGrab := d.ctl.st.Grab
+	d.proxy.setBackends(stackGrab, in.base)
+	f0, e0 := d.proxy.failovers.Load(), d.proxy.failed.Load()
+	sleep(ctx, d.o.hold)
+	pid, err := d.ctl.kill("grab-service", syscall.SIGKILL)
+	if err != nil {
+		out.fail("kill the stack's grab-service: %v", err)
+	} else {
+		waitGone(pid, 5*time.Second)
+		out.faults++
+	}
+	sleep(ctx, d.o.hold)
+	if err := d.ctl.up(ctx); err != nil {
+		out.fail("restart grab-service: %v", err)
+	}
+	sleep(ctx, d.o.hold)
+	// The second instance is stopped gracefully: it must stop accepting, finish the
+	// grabs in flight, flush its Kafka writer and exit 0 within its grace period.
+	e1 := d.proxy.failed.Load()
+	t := time.Now()
+	exitErr, inTime := in.stop(syscall.SIGTERM, 15*time.Second)
+	d.extra = nil
+	out.faults++
+	switch {
+	case !inTime:
+		out.fail("graceful shutdown: the second grab-service did not exit within 15 s of SIGTERM")
+	case exitErr != nil:
+		out.fail("graceful shutdown: the second grab-service exited with %v", exitErr)
+	default:
+		out.note("second instance stopped by SIGTERM in %s", time.Since(t).Round(time.Millisecond))
+	}
+	sleep(ctx, d.o.hold/2)
+	d.proxy.setBackends(stackGrab)
+	out.note("proxy: %d requests failed over to the other instance, %d answered 502 (retried by the client), %d of them during the graceful stop",
+		d.proxy.failovers.Load()-f0, d.proxy.failed.Load()-e0, d.proxy.failed.Load()-e1)
+}
+
+// ---- 7. hostile input --------------------------------------------------------------
+
+func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
+	canary := sale{Promotion: checker.Promotion{PromoID: d.run + "-canary", Type: 1, Total: 100, PerPin: 2, PerIP: 5}}
+	client := loadgen.Client(16, 15*time.Second)
+	body := map[string]any{"promoId": canary.PromoID, "type": 1, "title": "drill canary", "total": canary.Total, "perPinLimit": canary.PerPin,
+		"perIpLimit": canary.PerIP, "maxPerGrab": 2, "startAt": time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339),
+		"endAt": time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
+	if a := loadgen.Do(ctx, client, d.ctl.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.admin}); a.Status != http.StatusCreated {
+		out.fail("create the canary promotion: %d %s", a.Status, a.Body)
+		return
+	}
+	out.canaries = append(out.canaries, canary.Promotion)
+	g1 := d.load.legit(canary, d.run+"-canary-pin1", "10.98.0.1", false)
+	g2 := d.load.legit(canary, d.run+"-canary-pin2", "10.98.0.2", true)
+	if g1.Grab != "GRANTED" || g2.Grab != "GRANTED" || g2.Cancel != "RETURNED" {
+		out.fail("canary set-up: grab %s, grab %s then cancel %s", g1.Grab, g2.Grab, g2.Cancel)
+		return
+	}
+	key := canary.Key()
+	shard := d.src.Shards[ringShard(key)]
+	before, err := readCanary(ctx, shard, key)
+	if err != nil {
+		out.fail("read the canary: %v", err)
+		return
+	}
+
+	cases := hostileCases(d.run, d.checkout, d.viewer, d.admin, canary, g1, g2)
+	bases := map[string]string{"grab": d.ctl.st.Grab, "admin": d.ctl.st.Admin}
+	var res hostileResult
+	var mu sync.Mutex
+	var slowTried int
+	var slowHeld []string
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// ReadHeaderTimeout (2 s) ends a slow header, ReadTimeout (5 s) a slow body.
+		slowTried, slowHeld = slowClients(strings.TrimPrefix(d.ctl.st.Grab, "http://"), 40, 7*time.Second)
+	}()
+	jobs := make(chan hostileCase)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range jobs {
+				res.send(client, bases, c, &mu)
+			}
+		}()
+	}
+	for rep := 0; rep < 3; rep++ {
+		for _, c := range cases {
+			jobs <- c
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	// A raw request smuggling a grab must not grant it: its body is a valid grab.
+	smuggled := string(grabJSON(q(d.run+"-hx-199"), q(d.run+"-hostile"), q("10.99.0.1"), fmt.Sprintf(`[{"promoId":%s,"type":1,"num":1}]`, q(canary.PromoID))))
+	host := strings.TrimPrefix(d.ctl.st.Grab, "http://")
+	for name, raw := range rawCases(host, smuggled) {
+		res.tried++
+		code, err := sendRaw(host, raw)
+		// The one 5xx allowed: net/http refuses an HTTP version it does not speak with
+		// 505 before any request exists (RFC 9110, 15.6.6); no handler, no metric,
+		// no state is reached.
+		if name == "raw: unknown protocol version" && code == http.StatusHTTPVersionNotSupported {
+			continue
+		}
+		if err != nil || code < 400 || code > 499 {
+			res.find("%s: answered %d (err %v), want a 4xx", name, code, err)
+		}
+	}
+	out.bad = res.tried + slowTried
+	for _, f := range res.findings {
+		out.fail("%s", f)
+	}
+	for _, f := range slowHeld {
+		out.fail("%s", f)
+	}
+
+	// Nothing changed: the canary, the request index, the record, promo-admin.
+	after, err := readCanary(ctx, shard, key)
+	if err != nil {
+		out.fail("read the canary: %v", err)
+		return
+	}
+	for _, diff := range diffCanary(before, after) {
+		out.fail("bad input changed state: %s", diff)
+	}
+	for i := 1; i <= 200; i++ {
+		rid := fmt.Sprintf("%s-hx-%d", d.run, i)
+		if n, _ := indexShard(d.src.Shards, rid).Exists(ctx, promo.RequestIndexKey(rid)).Result(); n > 0 {
+			out.fail("bad input left a request index entry %s", promo.RequestIndexKey(rid))
+		}
+	}
+	var rows int
+	if err := d.db.DB().GetContext(ctx, &rows, `SELECT COUNT(*) FROM grab_flow WHERE request_id LIKE ?`, d.run+"-hx-%"); err != nil || rows > 0 {
+		out.fail("bad input reached the flow log: %d rows (err %v)", rows, err)
+	}
+	if err := d.db.DB().GetContext(ctx, &rows, `SELECT COUNT(*) FROM promotion WHERE promo_id LIKE ?`, d.run+"-hxp%"); err != nil || rows > 0 {
+		out.fail("bad input created %d promotions (err %v)", rows, err)
+	}
+	if !ready(d.ctl.st.Grab) {
+		out.fail("grab-service is not ready after the storm")
+	}
+}
+
+// probe sends one grab of sale s now, once, and records it like any load request
+// (a transport error or an unclear 5xx is retried to a definite answer first).
+func (l *load) probe(rd *round, s sale) reply {
+	req := &checker.Request{
+		RequestID: fmt.Sprintf("%s-%d", l.run, l.seq.Add(1)),
+		Pin:       fmt.Sprintf("%s-probe-%d", l.run, rand.IntN(1000000)),
+		IP:        fmt.Sprintf("10.97.%d.%d", rand.IntN(250), 1+rand.IntN(250)),
+		Items:     []checker.Item{{PromoID: s.PromoID, Type: s.Type, Num: 1}},
+		Grab:      checker.Unknown,
+		Sent:      time.Now(),
+	}
+	l.mu.Lock()
+	l.reqs = append(l.reqs, req)
+	l.mu.Unlock()
+	body := grabBody(req)
+	r := l.send("/v1/grab", body)
+	final := r.result
+	if !grabDefinite(r) && !nothingTaken(r) {
+		final, _ = l.call("/v1/grab", body, grabDefinite)
+	}
+	l.mu.Lock()
+	req.Grab, req.Done = final, time.Now()
+	l.mu.Unlock()
+	return r
+}
+
+// legit makes one ordinary grab of one unit of s for pin (and cancels it when
+// cancel is set), recorded like any load request.
+func (l *load) legit(s sale, pin, ip string, cancel bool) *checker.Request {
+	req := &checker.Request{
+		RequestID: fmt.Sprintf("%s-%d", l.run, l.seq.Add(1)),
+		Pin:       pin, IP: ip,
+		Items: []checker.Item{{PromoID: s.PromoID, Type: s.Type, Num: 1}},
+		Grab:  checker.Unknown,
+		Sent:  time.Now(),
+	}
+	l.mu.Lock()
+	l.reqs = append(l.reqs, req)
+	l.mu.Unlock()
+	final, _ := l.call("/v1/grab", grabBody(req), grabDefinite)
+	l.mu.Lock()
+	req.Grab, req.Done = final, time.Now()
+	l.mu.Unlock()
+	if cancel && final == "GRANTED" {
+		b, _ := json.Marshal(map[string]any{"pin": pin})
+		l.mu.Lock()
+		req.Cancel = checker.Unknown
+		l.mu.Unlock()
+		cf, _ := l.call("/v1/grab/"+req.RequestID+"/cancel", b, cancelDefinite)
+		l.mu.Lock()
+		req.Cancel, req.Done = cf, time.Now()
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := *req
+	return &c
+}
+
+// hang freezes a stack process with SIGSTOP for d, then lets it go on (SIGCONT): a
+// hung dependency, which only timeouts get past.
+func (d *drillEnv) hang(ctx context.Context, name string, dur time.Duration, out *outcome) {
+	pid, err := d.ctl.kill(name, syscall.SIGSTOP)
+	if err != nil {
+		out.fail("freeze %s: %v", name, err)
+		return
+	}
+	out.faults++
+	d.logf("%s (pid %d) frozen for %s", name, pid, dur)
+	defer func() {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			out.fail("thaw %s (pid %d): %v", name, pid, err)
+		}
+		d.logf("%s (pid %d) thawed", name, pid)
+	}()
+	sleep(ctx, dur)
+}
+
+// wrongAnswers finds definite answers that are false whatever the fault: every
+// drill promotion exists, so NOT_FOUND for a grab is wrong (the shard may be lost,
+// not the promotion: that is UNAVAILABLE, retry); and a cancel of a grab the client
+// was told GRANTED must find it.
+func wrongAnswers(reqs []checker.Request, since time.Time) []string {
+	var out []string
+	for _, r := range reqs {
+		if r.Sent.Before(since) {
+			continue
+		}
+		switch {
+		case r.Grab == "NOT_FOUND":
+			out = append(out, fmt.Sprintf("%s: grab answered NOT_FOUND for a live promotion", r.RequestID))
+		case r.Grab == "GRANTED" && r.Cancel == "NOT_FOUND":
+			out = append(out, fmt.Sprintf("%s: cancel of a granted grab answered NOT_FOUND", r.RequestID))
+		}
+	}
+	return out
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// watchCatchUp measures, from up (the broker back), how long the flow sink takes to
+// be within a few events of the broker again; wait for the result with sinkCaughtUp.
+func (d *drillEnv) watchCatchUp(ctx context.Context, up time.Time) <-chan time.Duration {
+	ch := make(chan time.Duration, 1)
+	go func() {
+		deadline := up.Add(30 * time.Second)
+		for ctx.Err() == nil && time.Now().Before(deadline) {
+			lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			lag, err := checker.SinkLag(lctx, d.ctl.st.Kafka)
+			cancel()
+			if err == nil && lag <= 20 {
+				ch <- time.Since(up)
+				return
+			}
+			sleep(ctx, 100*time.Millisecond)
+		}
+		ch <- -1
+	}()
+	return ch
+}
+
+// sinkCaughtUp waits for watchCatchUp's answer and notes it.
+func sinkCaughtUp(caught <-chan time.Duration, out *outcome) {
+	took := <-caught
+	if took < 0 {
+		out.fail("the flow sink did not catch up with the restarted broker within 30 s")
+		return
+	}
+	out.note("the flow sink caught up with the restarted broker %s after it came back", took.Round(100*time.Millisecond))
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/flashsale/platform/tools/checker"
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// load is the steady grab load of the drills: many buyers, many promotions over all
+// 16 shards, multi-shard grabs, cancels mixed in. Like a careful checkout service it
+// retries a transport error or a 5xx with the same requestId and the same body until
+// a definite answer arrives, so the final answer of every request is known (or the
+// request is counted unresolved), and it keeps every final answer for the checker.
+type load struct {
+	base, token string
+	client      *http.Client
+	workers     int
+	rate        float64
+	budget      time.Duration // retry budget of one request
+	cancelShare float64       // share of grants cancelled afterwards
+	run         string
+	pins, ips   int
+
+	seq  atomic.Int64
+	mu   sync.Mutex
+	reqs []*checker.Request
+	cur  *stats
+}
+
+// stats counts one drill's traffic.
+type stats struct {
+	mu       sync.Mutex
+	attempts int64            // HTTP requests sent, retries included
+	requests int64            // distinct requestIds
+	grabs    map[string]int64 // final grab answers by result
+	cancels  map[string]int64 // final cancel answers by result
+	retried  int64            // requests that needed more than one attempt
+}
+
+func newStats() *stats { return &stats{grabs: map[string]int64{}, cancels: map[string]int64{}} }
+
+func (s *stats) add(o *stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts += o.attempts
+	s.requests += o.requests
+	s.retried += o.retried
+	for k, v := range o.grabs {
+		s.grabs[k] += v
+	}
+	for k, v := range o.cancels {
+		s.cancels[k] += v
+	}
+}
+
+func newLoad(base, token, run string, workers int, perSecond float64) *load {
+	return &load{base: base, token: token, client: loadgen.Client(workers, 10*time.Second), workers: workers,
+		rate: perSecond, budget: 60 * time.Second, cancelShare: 0.2, run: run, pins: 600, ips: 120}
+}
+
+// requests returns every request sent so far.
+func (l *load) requests() []checker.Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]checker.Request, len(l.reqs))
+	for i, r := range l.reqs {
+		out[i] = *r
+	}
+	return out
+}
+
+// running is one load run; stop ends it and waits for every request in flight to
+// reach its final answer.
+type running struct {
+	stop func() *stats
+}
+
+// start sells round r until stop is called.
+func (l *load) start(r *round) running {
+	st := newStats()
+	ctx, cancel := context.WithCancel(context.Background())
+	lim := rate.NewLimiter(rate.Limit(l.rate), max(1, int(l.rate/20)))
+	var wg sync.WaitGroup
+	for w := 0; w < l.workers; w++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
+			for lim.Wait(ctx) == nil {
+				l.one(r, rnd, st)
+			}
+		}(uint64(w))
+	}
+	return running{stop: func() *stats {
+		cancel()
+		wg.Wait()
+		return st
+	}}
+}
+
+// one buyer: a grab, and sometimes its cancel.
+func (l *load) one(r *round, rnd *rand.Rand, st *stats) {
+	u := rnd.IntN(l.pins)
+	req := &checker.Request{
+		RequestID: fmt.Sprintf("%s-%d", l.run, l.seq.Add(1)),
+		Pin:       fmt.Sprintf("%s-%s-u%d", l.run, r.name, u),
+		IP:        fmt.Sprintf("10.%d.%d.%d", 1+rnd.IntN(2), (u%l.ips)/250, (u%l.ips)%250+1),
+		Sent:      time.Now(),
+	}
+	var items []map[string]any
+	for _, s := range r.pick(rnd) {
+		n := int64(1)
+		if rnd.IntN(5) == 0 {
+			n = 2
+		}
+		req.Items = append(req.Items, checker.Item{PromoID: s.PromoID, Type: s.Type, Num: n})
+		items = append(items, map[string]any{"promoId": s.PromoID, "type": s.Type, "num": n})
+	}
+	req.Grab = checker.Unknown
+	l.mu.Lock()
+	l.reqs = append(l.reqs, req)
+	l.mu.Unlock()
+	body, _ := json.Marshal(map[string]any{"requestId": req.RequestID, "pin": req.Pin, "ip": req.IP, "items": items})
+
+	final, attempts := l.call("/v1/grab", body, grabDefinite)
+	l.mu.Lock()
+	req.Grab = final
+	req.Done = time.Now()
+	l.mu.Unlock()
+	st.mu.Lock()
+	st.requests++
+	st.attempts += int64(attempts)
+	st.grabs[final]++
+	if attempts > 1 {
+		st.retried++
+	}
+	st.mu.Unlock()
+	if final != "GRANTED" || rnd.Float64() >= l.cancelShare {
+		return
+	}
+
+	time.Sleep(time.Duration(rnd.IntN(30)) * time.Millisecond)
+	reason := []string{"USER_CANCELLED", "PAYMENT_EXPIRED", "STOCK_SHORT", "OTHER"}[rnd.IntN(4)]
+	cbody, _ := json.Marshal(map[string]any{"pin": req.Pin, "reason": reason})
+	l.mu.Lock()
+	req.Cancel = checker.Unknown
+	l.mu.Unlock()
+	cfinal, cattempts := l.call("/v1/grab/"+req.RequestID+"/cancel", cbody, cancelDefinite)
+	l.mu.Lock()
+	req.Cancel = cfinal
+	req.Done = time.Now()
+	l.mu.Unlock()
+	st.mu.Lock()
+	st.attempts += int64(cattempts)
+	st.cancels[cfinal]++
+	st.mu.Unlock()
+}
+
+// reply is one HTTP answer as the load sees it.
+type reply struct {
+	status  int
+	result  string // the body's result, else its code
+	message string
+}
+
+// grabDefinite tells a final grab answer from one to retry. A transport error or a
+// 5xx is retried with the same requestId and body; but a 503 for a requestId that was
+// rolled back is final, since every replay answers it the same way.
+func grabDefinite(r reply) bool {
+	switch {
+	case r.status == 0, r.status >= 500 && r.status != http.StatusServiceUnavailable:
+		return false
+	case r.status == http.StatusServiceUnavailable:
+		return r.result == "UNAVAILABLE" && strings.Contains(r.message, "rolled back")
+	}
+	return true
+}
+
+// nothingTaken: a 503 that states nothing was taken is a definite refusal even when
+// the retry budget runs out on it; only a take still being committed is unknown.
+func nothingTaken(r reply) bool {
+	return r.status == http.StatusServiceUnavailable && (r.result == "DEGRADED" || r.result == "UNAVAILABLE") &&
+		!strings.Contains(r.message, "still being committed")
+}
+
+func cancelDefinite(r reply) bool { return r.status != 0 && r.status < 500 }
+
+// call sends body to path until definite(reply) or the budget is spent, backing
+// off with jitter between attempts, and returns the final result (checker.Unknown
+// when none is definite) and the attempts made.
+func (l *load) call(path string, body []byte, definite func(reply) bool) (string, int) {
+	deadline := time.Now().Add(l.budget)
+	var last reply
+	for attempt := 1; ; attempt++ {
+		last = l.send(path, body)
+		if definite(last) {
+			return last.result, attempt
+		}
+		if time.Now().After(deadline) {
+			if nothingTaken(last) && path == "/v1/grab" {
+				return last.result, attempt
+			}
+			return checker.Unknown, attempt
+		}
+		time.Sleep(backoff(attempt))
+	}
+}
+
+// backoff is the wait before attempt n+1: doubling from 25 ms up to 1 s, with
+// "equal jitter" so retries of many clients do not arrive in step.
+func backoff(n int) time.Duration {
+	d := 25 * time.Millisecond << min(n-1, 6)
+	d = min(d, time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (l *load) send(path string, body []byte) reply {
+	req, err := http.NewRequest(http.MethodPost, l.base+path, bytes.NewReader(body))
+	if err != nil {
+		return reply{}
+	}
+	req.Header.Set("Authorization", "Bearer "+l.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return reply{}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var b struct {
+		Result  string `json:"result"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(raw, &b)
+	r := reply{status: resp.StatusCode, result: b.Result, message: b.Message}
+	if r.result == "" {
+		r.result = b.Code
+	}
+	if r.result == "" {
+		r.result = fmt.Sprintf("HTTP_%d", resp.StatusCode)
+	}
+	return r
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/tools/checker"
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// kind is the shape of a drill promotion.
+type kind int
+
+const (
+	hot   kind = iota // little stock, tight limits: sells out and lives on cancels
+	big               // plenty of stock, per-pin and per-ip limits that bind
+	rated             // a promotion-level rate window that binds
+)
+
+// sale is one drill promotion.
+type sale struct {
+	checker.Promotion
+	kind      kind
+	rateLimit int64
+}
+
+// round is the set of promotions one drill sells: one of each kind on every shard.
+type round struct {
+	name  string
+	sales []sale
+	hot   []sale
+	other []sale
+}
+
+// newRound creates a round's promotions through promo-admin: for every shard 0..15
+// one hot, one big and one rate-limited promotion.
+func newRound(ctx context.Context, admin, token, run, name string, hotTotal int64) (*round, error) {
+	r := &round{name: name}
+	client := loadgen.Client(4, 10*time.Second)
+	need := map[int][]kind{}
+	for s := 0; s < ring.Shards; s++ {
+		need[s] = []kind{hot, big, rated}
+	}
+	start := time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339)
+	end := time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)
+	for n := 0; len(r.sales) < ring.Shards*3; n++ {
+		id := fmt.Sprintf("%s-%s-%d", run, name, n)
+		typ := 1 + n%2
+		shard := ring.Default.Shard(promo.Key(id, typ))
+		if len(need[shard]) == 0 {
+			continue
+		}
+		k := need[shard][0]
+		need[shard] = need[shard][1:]
+		s := sale{Promotion: checker.Promotion{PromoID: id, Type: typ}, kind: k}
+		body := map[string]any{"promoId": id, "type": typ, "title": "drill " + name, "maxPerGrab": 2, "startAt": start, "endAt": end}
+		switch k {
+		case hot:
+			s.Total, s.PerPin, s.PerIP = hotTotal+int64(rand.IntN(int(hotTotal))), 1, 3
+		case big:
+			s.Total, s.PerPin, s.PerIP = 1_000_000, 4, 12
+		case rated:
+			s.Total, s.PerPin, s.rateLimit = 50_000, 3, 4
+			body["rateLimit"] = map[string]any{"limit": s.rateLimit, "windowSeconds": 1}
+		}
+		body["total"], body["perPinLimit"], body["perIpLimit"] = s.Total, s.PerPin, s.PerIP
+		a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: token})
+		if a.Status != http.StatusCreated {
+			return nil, fmt.Errorf("create promotion %s: %d %s", id, a.Status, a.Body)
+		}
+		r.sales = append(r.sales, s)
+		if k == hot {
+			r.hot = append(r.hot, s)
+		} else {
+			r.other = append(r.other, s)
+		}
+	}
+	return r, nil
+}
+
+// pick chooses the promotions of one grab: usually one, sometimes two or three on
+// different shards (a multi-shard grab that must take all or nothing); hot
+// promotions draw half of the picks.
+func (r *round) pick(rnd *rand.Rand) []sale {
+	n := 1
+	switch x := rnd.IntN(100); {
+	case x >= 95:
+		n = 3
+	case x >= 75:
+		n = 2
+	}
+	var out []sale
+	seen := map[string]bool{}
+	for len(out) < n {
+		pool := r.other
+		if rnd.IntN(2) == 0 {
+			pool = r.hot
+		}
+		s := pool[rnd.IntN(len(pool))]
+		if seen[s.Key()] {
+			continue
+		}
+		seen[s.Key()] = true
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *round) promotions() []checker.Promotion {
+	out := make([]checker.Promotion, len(r.sales))
+	for i, s := range r.sales {
+		out[i] = s.Promotion
+	}
+	return out
+}
