@@ -217,8 +217,14 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 	}()
 	time.Sleep(2 * time.Second)
 	maria.Stop()
+	frozen := time.Now()
 	t.Log("MariaDB frozen")
-	time.Sleep(20 * time.Second)
+	// Frozen for 20 s, and at least until the sink has had a write time out, so the
+	// outage is exercised even when a loaded machine delays the sink's first batch.
+	retried := func() bool { return testutil.ToFloat64(m.Retries.WithLabelValues("mysql")) > 0 }
+	for time.Since(frozen) < 20*time.Second || (!retried() && time.Since(frozen) < 60*time.Second) {
+		time.Sleep(100 * time.Millisecond)
+	}
 	maria.Resume()
 	t.Log("MariaDB resumed")
 	time.Sleep(2 * time.Second)
