@@ -25,8 +25,15 @@ import (
 	"github.com/flashsale/platform/internal/testenv"
 )
 
-func privateRedis(t *testing.T) *redis.Client {
-	return testenv.StartRedis(t, testenv.Volatile).Client()
+// privateShards starts a redis-server of the test's own and returns it as every
+// logical shard, so a test may set markers or lose data without touching the stack.
+func privateShards(t *testing.T) (*redis.Client, []redis.UniversalClient) {
+	c := testenv.StartRedis(t, testenv.Volatile).Client()
+	shards := make([]redis.UniversalClient, ring.Shards)
+	for i := range shards {
+		shards[i] = c
+	}
+	return c, shards
 }
 
 // idOnShard is a promotion id whose key (type 1) lives on shard.
@@ -41,11 +48,7 @@ func idOnShard(shard int) string {
 func TestFenceFollowsTheMarkers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := privateRedis(t)
-	shards := make([]redis.UniversalClient, ring.Shards)
-	for i := range shards {
-		shards[i] = c
-	}
+	c, shards := privateShards(t)
 	const lost = 3
 	id := idOnShard(lost)
 	recorded := []string{promo.Key(id, 1)}

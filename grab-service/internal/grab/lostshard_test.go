@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
@@ -40,11 +39,7 @@ func (r grabRecord) GrabItems(context.Context, string) (string, string, []flow.I
 func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := privateRedis(t)
-	shards := make([]redis.UniversalClient, ring.Shards)
-	for i := range shards {
-		shards[i] = c
-	}
+	c, shards := privateShards(t)
 	const lost = 6
 	id := idOnShard(lost)
 	key := promo.Key(id, 1)

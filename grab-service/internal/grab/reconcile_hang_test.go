@@ -9,12 +9,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -48,11 +46,7 @@ func (p *countingPublisher) Publish(_ context.Context, events ...flow.Event) err
 func TestReconcilerIsNotStalledByAHungRecord(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := privateRedis(t)
-	shards := make([]redis.UniversalClient, ring.Shards)
-	for i := range shards {
-		shards[i] = c
-	}
+	c, shards := privateShards(t)
 	now := time.Now()
 	id := idOnShard(2)
 	key := promo.Key(id, 1)
