@@ -1,9 +1,9 @@
 package grab
 
-// Chooses the Kafka BatchTimeout of the commit path by measurement: concurrent
-// grabs publishing through one writer against a Kafka-protocol broker (in-process
-// kfake, acks=all). Too short and each event pays a round trip alone; too long and
-// a lone grab waits for company. go test -bench KafkaBatch -run ^$ ./internal/grab
+// The commit path's Kafka writes, measured: concurrent grabs publishing through one
+// writer to an in-process Kafka-protocol broker (kfake, acks=all).
+//   go test -bench KafkaBatch -run ^$ ./internal/grab            (BatchTimeout)
+//   go test -bench KafkaPublishAllocs -benchmem -run ^$ ./internal/grab
 
 import (
 	"context"
@@ -17,28 +17,51 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 )
 
-func BenchmarkKafkaBatchTimeout(b *testing.B) {
+// benchPublish runs 64 concurrent publishers (32 per core on 2 cores) through p.
+func benchPublish(b *testing.B, p *KafkaPublisher) {
+	var seq atomic.Int64
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			ev := flow.Event{EventID: newEventID(), Kind: flow.Grab, RequestID: fmt.Sprintf("r%d", n), Pin: "p", IP: "10.0.0.1",
+				Items: []flow.Item{{PromoID: "A", Type: 1, Num: 1}}, OccurredAt: flow.Stamp(time.Now())}
+			if err := p.Publish(context.Background(), ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchCluster(b *testing.B) *kfake.Cluster {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, flow.Topic))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cluster.Close()
+	b.Cleanup(cluster.Close)
+	return cluster
+}
+
+// BenchmarkKafkaBatchTimeout chooses the BatchTimeout: too short and each event pays
+// a round trip alone; too long and a lone grab waits for company.
+func BenchmarkKafkaBatchTimeout(b *testing.B) {
+	cluster := benchCluster(b)
 	for _, timeout := range []time.Duration{500 * time.Microsecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond} {
 		b.Run(fmt.Sprintf("batch=%s/inflight=64", timeout), func(b *testing.B) {
 			p := NewKafkaPublisher(cluster.ListenAddrs(), timeout)
 			defer p.Close()
-			var seq atomic.Int64
-			b.SetParallelism(32)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					n := seq.Add(1)
-					ev := flow.Event{EventID: newEventID(), Kind: flow.Grab, RequestID: fmt.Sprintf("r%d", n), Pin: "p", IP: "10.0.0.1",
-						Items: []flow.Item{{PromoID: "A", Type: 1, Num: 1}}, OccurredAt: flow.Stamp(time.Now())}
-					if err := p.Publish(context.Background(), ev); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+			benchPublish(b, p)
 		})
 	}
+}
+
+// BenchmarkKafkaPublishAllocs reports the garbage a publish makes: kafka-go allocates
+// a batch's message slice at the writer's BatchSize, whatever the batch then holds.
+func BenchmarkKafkaPublishAllocs(b *testing.B) {
+	p := NewKafkaPublisher(benchCluster(b).ListenAddrs(), 2*time.Millisecond)
+	defer p.Close()
+	b.Run("inflight=64", func(b *testing.B) {
+		b.ReportAllocs()
+		benchPublish(b, p)
+	})
 }
