@@ -10,14 +10,13 @@ import (
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/lua"
 )
 
 // A requestId is unique across the platform, whatever the promotions it names. The
 // ledgers live per promotion, so they alone cannot refuse a requestId reused for
 // another promotion; the request index can. Every grab claims its requestId in the
-// index (SET NX, on the shard the ring gives the index key) in parallel with its
-// takes: the first body wins, another body is REQUEST_ID_REUSED. The index also
+// index (SET NX, on the shard the ring gives the index key) before its takes: the
+// first body wins, another body is REQUEST_ID_REUSED. The index also
 // tells a cancel where a granted request's items live.
 
 // requestIndex is the index entry of one requestId.
@@ -60,27 +59,49 @@ func (s *Service) claim(ctx context.Context, req Request) claim {
 	return claim{}
 }
 
-// checkClaim answers when the claim failed: the takes are undone and the grab is
-// REQUEST_ID_REUSED (or UNAVAILABLE when the index shard did not answer). done is
-// false when the grab may go on.
-func (s *Service) checkClaim(req Request, gs []group, replies []lua.GrabReply, errs []error, c claim) (Result, bool) {
-	if c.err == nil && !c.reused {
-		return Result{}, false
-	}
-	var took []group
-	for i, g := range gs {
-		if errs[i] == nil && replies[i].Code == lua.CodeOK {
-			took = append(took, g)
-		}
-	}
-	if len(took) > 0 {
-		s.undo(req, took)
-	}
-	if c.reused {
+// checkClaim answers when the claim failed: REQUEST_ID_REUSED, or UNAVAILABLE when
+// the index shard did not answer. done is false when the grab may go on.
+func (s *Service) checkClaim(req Request, c claim) (Result, bool) {
+	switch {
+	case c.reused:
 		return Result{RequestID: req.RequestID, Result: RequestIDReused, Message: "requestId already used with another body"}, true
+	case c.err != nil:
+		s.logErr("request index unavailable", c.err, "requestId", req.RequestID)
+		return Result{RequestID: req.RequestID, Result: Unavailable, Message: "the request index shard is unavailable; nothing was taken"}, true
 	}
-	s.logErr("request index unavailable", c.err, "requestId", req.RequestID)
-	return Result{RequestID: req.RequestID, Result: Unavailable, Message: "the request index shard is unavailable; nothing was taken"}, true
+	return Result{}, false
+}
+
+// shortCircuit answers from the local SOLD_OUT/STOPPED/ENDED/NOT_FOUND cache without
+// the promotion's shard. A requestId that holds a claim may hold a grant (a retry
+// after an answer was lost to a crash), and its first answer lives in the ledger, so
+// it goes the full way instead; that read is on the index shard of the requestId,
+// spread over every shard, never the hot promotion's.
+func (s *Service) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
+	for i, it := range req.Items {
+		o, ok := s.refusals.get(promo.Key(it.PromoID, it.Type), now)
+		if !ok {
+			continue
+		}
+		if s.claimed(ctx, req.RequestID) {
+			return Result{}, false
+		}
+		s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()
+		return refusal(req.RequestID, o, i, "answered from the local "+string(o)+" cache"), true
+	}
+	return Result{}, false
+}
+
+// claimed reports whether requestID holds a claim; when the index cannot tell, it
+// says yes, so the grab takes the full way.
+func (s *Service) claimed(ctx context.Context, requestID string) bool {
+	key := promo.RequestIndexKey(requestID)
+	n, err := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+		cmd := redis.NewCmd(ctx, "exists", key)
+		_ = p.Process(ctx, cmd)
+		return cmd
+	}).Int64()
+	return err != nil || n > 0
 }
 
 // releaseClaim removes the index entry this grab created when it ends refused, so a

@@ -38,10 +38,9 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 			s.Metrics.shortCircuit.WithLabelValues(string(Stopped)).Inc()
 			return refusal(rid, Stopped, i, "promotion blocked by on-call"), nil
 		}
-		if o, ok := s.refusals.get(promo.Key(it.PromoID, it.Type), now); ok {
-			s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()
-			return refusal(rid, o, i, "answered from the local "+string(o)+" cache"), nil
-		}
+	}
+	if res, ok := s.shortCircuit(ctx, req, now); ok {
+		return res, nil
 	}
 
 	deadline := now.Add(s.cfg.AnswerTimeout)
@@ -51,13 +50,13 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if res, fenced := s.fenceRefusal(rid, gs); fenced {
 		return res, nil
 	}
-	claimed := make(chan claim, 1)
-	go func() { claimed <- s.claim(ctx, req) }()
-	replies, errs := s.take(ctx, req, gs, now, deadline, snap.RateFactorPermille())
-	c := <-claimed
-	if res, done := s.checkClaim(req, gs, replies, errs, c); done {
+	// The claim lands before any take, so a requestId without a claim holds nothing
+	// and the short-circuit may answer for it (claim.go).
+	c := s.claim(ctx, req)
+	if res, done := s.checkClaim(req, c); done {
 		return res, nil
 	}
+	replies, errs := s.take(ctx, req, gs, now, deadline, snap.RateFactorPermille())
 	if res, err, done := s.settleTakes(req, gs, replies, errs, now); done {
 		if c.created && res.Result != Granted {
 			s.releaseClaim(req)

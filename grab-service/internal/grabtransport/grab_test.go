@@ -421,3 +421,26 @@ func TestRequestIDReusedForAnotherPromotion(t *testing.T) {
 		t.Fatalf("a refused requestId used again: want GRANTED, have %s", r.raw)
 	}
 }
+
+// A retry of a granted grab (its answer lost to a crash, say) gets its first answer
+// even while the promotion is known sold out: the short-circuit answers only request
+// ids that hold nothing. Found by the crash drill: the retry got SOLD_OUT from the
+// cache while Redis held its unit.
+func TestReplayOfAGrantIsNotAnsweredFromTheSoldOutCache(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, longCaches)
+	id := e.promotion("replay-cache", spec{total: 1})
+	first := grabBody("rc-1", "alice", "10.11.0.1", id, 1)
+	if r := e.grab(first); r.res.Result != grab.Granted {
+		t.Fatalf("first grab: %s", r.raw)
+	}
+	if r := e.grab(grabBody("rc-2", "bob", "10.11.0.2", id, 1)); r.res.Result != grab.SoldOut {
+		t.Fatalf("second grab: want SOLD_OUT, have %s", r.raw)
+	}
+	if r := e.grab(first); r.status != http.StatusOK || r.res.Result != grab.Granted {
+		t.Fatalf("replay while sold out: want the first answer GRANTED, have %d %s", r.status, r.raw)
+	}
+	if r := e.grab(grabBody("rc-3", "carol", "10.11.0.3", id, 1)); r.res.Result != grab.SoldOut || !strings.Contains(r.res.Message, "cache") {
+		t.Fatalf("a new request: want SOLD_OUT from the cache, have %s", r.raw)
+	}
+}
