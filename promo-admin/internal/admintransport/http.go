@@ -61,5 +61,5 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 		mux.Handle("GET /console/", o.Console)
 	}
 	httpx.Ops(mux, o.Registry, o.Checks)
-	return httpx.WithRequestID(jsonFallback(mux))
+	return httpx.WithRequestID(httpx.RouteFallback(mux))
 }
