@@ -8,7 +8,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 # (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
 FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./internal/httpx:FuzzDecodeBytes \
 	./promo-admin/internal/admintransport:FuzzDecodeCreate ./promo-admin/internal/admintransport:FuzzDecodePatch \
-	./internal/flow:FuzzDecode
+	./internal/flow:FuzzDecode ./lua:FuzzLedgerJSON
 FUZZTIME ?= 5s
 # Extra arguments for the demo, bench and drill programs: make bench ARGS="..."
 ARGS ?=

@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // FlowCounters is what the flow log says a promotion's Redis counters hold.
@@ -52,43 +55,101 @@ func (s *Store) FlowCounters(ctx context.Context, id ID) (FlowCounters, error) {
 	return out, nil
 }
 
-// LedgerRow is one granted request of a promotion as the record holds it: its GRAB
-// row and, when it was returned, whether a CANCEL followed and why.
-type LedgerRow struct {
-	RequestID    string `db:"request_id"`
-	Pin          string `db:"pin"`
-	IP           string `db:"ip"`
-	Num          int64  `db:"num"`
-	BodyHash     string `db:"body_hash"`
-	Cancelled    bool   `db:"cancelled"`
-	CancelReason string `db:"cancel_reason"`
+// FlowRow is one row of a promotion's flow log as a rebuild reads it.
+type FlowRow struct {
+	Cancel    bool // a CANCEL row; a GRAB otherwise
+	RequestID string
+	Pin, IP   string
+	Num       int64
+	BodyHash  string // a GRAB's request body fingerprint ('' if unknown)
+	Reason    string // a CANCEL's reason ('' if unknown)
 }
 
-// EachLedgerRow streams the promotion's GRAB rows joined with their CANCEL, so a
-// promotion with millions of grants is rebuilt without holding them all in memory.
-// fn's error stops the walk and is returned.
-func (s *Store) EachLedgerRow(ctx context.Context, id ID, fn func(LedgerRow) error) error {
-	rows, err := s.db.QueryxContext(ctx, `SELECT g.request_id, g.pin, g.ip, g.num, g.body_hash,
- c.id IS NOT NULL AS cancelled, COALESCE(c.reason, '') AS cancel_reason
- FROM grab_flow g
- LEFT JOIN grab_flow c ON c.request_id = g.request_id AND c.kind = 'CANCEL'
-  AND c.promo_id = g.promo_id AND c.promo_type = g.promo_type
- WHERE g.promo_id = ? AND g.promo_type = ? AND g.kind = 'GRAB'`, id.PromoID, id.Type)
+const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, reason`
+
+// flowScanner reads FlowRows with one allocation per row: the strings of a row
+// are slices of one string, not five of their own (a rebuild reads millions).
+type flowScanner struct {
+	cancel bool
+	num    int64
+	raw    [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
+	buf    []byte
+}
+
+func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
+	r := &f.raw
+	if err := rows.Scan(&f.cancel, &r[0], &r[1], &r[2], &f.num, &r[3], &r[4]); err != nil {
+		return FlowRow{}, err
+	}
+	f.buf = f.buf[:0]
+	for _, b := range r {
+		f.buf = append(f.buf, b...)
+	}
+	all := string(f.buf)
+	var parts [len(f.raw)]string
+	off := 0
+	for i, b := range r {
+		parts[i] = all[off : off+len(b)]
+		off += len(b)
+	}
+	return FlowRow{Cancel: f.cancel, RequestID: parts[0], Pin: parts[1], IP: parts[2], Num: f.num, BodyHash: parts[3], Reason: parts[4]}, nil
+}
+
+// EachFlow streams a promotion's flow log, GRAB and CANCEL rows alike, in no
+// particular order and in one pass: a rebuild folds it into counters and ledger as
+// it reads, so a promotion with millions of grants costs one scan of its rows and
+// little memory. fn's error stops the walk and is returned.
+func (s *Store) EachFlow(ctx context.Context, id ID, fn func(FlowRow) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+flowRowColumns+` FROM grab_flow
+ WHERE promo_id = ? AND promo_type = ?`, id.PromoID, id.Type)
 	if err != nil {
-		return fmt.Errorf("store: ledger of %s: %w", id, err)
+		return fmt.Errorf("store: flow log of %s: %w", id, err)
 	}
 	defer rows.Close()
+	var f flowScanner
 	for rows.Next() {
-		var r LedgerRow
-		if err := rows.StructScan(&r); err != nil {
-			return fmt.Errorf("store: ledger of %s: %w", id, err)
+		r, err := f.scan(rows)
+		if err != nil {
+			return fmt.Errorf("store: flow log of %s: %w", id, err)
 		}
 		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store: ledger of %s: %w", id, err)
+		return fmt.Errorf("store: flow log of %s: %w", id, err)
 	}
 	return nil
+}
+
+// GrabRows returns the GRAB rows of some requests of a promotion, by request id
+// (one lookup per request on the grab_flow_request key); a request with no GRAB row
+// is absent from the map.
+func (s *Store) GrabRows(ctx context.Context, id ID, requestIDs []string) (map[string]FlowRow, error) {
+	out := make(map[string]FlowRow, len(requestIDs))
+	if len(requestIDs) == 0 {
+		return out, nil
+	}
+	q, args, err := sqlx.In(`SELECT `+flowRowColumns+` FROM grab_flow
+ WHERE request_id IN (?) AND kind = 'GRAB' AND promo_id = ? AND promo_type = ?`, requestIDs, id.PromoID, id.Type)
+	if err != nil {
+		return nil, fmt.Errorf("store: grab rows of %s: %w", id, err)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: grab rows of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var f flowScanner
+	for rows.Next() {
+		r, err := f.scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: grab rows of %s: %w", id, err)
+		}
+		out[r.RequestID] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: grab rows of %s: %w", id, err)
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/flashsale/platform/internal/promo"
@@ -17,6 +18,9 @@ import (
 
 // Rebuild restores shards from MySQL: --shard N | --all | --missing | --promo <promoId>_<type>.
 func Rebuild(args []string) int {
+	// A one-shot batch job that allocates per flow row and keeps little: fewer
+	// collections trade some memory for a quarter less CPU on a big shard.
+	debug.SetGCPercent(400)
 	log := svc.Logger("recovery")
 	var c conn
 	var shards shardList

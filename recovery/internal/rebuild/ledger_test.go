@@ -9,7 +9,7 @@ import (
 
 func TestLedgerEntryFromTheRecord(t *testing.T) {
 	t.Parallel()
-	base := store.LedgerRow{RequestID: "r", Pin: "p", IP: "i", Num: 2, BodyHash: "h"}
+	grab := store.FlowRow{RequestID: "r", Pin: "p", IP: "i", Num: 2, BodyHash: "h"}
 	for _, c := range []struct {
 		name           string
 		cancelled      bool
@@ -21,10 +21,8 @@ func TestLedgerEntryFromTheRecord(t *testing.T) {
 		{"cancel written before migration 0002", true, "", lua.LedgerReturned, ""},
 		{"rollback of an aborted take", true, "ROLLBACK", lua.LedgerAbortRecorded, ""},
 	} {
-		r := base
-		r.Cancelled, r.CancelReason = c.cancelled, c.reason
 		want := lua.LedgerEntry{State: c.state, BodyHash: "h", Num: 2, Pin: "p", IP: "i", Reason: c.wantWhy}
-		if have := ledgerEntry(r); have != want {
+		if have := ledgerEntry(grab, c.cancelled, c.reason); have != want {
 			t.Errorf("%s: have %+v, want %+v", c.name, have, want)
 		}
 	}

@@ -8,44 +8,76 @@ import (
 )
 
 // pipe queues commands and sends them in pipelines of at most max commands: a
-// shard of a million ledger entries is written in a few thousand round trips.
+// shard of a million ledger entries is written in a few thousand round trips. One
+// pipeline is in flight while the next fills, so reading the record and writing
+// Redis overlap; pipelines go out one after another, in order, so a later write of
+// a field still wins.
 type pipe struct {
 	ctx  context.Context
+	c    redis.UniversalClient
 	p    redis.Pipeliner
 	n    int
 	max  int
-	sent int
+	busy bool       // a pipeline is in flight
+	done chan error // its outcome
 }
 
 func newPipe(ctx context.Context, c redis.UniversalClient, max int) *pipe {
-	return &pipe{ctx: ctx, p: c.Pipeline(), max: max}
+	return &pipe{ctx: ctx, c: c, p: c.Pipeline(), max: max, done: make(chan error, 1)}
 }
 
 func (w *pipe) do(args ...any) error {
 	w.p.Do(w.ctx, args...)
 	w.n++
 	if w.n >= w.max {
-		return w.flush()
+		return w.send()
 	}
 	return nil
 }
 
-func (w *pipe) flush() error {
+// send waits for the pipeline in flight, then sends the queued commands in the
+// background.
+func (w *pipe) send() error {
+	if err := w.wait(); err != nil {
+		return err
+	}
 	if w.n == 0 {
 		return nil
 	}
-	cmds, err := w.p.Exec(w.ctx)
-	w.sent += w.n
-	w.n = 0
-	if err != nil {
-		for _, c := range cmds {
-			if c.Err() != nil {
-				return fmt.Errorf("redis %v: %w", c.Args()[0], c.Err())
-			}
-		}
-		return fmt.Errorf("redis pipeline: %w", err)
-	}
+	p := w.p
+	w.p, w.n, w.busy = w.c.Pipeline(), 0, true
+	go func() { w.done <- execPipe(w.ctx, p) }()
 	return nil
+}
+
+// wait returns the outcome of the pipeline in flight, if any.
+func (w *pipe) wait() error {
+	if !w.busy {
+		return nil
+	}
+	w.busy = false
+	return <-w.done
+}
+
+// flush sends what is queued and waits until Redis has answered all of it.
+func (w *pipe) flush() error {
+	if err := w.send(); err != nil {
+		return err
+	}
+	return w.wait()
+}
+
+func execPipe(ctx context.Context, p redis.Pipeliner) error {
+	cmds, err := p.Exec(ctx)
+	if err == nil {
+		return nil
+	}
+	for _, c := range cmds {
+		if c.Err() != nil {
+			return fmt.Errorf("redis %v: %w", c.Args()[0], c.Err())
+		}
+	}
+	return fmt.Errorf("redis pipeline: %w", err)
 }
 
 // hset writes a hash in HSET commands of at most hsetPairs field-value pairs.

@@ -2,8 +2,8 @@ package rebuild
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,8 +15,8 @@ import (
 // Record is what a rebuild reads from the system of record (*store.Store).
 type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
-	FlowCounters(ctx context.Context, id store.ID) (store.FlowCounters, error)
-	EachLedgerRow(ctx context.Context, id store.ID, fn func(store.LedgerRow) error) error
+	EachFlow(ctx context.Context, id store.ID, fn func(store.FlowRow) error) error
+	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
 }
 
 // rollbackReason is the CANCEL reason of an aborted take (grab-service's
@@ -49,23 +49,51 @@ func stagingOf(key string) staging {
 // (pipelined), then one MULTI replaces the five live keys with them. Whatever
 // happens in between, the live promotion is either the old one or the rebuilt one,
 // never half of each.
+//
+// The flow log is read in one pass: every GRAB goes into the ledger as granted at
+// once and into the counters; a CANCEL only into the counters, and after the pass
+// the few cancelled requests are looked up by key and their entries rewritten as
+// returned (a later HSET of the same field wins).
 func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, p store.Promotion, batch int) (Restored, error) {
 	id := p.ID()
 	key := id.Key()
 	out := Restored{Key: key}
-	counters, err := rec.FlowCounters(ctx, id)
-	if err != nil {
-		return out, err
-	}
 	st := stagingOf(key)
 	w := newPipe(ctx, c, batch)
+	defer w.wait()                                                           // on an early return, the pipeline in flight still finishes first
 	if err := w.do("UNLINK", st.hash, st.pins, st.ips, st.req); err != nil { // leftovers of a killed run
 		return out, err
 	}
 
-	out.Remaining = p.Spec.Total - counters.Net()
+	t := flowTally{pins: map[string]int64{}, ips: map[string]int64{}}
+	req := &hset{w: w, key: st.req}
+	if err := readFlows(ctx, rec, id, &t, req, &out); err != nil {
+		return out, err
+	}
+	for chunk := range slices.Chunk(t.cancels, cancelLookup) {
+		ids := make([]string, len(chunk))
+		for i, cr := range chunk {
+			ids[i] = cr.RequestID
+		}
+		grabs, err := rec.GrabRows(ctx, id, ids)
+		if err != nil {
+			return out, err
+		}
+		for _, cr := range chunk {
+			if g, ok := grabs[cr.RequestID]; ok { // a CANCEL without its GRAB leaves no entry
+				if err := putLedger(req, g, true, cr.Reason); err != nil {
+					return out, err
+				}
+			}
+		}
+	}
+	if err := req.close(); err != nil {
+		return out, err
+	}
+
+	out.Remaining = p.Spec.Total - (t.granted - t.returned)
 	if out.Remaining < 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: the flow log grants %d of total %d; remaining written as 0", key, counters.Net(), p.Spec.Total))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: the flow log grants %d of total %d; remaining written as 0", key, t.granted-t.returned, p.Spec.Total))
 		out.Remaining = 0
 	}
 	if p.Remaining != out.Remaining {
@@ -83,29 +111,11 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 	if err := h.close(); err != nil {
 		return out, err
 	}
-
-	if out.Pins, err = putCounters(w, st.pins, counters.Pins, key, "pin", &out.Warnings); err != nil {
+	var err error
+	if out.Pins, err = putCounters(w, st.pins, t.pins, key, "pin", &out.Warnings); err != nil {
 		return out, err
 	}
-	if out.IPs, err = putCounters(w, st.ips, counters.IPs, key, "ip", &out.Warnings); err != nil {
-		return out, err
-	}
-	req := &hset{w: w, key: st.req}
-	err = rec.EachLedgerRow(ctx, id, func(r store.LedgerRow) error {
-		b, err := json.Marshal(ledgerEntry(r))
-		if err != nil {
-			return fmt.Errorf("encode ledger entry %s of %s: %w", r.RequestID, key, err)
-		}
-		out.Ledger++
-		if r.BodyHash == "" {
-			out.NoBodyHash++
-		}
-		return req.put(r.RequestID, b)
-	})
-	if err != nil {
-		return out, err
-	}
-	if err := req.close(); err != nil {
+	if out.IPs, err = putCounters(w, st.ips, t.ips, key, "ip", &out.Warnings); err != nil {
 		return out, err
 	}
 	if err := w.flush(); err != nil {
@@ -115,6 +125,98 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 		return out, err
 	}
 	return out, nil
+}
+
+// readFlows reads the promotion's flow log once. The rows go in batches to two
+// goroutines, one summing them into t and one staging the ledger entries of the
+// GRAB rows, so reading, summing and encoding share the machine's cores.
+func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *hset, out *Restored) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	toTally, toLedger := make(chan []store.FlowRow, 4), make(chan []store.FlowRow, 4)
+	tallied, staged := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for batch := range toTally {
+			for _, r := range batch {
+				t.add(r)
+			}
+		}
+		close(tallied)
+	}()
+	go func() {
+		var err error
+		for batch := range toLedger {
+			for _, r := range batch {
+				if err == nil && !r.Cancel {
+					if err = putLedger(req, r, false, ""); err != nil {
+						cancel() // stops the read below
+					}
+				}
+			}
+		}
+		staged <- err
+	}()
+	batch := make([]store.FlowRow, 0, flowBatch)
+	send := func() {
+		toTally <- batch
+		toLedger <- batch
+		batch = make([]store.FlowRow, 0, flowBatch) // the two readers share the old one
+	}
+	err := rec.EachFlow(ctx, id, func(r store.FlowRow) error {
+		if !r.Cancel {
+			out.Ledger++
+			if r.BodyHash == "" {
+				out.NoBodyHash++
+			}
+		}
+		if batch = append(batch, r); len(batch) == flowBatch {
+			send()
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		send()
+	}
+	close(toTally)
+	close(toLedger)
+	<-tallied
+	if serr := <-staged; serr != nil {
+		return serr // the first cause; the read's error is then only its cancellation
+	}
+	return err
+}
+
+// flowBatch is how many flow rows go to the summing and ledger goroutines at a time.
+const flowBatch = 1024
+
+// cancelLookup is how many cancelled requests one GrabRows query asks for.
+const cancelLookup = 500
+
+// flowTally is what the flow log sums to: the contract's Σ GRAB − Σ CANCEL, per
+// promotion, pin and ip, and the CANCEL rows whose ledger entries are rewritten.
+type flowTally struct {
+	granted, returned int64
+	pins, ips         map[string]int64
+	cancels           []store.FlowRow
+}
+
+func (t *flowTally) add(r store.FlowRow) {
+	n := r.Num
+	if r.Cancel {
+		t.returned += n
+		t.cancels = append(t.cancels, store.FlowRow{RequestID: r.RequestID, Reason: r.Reason})
+		n = -n
+	} else {
+		t.granted += n
+	}
+	t.pins[r.Pin] += n
+	t.ips[r.IP] += n
+}
+
+// putLedger stages the ledger entry of a GRAB row.
+func putLedger(req *hset, g store.FlowRow, cancelled bool, reason string) error {
+	buf := make([]byte, 0, 48+len(g.BodyHash)+len(g.Pin)+len(g.IP)+len(reason))
+	return req.put(g.RequestID, ledgerEntry(g, cancelled, reason).AppendJSON(buf))
 }
 
 // hashFields is the promotion hash (lua/README.md) as create.lua writes it, with
@@ -138,11 +240,15 @@ func hashFields(p store.Promotion, remaining int64) [][2]any {
 }
 
 // putCounters writes the non-zero counters; a negative one (a CANCEL the record
-// kept without its GRAB, which the sink never stores) is left out and reported.
+// kept without its GRAB, which the sink never stores) is left out and reported,
+// and a zero one (everything returned) is left out as q.lua would never write it.
 func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what string, warnings *[]string) (int, error) {
 	h := &hset{w: w, key: key}
 	n := 0
 	for who, v := range counters {
+		if v == 0 {
+			continue
+		}
 		if v < 0 {
 			*warnings = append(*warnings, fmt.Sprintf("%s: %s %q nets %d in the flow log; left out", promoKey, what, who, v))
 			continue
@@ -158,13 +264,13 @@ func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what 
 // ledgerEntry is the settled entry a request leaves: G while granted, R once
 // returned, X when the return was the rollback of an aborted take. The deadline
 // only matters to pending entries, and a rebuilt ledger has none, so it is 0.
-func ledgerEntry(r store.LedgerRow) lua.LedgerEntry {
-	e := lua.LedgerEntry{State: lua.LedgerCommitted, BodyHash: r.BodyHash, Num: r.Num, Pin: r.Pin, IP: r.IP}
+func ledgerEntry(g store.FlowRow, cancelled bool, reason string) lua.LedgerEntry {
+	e := lua.LedgerEntry{State: lua.LedgerCommitted, BodyHash: g.BodyHash, Num: g.Num, Pin: g.Pin, IP: g.IP}
 	switch {
-	case r.Cancelled && r.CancelReason == rollbackReason:
+	case cancelled && reason == rollbackReason:
 		e.State = lua.LedgerAbortRecorded
-	case r.Cancelled:
-		e.State, e.Reason = lua.LedgerReturned, r.CancelReason
+	case cancelled:
+		e.State, e.Reason = lua.LedgerReturned, reason
 	}
 	return e
 }
