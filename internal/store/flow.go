@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/flashsale/platform/internal/flow"
 )
@@ -16,7 +20,16 @@ import (
 // A CANCEL whose GRAB is not in the log is skipped too: it is the rollback of a grab
 // that never reached the record, and there is nothing to net out. It returns the
 // rows written.
+//
+// One SELECT finds which rows are present, then multi-row INSERTs write the rest
+// (a batch costs a few statements, not one per row). If another writer inserts one
+// of them in between, the INSERT fails on the unique key and the whole transaction
+// is refused; the caller's retry then finds the row present.
 func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written int, err error) {
+	rows, err := flowRowsOf(events)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("insert flows: begin: %w", err)
@@ -26,27 +39,35 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			_ = tx.Rollback()
 		}
 	}()
+	present, err := presentFlows(ctx, tx, rows)
+	if err != nil {
+		return 0, err
+	}
+	var fresh []newFlow
 	delta := map[ID]int64{}
-	for _, e := range events {
-		at, perr := time.Parse(time.RFC3339Nano, e.OccurredAt)
-		if perr != nil {
-			return 0, fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, perr)
+	for _, r := range rows {
+		if present[r.key] {
+			continue
 		}
-		for _, it := range e.Items {
-			res, err := tx.ExecContext(ctx, insertFlowSQL(e.Kind),
-				e.EventID, string(e.Kind), e.RequestID, e.Pin, e.IP, it.PromoID, it.Type, it.Num, it.Shard, at.UTC(),
-				e.RequestID, it.PromoID, it.Type)
-			if err != nil {
-				return 0, fmt.Errorf("insert flows: %s %s %s_%d: %w", e.Kind, e.RequestID, it.PromoID, it.Type, err)
+		if r.key.kind == flow.Cancel {
+			g := r.key
+			g.kind = flow.Grab
+			if !present[g] {
+				continue
 			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				written++
-				if e.Kind == flow.Grab {
-					delta[ID{it.PromoID, it.Type}] -= it.Num
-				} else {
-					delta[ID{it.PromoID, it.Type}] += it.Num
-				}
-			}
+		}
+		present[r.key] = true // a repeat within the batch is skipped too
+		fresh = append(fresh, r)
+		if r.key.kind == flow.Grab {
+			delta[r.key.id] -= r.num
+		} else {
+			delta[r.key.id] += r.num
+		}
+	}
+	for chunk := range slices.Chunk(fresh, insertChunk) {
+		q, args := insertFlowsSQL(chunk)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return 0, fmt.Errorf("insert flows: %d rows from %s %s: %w", len(chunk), chunk[0].key.kind, chunk[0].key.requestID, err)
 		}
 	}
 	for id, d := range delta {
@@ -57,18 +78,102 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("insert flows: commit: %w", err)
 	}
-	return written, nil
+	return len(fresh), nil
 }
 
-// insertFlowSQL inserts one row unless it is present; a CANCEL only when its GRAB is.
-func insertFlowSQL(kind flow.Kind) string {
-	// The three trailing arguments are the CANCEL condition's; a GRAB consumes them harmlessly.
-	cond := "? IS NOT NULL AND ? IS NOT NULL AND ? IS NOT NULL"
-	if kind == flow.Cancel {
-		cond = `EXISTS (SELECT 1 FROM grab_flow g WHERE g.request_id = ? AND g.kind = 'GRAB' AND g.promo_id = ? AND g.promo_type = ?)`
+// insertChunk bounds the rows of one INSERT (and the request ids of one lookup).
+const insertChunk = 500
+
+// flowKey is grab_flow's unique key.
+type flowKey struct {
+	requestID string
+	kind      flow.Kind
+	id        ID
+}
+
+// newFlow is one grab_flow row to write: one item of one event.
+type newFlow struct {
+	key                  flowKey
+	e                    *flow.Event
+	num                  int64
+	shard                int
+	at                   time.Time
+	bodyHash, reasonText string
+}
+
+func flowRowsOf(events []flow.Event) ([]newFlow, error) {
+	var rows []newFlow
+	for i := range events {
+		e := &events[i]
+		at, err := time.Parse(time.RFC3339Nano, e.OccurredAt)
+		if err != nil {
+			return nil, fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, err)
+		}
+		for _, it := range e.Items {
+			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, e: e, num: it.Num, shard: it.Shard, at: at.UTC()}
+			if e.Kind == flow.Grab { // migration 0002's columns: a GRAB's hash, a CANCEL's reason
+				r.bodyHash = e.BodyHash
+			} else {
+				r.reasonText = e.Reason
+			}
+			rows = append(rows, r)
+		}
 	}
-	return `INSERT IGNORE INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ` + cond
+	return rows, nil
+}
+
+// presentFlows returns which of the rows' requests already have rows, of any kind
+// and promotion, by their unique key.
+func presentFlows(ctx context.Context, tx *sqlx.Tx, rows []newFlow) (map[flowKey]bool, error) {
+	seen := map[string]bool{}
+	var ids []string
+	for _, r := range rows {
+		if !seen[r.key.requestID] {
+			seen[r.key.requestID] = true
+			ids = append(ids, r.key.requestID)
+		}
+	}
+	present := map[flowKey]bool{}
+	for chunk := range slices.Chunk(ids, insertChunk) {
+		q, args, err := sqlx.In(`SELECT request_id, kind, promo_id, promo_type FROM grab_flow WHERE request_id IN (?)`, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("insert flows: %w", err)
+		}
+		res, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
+		}
+		for res.Next() {
+			var k flowKey
+			if err := res.Scan(&k.requestID, &k.kind, &k.id.PromoID, &k.id.Type); err != nil {
+				res.Close()
+				return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
+			}
+			present[k] = true
+		}
+		if err := res.Close(); err != nil {
+			return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
+		}
+		if err := res.Err(); err != nil {
+			return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
+		}
+	}
+	return present, nil
+}
+
+func insertFlowsSQL(rows []newFlow) (string, []any) {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash, reason) VALUES `)
+	args := make([]any, 0, 12*len(rows))
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, r.e.EventID, string(r.key.kind), r.key.requestID, r.e.Pin, r.e.IP,
+			r.key.id.PromoID, r.key.id.Type, r.num, r.shard, r.at, r.bodyHash, r.reasonText)
+	}
+	return b.String(), args
 }
 
 // HasGrab reports whether the GRAB of requestID for the promotion is in the log:

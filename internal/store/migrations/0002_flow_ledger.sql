@@ -2,7 +2,7 @@
 -- lost Redis shard is rebuilt from the record exactly (bin/recovery rebuild):
 --   body_hash  the GRAB's request body fingerprint (ledger field "h"); '' if unknown
 --   reason     the CANCEL's reason (ledger field "r"; ROLLBACK marks an abort)
--- Both are filled by the flow sink right after it inserts the rows (store.AnnotateFlows).
+-- store.InsertFlows writes both with the row (the flow sink and degrade mode alike).
 --
 -- MySQL has no ADD COLUMN IF NOT EXISTS (MariaDB has), so the ALTER is prepared only
 -- when the column is missing: re-running the file after a crash changes nothing.

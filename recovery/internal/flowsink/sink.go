@@ -30,7 +30,6 @@ const DeadLetterTopic = "promo-grab-flow-dlq"
 // Record is the flow log as the sink writes it (*store.Store).
 type Record interface {
 	InsertFlows(ctx context.Context, events []flow.Event) (int, error)
-	AnnotateFlows(ctx context.Context, events []flow.Event) error
 }
 
 // Config tunes the sink; Defaults are the numbers.
@@ -229,7 +228,7 @@ func (s *Sink) store(ctx context.Context, events []flow.Event) ([]kafka.Message,
 	return dead, nil
 }
 
-// write is one InsertFlows + AnnotateFlows, retried while the failure is transient.
+// write is one InsertFlows, retried while the failure is transient.
 func (s *Sink) write(ctx context.Context, events []flow.Event) error {
 	var dataErr error
 	err := retry(ctx, s.cfg.Backoff, s.log, "flow log write", func() { s.m.Retries.WithLabelValues("mysql").Inc() },
@@ -239,7 +238,6 @@ func (s *Sink) write(ctx context.Context, events []flow.Event) error {
 			n, err := s.rec.InsertFlows(wctx, events)
 			if err == nil {
 				s.m.RowsWritten.Add(float64(n))
-				err = s.rec.AnnotateFlows(wctx, events)
 			}
 			if isDataError(err) {
 				dataErr = err
