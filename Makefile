@@ -6,7 +6,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 # Fuzz targets `make test` runs, space-separated pkg:FuzzName
 # (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
-FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./internal/httpx:FuzzDecodeBytes \
+FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./grab-service/internal/grabtransport:FuzzGrabScannerAgrees ./internal/httpx:FuzzDecodeBytes \
 	./promo-admin/internal/admintransport:FuzzDecodeCreate ./promo-admin/internal/admintransport:FuzzDecodePatch \
 	./internal/flow:FuzzDecode ./lua:FuzzLedgerJSON
 FUZZTIME ?= 5s

@@ -17,15 +17,24 @@ const MaxBody = 64 << 10
 // (413 beyond), no unknown fields, no trailing data, types as declared. Every
 // refusal names the offending field. allowEmpty accepts an absent body as {}.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
+	body, err := ReadBody(w, r)
+	if err != nil {
+		return err
+	}
+	return DecodeBytes(body, v, allowEmpty)
+}
+
+// ReadBody reads r's body, at most 64 KiB (413 beyond).
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return errTooLarge
+			return nil, errTooLarge
 		}
-		return Invalid("", "could not read the body: "+err.Error())
+		return nil, Invalid("", "could not read the body: "+err.Error())
 	}
-	return DecodeBytes(body, v, allowEmpty)
+	return body, nil
 }
 
 // DecodeBytes is DecodeJSON's parser, apart so fuzz targets can drive it.

@@ -48,15 +48,27 @@ type wireGrab struct {
 }
 
 func decodeGrab(_ context.Context, r *http.Request) (any, error) {
-	var w wireGrab
-	if err := httpx.DecodeJSON(nil, r, &w, false); err != nil {
+	body, err := httpx.ReadBody(nil, r)
+	if err != nil {
 		return nil, err
 	}
-	return ParseGrab(w)
+	return DecodeGrabBody(body)
 }
 
 // DecodeGrabBody parses and validates a grab body (the fuzz target's entry point).
+// A plain body (the checkout service's, every time) takes the one-pass scanner
+// of fastgrab.go; anything else, malformed or merely unusual, the strict general
+// decoder, which names what is wrong.
 func DecodeGrabBody(body []byte) (grab.Request, error) {
+	if w, items, ok := scanGrab(body); ok {
+		return parseGrab(w, len(items), func(i int) (wireItem, error) { return items[i], nil })
+	}
+	return decodeGrabStrict(body)
+}
+
+// decodeGrabStrict is the general decoder: strict JSON (httpx.DecodeBytes), then
+// ParseGrab.
+func decodeGrabStrict(body []byte) (grab.Request, error) {
 	var w wireGrab
 	if err := httpx.DecodeBytes(body, &w, false); err != nil {
 		return grab.Request{}, err
@@ -66,6 +78,26 @@ func DecodeGrabBody(body []byte) (grab.Request, error) {
 
 // ParseGrab validates a decoded grab body, naming the first offending field.
 func ParseGrab(w wireGrab) (grab.Request, error) {
+	return parseGrab(w, len(w.Items), func(i int) (wireItem, error) {
+		var it wireItem
+		if err := httpx.DecodeBytes(w.Items[i], &it, false); err != nil {
+			var e *httpx.Error
+			if errors.As(err, &e) {
+				at := fmt.Sprintf("items[%d]", i)
+				if e.Field != "" {
+					at += "." + e.Field
+				}
+				return it, httpx.Invalid(at, e.Message)
+			}
+			return it, err
+		}
+		return it, nil
+	})
+}
+
+// parseGrab validates the top-level fields of w (its Items only for presence),
+// then each of the n items item(i) yields, in order.
+func parseGrab(w wireGrab, n int, item func(i int) (wireItem, error)) (grab.Request, error) {
 	var req grab.Request
 	switch {
 	case w.RequestID == nil:
@@ -80,29 +112,20 @@ func ParseGrab(w wireGrab) (grab.Request, error) {
 		return req, httpx.Invalid("ip", "required")
 	case w.Items == nil:
 		return req, httpx.Invalid("items", "required")
-	case len(w.Items) == 0 || len(w.Items) > MaxItems:
+	case n == 0 || n > MaxItems:
 		return req, httpx.Invalid("items", fmt.Sprintf("between 1 and %d items", MaxItems))
 	}
 	ip, err := netip.ParseAddr(*w.IP)
 	if err != nil || ip.Zone() != "" {
 		return req, httpx.Invalid("ip", "must be an IPv4 or IPv6 address")
 	}
-	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: ip.Unmap().String()}
-	seen := map[string]bool{}
-	for i, raw := range w.Items {
-		field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
-		var it wireItem
-		if err := httpx.DecodeBytes(raw, &it, false); err != nil {
-			var e *httpx.Error
-			if errors.As(err, &e) {
-				at := fmt.Sprintf("items[%d]", i)
-				if e.Field != "" {
-					at += "." + e.Field
-				}
-				return req, httpx.Invalid(at, e.Message)
-			}
+	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: ip.Unmap().String(), Items: make([]grab.Item, 0, n)}
+	for i := range n {
+		it, err := item(i)
+		if err != nil {
 			return req, err
 		}
+		field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
 		switch {
 		case it.PromoID == nil:
 			return req, httpx.Invalid(field("promoId"), "required")
@@ -117,11 +140,11 @@ func ParseGrab(w wireGrab) (grab.Request, error) {
 		case *it.Num < 1 || *it.Num > promo.MaxTotal:
 			return req, httpx.Invalid(field("num"), "must be 1..1000000000")
 		}
-		key := promo.Key(*it.PromoID, *it.Type)
-		if seen[key] {
-			return req, httpx.Invalid(field("promoId"), "promotion listed twice; put the quantity in num")
+		for _, prev := range req.Items { // at most 50: a scan beats a map
+			if prev.PromoID == *it.PromoID && prev.Type == *it.Type {
+				return req, httpx.Invalid(field("promoId"), "promotion listed twice; put the quantity in num")
+			}
 		}
-		seen[key] = true
 		req.Items = append(req.Items, grab.Item{PromoID: *it.PromoID, Type: *it.Type, Num: *it.Num})
 	}
 	return req, nil

@@ -1,0 +1,204 @@
+package grabtransport
+
+import (
+	"encoding/json"
+)
+
+// scanGrab reads a grab body in one pass without reflection, but only a plain
+// one: exactly the contract's keys, each at most once; strings of printable ASCII
+// without escapes; integers without fraction, exponent or leading zero; nothing
+// after the object. On anything else it gives up (ok false) and the strict decoder
+// takes the body, so it never has to name an error, only to agree with that
+// decoder on what it accepts: FuzzGrabScannerAgrees holds it to that.
+func scanGrab(body []byte) (w wireGrab, items []wireItem, ok bool) {
+	s := scanner{b: body}
+	seen := map[string]bool{}
+	ok = s.object(func(key string) bool {
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+		switch key {
+		case "requestId":
+			w.RequestID = s.strPtr()
+			return w.RequestID != nil
+		case "pin":
+			w.Pin = s.strPtr()
+			return w.Pin != nil
+		case "ip":
+			w.IP = s.strPtr()
+			return w.IP != nil
+		case "items":
+			w.Items = []json.RawMessage{} // present; parseGrab counts items, not these
+			return s.array(func() bool {
+				it, ok := s.item()
+				items = append(items, it)
+				return ok
+			})
+		}
+		return false
+	})
+	s.ws()
+	return w, items, ok && s.i == len(s.b)
+}
+
+// item reads one {"promoId", "type", "num"} object.
+func (s *scanner) item() (it wireItem, ok bool) {
+	var seenID, seenType, seenNum bool
+	ok = s.object(func(key string) bool {
+		switch key {
+		case "promoId":
+			if seenID {
+				return false
+			}
+			seenID, it.PromoID = true, s.strPtr()
+			return it.PromoID != nil
+		case "type":
+			if seenType {
+				return false
+			}
+			n, ok := s.integer()
+			v := int(n)
+			seenType, it.Type = true, &v
+			return ok
+		case "num":
+			if seenNum {
+				return false
+			}
+			n, ok := s.integer()
+			seenNum, it.Num = true, &n
+			return ok
+		}
+		return false
+	})
+	return it, ok
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// eat skips whitespace and then c, reporting whether c was there.
+func (s *scanner) eat(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// object reads {"key": value, ...}, calling member after each key and its colon
+// to read the value.
+func (s *scanner) object(member func(key string) bool) bool {
+	if !s.eat('{') {
+		return false
+	}
+	if s.eat('}') {
+		return true
+	}
+	for {
+		s.ws()
+		key, ok := s.str()
+		if !ok || !s.eat(':') {
+			return false
+		}
+		s.ws()
+		if !member(key) {
+			return false
+		}
+		if s.eat('}') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
+
+// array reads [value, ...], calling elem to read each value.
+func (s *scanner) array(elem func() bool) bool {
+	if !s.eat('[') {
+		return false
+	}
+	if s.eat(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if s.eat(']') {
+			return true
+		}
+		if !s.eat(',') {
+			return false
+		}
+	}
+}
+
+// str reads a string of printable ASCII with no escapes.
+func (s *scanner) str() (string, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			s.i = j + 1
+			return string(s.b[start:j]), true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func (s *scanner) strPtr() *string {
+	v, ok := s.str()
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// integer reads -?(0|[1-9][0-9]*) of at most 18 digits, which no int64 overflows;
+// a fraction or exponent after it is not a plain integer.
+func (s *scanner) integer() (int64, bool) {
+	neg := s.i < len(s.b) && s.b[s.i] == '-'
+	if neg {
+		s.i++
+	}
+	start := s.i
+	var n int64
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		n = n*10 + int64(s.b[s.i]-'0')
+		s.i++
+	}
+	digits := s.i - start
+	if digits == 0 || digits > 18 || (digits > 1 && s.b[start] == '0') {
+		return 0, false
+	}
+	if s.i < len(s.b) {
+		if c := s.b[s.i]; c == '.' || c == 'e' || c == 'E' {
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
