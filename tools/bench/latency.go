@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,10 +14,7 @@ import (
 // this run measured, at a fixed pace (open loop: requests are sent on schedule,
 // not when an answer frees a worker), and its latency percentiles.
 func (b *bench) latency(ctx context.Context) error {
-	peak := b.res.HotGranted
-	for _, r := range b.res.Spread {
-		peak = max(peak, r.One.Granted)
-	}
+	peak := b.peak()
 	if peak == 0 {
 		b.res.add(ratioRow{N: 7, Scenario: "latency at half of peak", Target: 5, AtMost: true,
 			Missing: "not measured: needs the peak of the hot or spread runs"})
@@ -42,6 +40,21 @@ func (b *bench) latency(ctx context.Context) error {
 	f := figuresOf(s)
 	b.res.Latency = &latencyRow{Peak: peak, Target: rate, Achieved: f.Answers, F: f}
 	return nil
+}
+
+// peak is the hot promotion's peak GRANTED/s: the median of the three best runs
+// of the hot phase and the spread table's single promotion. The best run alone
+// is the luckiest of a dozen on a shared machine, and half of it can already be
+// most of what the stack sustains, which measures a queue, not the latency.
+func (b *bench) peak() float64 {
+	runs := []float64{b.res.HotGranted}
+	for _, r := range b.res.Spread {
+		runs = append(runs, r.One.Granted)
+	}
+	slices.Sort(runs)
+	slices.Reverse(runs)
+	top := runs[:min(3, len(runs))]
+	return top[len(top)/2]
 }
 
 type latencyRow struct {
