@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,6 +127,37 @@ func measure(ctx context.Context, r runner, label string, conc int, dur time.Dur
 		rate = s.Throughput()
 	}
 	return s
+}
+
+// rounds is how many times each side of a comparison is measured, the two sides
+// taking turns; the ratio is of their medians. One run of either side swings by a
+// third on a shared machine, and taking turns spreads whatever else runs over both.
+const rounds = 3
+
+// alternate measures ours and base rounds times each, in turns, after the stack has
+// gone quiet before each, and returns the median run of each by the rate of
+// results (all answers when none given).
+func (b *bench) alternate(ctx context.Context, ours, base func() loadgen.Summary, results ...string) (loadgen.Summary, loadgen.Summary) {
+	var o, s []loadgen.Summary
+	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
+		fmt.Fprintf(os.Stderr, "   round %d/%d\n", round, rounds)
+		b.settle(20 * time.Second)
+		o = append(o, ours())
+		report(o[len(o)-1])
+		b.settle(20 * time.Second)
+		s = append(s, base())
+		report(s[len(s)-1])
+	}
+	return medianRun(o, results), medianRun(s, results)
+}
+
+func medianRun(runs []loadgen.Summary, results []string) loadgen.Summary {
+	if len(runs) == 0 {
+		return loadgen.Summary{}
+	}
+	runs = slices.Clone(runs)
+	slices.SortFunc(runs, func(a, b loadgen.Summary) int { return cmp.Compare(perSecond(a, results...), perSecond(b, results...)) })
+	return runs[len(runs)/2]
 }
 
 // sent drops the answers of calls a cut-off run never sent.

@@ -52,30 +52,29 @@ func (b *bench) recovery(ctx context.Context) error {
 	}
 	defer stopRedis()
 	shard := shardOf(id)
-	// Both are timed recoveryRounds times, interleaved, and the medians compared:
-	// one run of either swings by a third on a shared machine.
+	// Both are timed rounds times, taking turns, and the medians compared.
 	var scans, rebuilds []time.Duration
 	scanned := 0
-	for round := 1; round <= recoveryRounds; round++ {
+	for round := 1; round <= rounds; round++ {
 		var scan time.Duration
 		if scanned, scan, err = rawScan(ctx, scratch); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "   round %d/%d: raw scan of %d rows in %s; rebuilding shard %d into a redis-server of its own at %s ...\n",
-			round, recoveryRounds, scanned, scan.Round(time.Millisecond), shard, addr)
+			round, rounds, scanned, scan.Round(time.Millisecond), shard, addr)
 		rebuilt, out, err := runRebuild(ctx, b.recoveryBin, shard, addr, scratch.DSN)
 		if err != nil {
 			return fmt.Errorf("%w\n%s", err, out)
 		}
-		fmt.Fprintf(os.Stderr, "   round %d/%d: rebuild in %s\n", round, recoveryRounds, rebuilt.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "   round %d/%d: rebuild in %s\n", round, rounds, rebuilt.Round(time.Millisecond))
 		scans, rebuilds = append(scans, scan), append(rebuilds, rebuilt)
 	}
 	scan, rebuilt := median(scans), median(rebuilds)
 	check := checkRebuilt(ctx, addr, id, total, int64(b.recoveryRows))
 	rows := float64(b.recoveryRows)
 	b.res.add(ratioRow{N: 6, Scenario: fmt.Sprintf("recovery rebuild, %d flow rows", b.recoveryRows),
-		Ours: rows / rebuilt.Seconds(), OursUnit: fmt.Sprintf("rows/s by bin/recovery rebuild (wall, process start included; median of %d)", recoveryRounds),
-		Base: float64(scanned) / scan.Seconds(), BaseUnit: fmt.Sprintf("rows/s of a raw SELECT over grab_flow (median of %d)", recoveryRounds), Target: 0.5, Detail: check})
+		Ours: rows / rebuilt.Seconds(), OursUnit: fmt.Sprintf("rows/s by bin/recovery rebuild (wall, process start included; median of %d)", rounds),
+		Base: float64(scanned) / scan.Seconds(), BaseUnit: fmt.Sprintf("rows/s of a raw SELECT over grab_flow (median of %d)", rounds), Target: 0.5, Detail: check})
 	if !strings.HasPrefix(check, "exact") {
 		b.res.Invariants = append(b.res.Invariants, invariantRow{Name: "5 recovery is exact", Promotions: 1, Failures: []string{check}})
 	} else {
@@ -83,9 +82,6 @@ func (b *bench) recovery(ctx context.Context) error {
 	}
 	return nil
 }
-
-// recoveryRounds is how many times the raw scan and the rebuild are each timed.
-const recoveryRounds = 3
 
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/flashsale/platform/tools/loadgen"
 )
@@ -26,19 +25,17 @@ func (b *bench) soldOut(ctx context.Context) error {
 	if sellOut.ByResult["GRANTED"] != soldOutTotal {
 		return fmt.Errorf("sell-out of %d units granted %d (%s)", soldOutTotal, sellOut.ByResult["GRANTED"], resultMix(sellOut))
 	}
-	b.settle(20 * time.Second)
-	ours := measure(ctx, r, "grab-service sold out", b.conc, b.dur)
-	report(ours)
-
 	base, stop, err := spawnBaseline(ctx, "bare", "", 0)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	b.settle(20 * time.Second)
-	bare := measure(ctx, httpRun(base, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"x", id, n) }, nil),
-		"bare handler", b.conc, b.dur)
-	report(bare)
+	ours, bare := b.alternate(ctx,
+		func() loadgen.Summary { return measure(ctx, r, "grab-service sold out", b.conc, b.dur) },
+		func() loadgen.Summary {
+			return measure(ctx, httpRun(base, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"x", id, n) }, nil),
+				"bare handler", b.conc, b.dur)
+		})
 	b.res.add(ratioRow{N: 2, Scenario: "sold-out phase", Ours: perSecond(ours), OursUnit: "answers/s",
 		Base: perSecond(bare), BaseUnit: "answers/s of a bare Go handler", Target: 0.8,
 		Detail: resultMix(ours)})
