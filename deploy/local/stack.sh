@@ -87,9 +87,7 @@ service_cmd() {
 	case "$1" in
 	grab-service) printf '%s\0' "$BIN/grab-service" ;;
 	promo-admin) printf '%s\0' "$BIN/promo-admin" ;;
-	# The sink is a background consumer (a grant waits for Kafka, never for MySQL):
-	# on a machine the stack shares, it yields the CPU to the request path.
-	flow-sink) printf '%s\0' nice -n 10 "$BIN/recovery" sink ;;
+	flow-sink) printf '%s\0' "$BIN/recovery" sink ;;
 	esac
 	printf '%s\0' --local --listen "$(addr "$1")" --redis "$redis_addrs" --mysql "$MYSQL_DSN" \
 		--kafka "$KAFKA_ADDR" --switches "$SWITCHES_FILE"

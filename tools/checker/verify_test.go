@@ -196,6 +196,38 @@ func TestVerifyExcusesOnlyWhatTheBrokerDropped(t *testing.T) {
 	}
 }
 
+// Found by the short drill suite: the broker's restart dropped a request's GRAB (or
+// CANCEL), then the Redis drill lost and rebuilt the promotion's shard from the
+// record, so the ledger now agrees with the record and not with the client. It is
+// excused like the drift it was before the rebuild; the same outcome far from an
+// outage is a loss.
+func TestVerifyExcusesARebuildOfWhatTheBrokerDropped(t *testing.T) {
+	t.Parallel()
+	rebuiltWithoutR1 := func() *world {
+		w := base()
+		w.snap.Record[w.promo.Key()] = w.snap.Record[w.promo.Key()][1:] // r1's GRAB vanished
+		w.snap.Broker = nil
+		st := w.state()
+		delete(st.Ledger, "r1")
+		delete(st.Pins, "alice")
+		st.IPs["10.0.0.1"] -= 2
+		st.Remaining += 2
+		w.set(st)
+		return w
+	}
+	during := Outage{Down: time.Unix(1000, 500), Up: time.Unix(1010, 0)}
+	if rep := rebuiltWithoutR1().verify(during); rep.Failed() || rep.Excused != 1 {
+		t.Fatalf("want r1 excused after the rebuild, have:\n%s", rep.String())
+	}
+	long := Outage{Down: time.Unix(1000+int64(Exposure/time.Second)+60, 0), Up: time.Unix(1000+int64(Exposure/time.Second)+70, 0)}
+	if rep := rebuiltWithoutR1().verify(long); !rep.Failed() || rep.Lost != 2 || rep.Excused != 0 {
+		t.Fatalf("a grant lost long before the outage is a loss, have:\n%s", rep.String())
+	}
+	if rep := rebuiltWithoutR1().verify(); !rep.Failed() || rep.Lost != 2 {
+		t.Fatalf("a grant lost with no outage is a loss, have:\n%s", rep.String())
+	}
+}
+
 // Found by the Redis drill: a take rolled back (its CANCEL skipped by the sink, as
 // its GRAB was never published), then lost with its shard, is granted afresh under
 // the same requestId; the topic holds CANCEL then GRAB, the record the GRAB alone.
