@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -31,13 +32,25 @@ func (b *bench) latency(ctx context.Context) error {
 		return grabCall(b.token, b.id+"l", id, n)
 	}, func(n int64, a loadgen.Answer) { b.tally.seen(id, n, a) })
 	workers := max(b.conc*2, 32) // enough that the pace, not the workers, sets the rate
-	runCtx, cancel := context.WithTimeout(ctx, 3*b.dur+10*time.Second)
-	defer cancel()
-	start = time.Now()
-	answers, elapsed := paced(runCtx, fmt.Sprintf("paced %.0f/s", rate), workers, calls)
-	s := loadgen.Summarize(sent(answers), elapsed)
-	report(s)
-	f := figuresOf(s)
+	// Run rounds times and keep the run with the median p99/p50: one hiccup of the
+	// shared machine is a few dozen of a few thousand answers, the whole of a p99.
+	var runs []figures
+	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
+		b.settle(20 * time.Second)
+		runCtx, cancel := context.WithTimeout(ctx, 3*b.dur+10*time.Second)
+		k.Store(0)
+		start = time.Now()
+		answers, elapsed := paced(runCtx, fmt.Sprintf("paced %.0f/s, round %d/%d", rate, round, rounds), workers, calls)
+		cancel()
+		s := loadgen.Summarize(sent(answers), elapsed)
+		report(s)
+		runs = append(runs, figuresOf(s))
+	}
+	if len(runs) == 0 {
+		return ctx.Err()
+	}
+	slices.SortFunc(runs, func(a, b figures) int { return cmp.Compare(a.P99/max(a.P50, 1e-9), b.P99/max(b.P50, 1e-9)) })
+	f := runs[len(runs)/2]
 	b.res.Latency = &latencyRow{Peak: peak, Target: rate, Achieved: f.Answers, F: f}
 	return nil
 }

@@ -145,7 +145,7 @@ func (res *results) header() []string {
 		fmt.Sprintf("The load generator, grab-service, the 16 Redis servers, the Kafka broker and MariaDB all share these %d cores, "+
 			"so every figure is a ratio against a baseline measured in the same run on the same machine. "+
 			"Each run: a warm-up, then about %s of load at the stated concurrency over keep-alive connections; "+
-			"in scenarios 1, 2, 3 and 6 each side is run %d times, the two sides taking turns, and the medians compared.", res.Machine.Cores, res.Duration, rounds),
+			"in scenarios 1, 2, 3 and 6 each side is run %d times, the two sides taking turns, and the medians compared; scenario 7 reports the run of median p99/p50 of %d.", res.Machine.Cores, res.Duration, rounds, rounds),
 		fmt.Sprintf("Load average (1 min) %s at the start, %s at the end: on %d cores, anything well above the stack's own work "+
 			"is other programs competing for the same cores, and every rate here is lower for it.", res.LoadStart, res.LoadEnd, res.Machine.Cores),
 	}
