@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/flashsale/platform/internal/flow"
-	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
 	rt "github.com/flashsale/platform/recovery/internal/recoverytest"
 )
@@ -40,11 +39,7 @@ func TestSinkResumesSoonAfterTheBrokerRestarts(t *testing.T) {
 	}
 	first := broker()
 	brokers := []string{fmt.Sprintf("127.0.0.1:%d", port)}
-	db, err := store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rt.OpenStore(t)
 	rt.RunSink(t, brokers, "sink-restart", db)
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 		BatchTimeout: time.Millisecond, MaxAttempts: 20, WriteTimeout: time.Second}

@@ -106,11 +106,7 @@ func TestRedeliveredEventsChangeNothing(t *testing.T) {
 	ctx := context.Background()
 	kf := rt.Kafka(t)
 	brokers := kf.ListenAddrs()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rt.OpenStore(t)
 	shards := rt.Shards(t, nil)
 	suffix := testenv.Suffix()
 	var keys []string

@@ -98,11 +98,7 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 	shards := rt.Shards(t, map[int]string{lostShard: own.Addr})
 	kf := rt.Kafka(t)
 	brokers := kf.ListenAddrs()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rt.OpenStore(t)
 	const group = "sink-rebuild"
 	rt.RunSink(t, brokers, group, db)
 	suffix := testenv.Suffix()
@@ -223,11 +219,7 @@ func TestRebuildRefusesWhileTheSinkIsBehind(t *testing.T) {
 	shards := rt.Shards(t, all)
 	kf := rt.Kafka(t)
 	brokers := kf.ListenAddrs()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rt.OpenStore(t)
 	key := rt.Create(t, db, shards, rt.Spec{PromoID: "behind-" + testenv.Suffix(), Total: 10})
 	s := rt.NewSale(shards, brokers)
 	defer s.Close()

@@ -1,6 +1,7 @@
 package recoverytest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
 )
 
@@ -135,4 +137,16 @@ func (m *MariaDB) kill() {
 		_ = m.cmd.Process.Signal(syscall.SIGKILL)
 		_ = m.cmd.Wait()
 	}
+}
+
+// OpenStore opens the record in a throwaway database of its own (testenv.MySQLDSN),
+// closed when the test ends, after the sinks the test started have stopped.
+func OpenStore(t testing.TB) *store.Store {
+	t.Helper()
+	db, err := store.Open(context.Background(), testenv.MySQLDSN(t))
+	if err != nil {
+		t.Fatalf("open the record: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
-	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
@@ -30,11 +29,7 @@ func TestVerifyReportsThePlantedDriftAndOnlyIt(t *testing.T) {
 	ctx := context.Background()
 	kf := rt.Kafka(t)
 	brokers := kf.ListenAddrs()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := rt.OpenStore(t)
 	const group = "sink-verify"
 	rt.RunSink(t, brokers, group, db)
 	shards := rt.Shards(t, nil)
