@@ -93,12 +93,12 @@ type flowKey struct {
 
 // newFlow is one grab_flow row to write: one item of one event.
 type newFlow struct {
-	key                  flowKey
-	e                    *flow.Event
-	num                  int64
-	shard                int
-	at                   time.Time
-	bodyHash, reasonText string
+	key              flowKey
+	e                *flow.Event
+	num              int64
+	shard            int
+	at               time.Time
+	bodyHash, reason string
 }
 
 func flowRowsOf(events []flow.Event) ([]newFlow, error) {
@@ -114,7 +114,7 @@ func flowRowsOf(events []flow.Event) ([]newFlow, error) {
 			if e.Kind == flow.Grab { // migration 0002's columns: a GRAB's hash, a CANCEL's reason
 				r.bodyHash = e.BodyHash
 			} else {
-				r.reasonText = e.Reason
+				r.reason = e.Reason
 			}
 			rows = append(rows, r)
 		}
@@ -171,7 +171,7 @@ func insertFlowsSQL(rows []newFlow) (string, []any) {
 		}
 		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, r.e.EventID, string(r.key.kind), r.key.requestID, r.e.Pin, r.e.IP,
-			r.key.id.PromoID, r.key.id.Type, r.num, r.shard, r.at, r.bodyHash, r.reasonText)
+			r.key.id.PromoID, r.key.id.Type, r.num, r.shard, r.at, r.bodyHash, r.reason)
 	}
 	return b.String(), args
 }

@@ -60,7 +60,8 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 	out := Restored{Key: key}
 	st := stagingOf(key)
 	w := newPipe(ctx, c, batch)
-	defer w.wait()                                                           // on an early return, the pipeline in flight still finishes first
+	// On an early return, the pipeline in flight still finishes first.
+	defer w.wait()
 	if err := w.do("UNLINK", st.hash, st.pins, st.ips, st.req); err != nil { // leftovers of a killed run
 		return out, err
 	}
