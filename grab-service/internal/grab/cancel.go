@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/flow"
-	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -76,7 +75,7 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 			s.refusals.forget(key)
 		}
 	}
-	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {
+	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, s.flowItems(back), now, reason)); err != nil {
 		s.logErr("cancel event not acknowledged; the reconciler will publish it", err, "requestId", rid)
 	} else {
 		s.finalize(rid, pin, returned)
@@ -101,12 +100,7 @@ func (s *Service) finalize(rid, pin string, gs []group) {
 
 // lookup finds a granted request's items: the Redis request index, else the record.
 func (s *Service) lookup(ctx context.Context, rid string) (requestIndex, error) {
-	key := promo.RequestIndexKey(rid)
-	raw, err := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-		cmd := redis.NewCmd(ctx, "get", key)
-		_ = p.Process(ctx, cmd)
-		return cmd
-	}).Text()
+	raw, err := s.indexCommand(ctx, rid, "get").Text()
 	var idx requestIndex
 	if err == nil && json.Unmarshal([]byte(raw), &idx) == nil {
 		return idx, nil

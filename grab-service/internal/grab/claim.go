@@ -35,17 +35,11 @@ type claim struct {
 	err     error
 }
 
-func (s *Service) claim(ctx context.Context, req Request) claim {
-	idx := requestIndex{BodyHash: req.bodyHash(), Pin: req.Pin, IP: req.IP, Items: s.flowItems(req.Items)}
+func (s *Service) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
+	idx := requestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
 	b, _ := json.Marshal(idx)
-	key := promo.RequestIndexKey(req.RequestID)
-	cmd := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-		// NX with GET: set when absent, and either way answer what was there.
-		cmd := redis.NewCmd(ctx, "set", key, b, "nx", "get", "ex", int(indexTTL.Seconds()))
-		_ = p.Process(ctx, cmd)
-		return cmd
-	})
-	old, err := cmd.Text()
+	// NX with GET: set when absent, and either way answer what was there.
+	old, err := s.indexCommand(ctx, req.RequestID, "set", b, "nx", "get", "ex", int(indexTTL.Seconds())).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return claim{created: true}
@@ -95,25 +89,26 @@ func (s *Service) shortCircuit(ctx context.Context, req Request, now time.Time) 
 // claimed reports whether requestID holds a claim; when the index cannot tell, it
 // says yes, so the grab takes the full way.
 func (s *Service) claimed(ctx context.Context, requestID string) bool {
-	key := promo.RequestIndexKey(requestID)
-	n, err := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-		cmd := redis.NewCmd(ctx, "exists", key)
-		_ = p.Process(ctx, cmd)
-		return cmd
-	}).Int64()
+	n, err := s.indexCommand(ctx, requestID, "exists").Int64()
 	return err != nil || n > 0
 }
 
 // releaseClaim removes the index entry this grab created when it ends refused, so a
 // refused requestId does not hold memory for a month; a later retry claims afresh.
 func (s *Service) releaseClaim(req Request) {
-	key := promo.RequestIndexKey(req.RequestID)
 	ctx, cancel := s.settleCtx()
 	defer cancel()
-	err := s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-		cmd := redis.NewCmd(ctx, "del", key)
+	err := s.indexCommand(ctx, req.RequestID, "del").Err()
+	s.logErr("request index entry not released", err, "requestId", req.RequestID)
+}
+
+// indexCommand runs one command on requestID's index entry (name key args...),
+// through the executor of the shard the ring gives the index key.
+func (s *Service) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
+	key := promo.RequestIndexKey(requestID)
+	return s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+		cmd := redis.NewCmd(ctx, append([]any{name, key}, args...)...)
 		_ = p.Process(ctx, cmd)
 		return cmd
-	}).Err()
-	s.logErr("request index entry not released", err, "requestId", req.RequestID)
+	})
 }

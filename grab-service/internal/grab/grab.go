@@ -52,11 +52,12 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	}
 	// The claim lands before any take, so a requestId without a claim holds nothing
 	// and the short-circuit may answer for it (claim.go).
-	c := s.claim(ctx, req)
+	hash, items := req.bodyHash(), s.flowItems(req.Items) // for the claim, the takes and the event
+	c := s.claim(ctx, req, hash, items)
 	if res, done := s.checkClaim(req, c); done {
 		return res, nil
 	}
-	replies, errs := s.take(ctx, req, gs, now, deadline, snap.RateFactorPermille())
+	replies, errs := s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
 	if res, err, done := s.settleTakes(req, gs, replies, errs, now); done {
 		if c.created && res.Result != Granted {
 			s.releaseClaim(req)
@@ -67,7 +68,9 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if err := s.Fault("after-take"); err != nil {
 		return Result{}, err
 	}
-	if err := s.publish(ctx, s.event(flow.Grab, req.RequestID, req.Pin, req.IP, req.Items, now, "")); err != nil {
+	ev := s.event(flow.Grab, req.RequestID, req.Pin, req.IP, items, now, "")
+	ev.BodyHash = hash // the record keeps the ledger's body hash, for an exact rebuild
+	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("grab event not acknowledged; rolling back", err, "requestId", rid)
 		s.abort(req, gs)
 		return Result{RequestID: rid, Result: Unavailable, Message: "the grab could not be committed; nothing was taken"}, nil
@@ -91,10 +94,9 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 }
 
 // take runs one q.lua per shard, shards in parallel.
-func (s *Service) take(ctx context.Context, req Request, gs []group, now, deadline time.Time, factor int64) ([]lua.GrabReply, []error) {
+func (s *Service) take(ctx context.Context, req Request, hash string, gs []group, now, deadline time.Time, factor int64) ([]lua.GrabReply, []error) {
 	replies := make([]lua.GrabReply, len(gs))
 	errs := make([]error, len(gs))
-	hash := req.bodyHash()
 	eachGroup(gs, func(i int, g group) {
 		call := lua.GrabCall{
 			NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
@@ -265,13 +267,9 @@ func (s *Service) flowItems(items []Item) []flow.Item {
 	return out
 }
 
-func (s *Service) event(kind flow.Kind, rid, pin, ip string, items []Item, at time.Time, reason string) flow.Event {
-	e := flow.Event{EventID: newEventID(), Kind: kind, RequestID: rid, Pin: pin, IP: ip,
-		Items: s.flowItems(items), OccurredAt: flow.Stamp(at), Reason: reason}
-	if kind == flow.Grab { // the record keeps the ledger's body hash, for an exact rebuild
-		e.BodyHash = Request{RequestID: rid, Pin: pin, IP: ip, Items: items}.bodyHash()
-	}
-	return e
+func (s *Service) event(kind flow.Kind, rid, pin, ip string, items []flow.Item, at time.Time, reason string) flow.Event {
+	return flow.Event{EventID: newEventID(), Kind: kind, RequestID: rid, Pin: pin, IP: ip,
+		Items: items, OccurredAt: flow.Stamp(at), Reason: reason}
 }
 
 func (s *Service) publish(ctx context.Context, events ...flow.Event) error {
