@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -222,14 +221,8 @@ func kafkaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	sleep(ctx, d.o.hold)
 	sinkCaughtUp(caught, out)
 	path := d.ctl.st.SwitchesFile
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		out.fail("read the switches file: %v", err)
-		return
-	}
-	snap, err := configcenter.Parse(orig)
-	if err != nil {
-		out.fail("the switches file in force does not parse: %v", err)
+	orig, sw, ok := readSwitches(path, out)
+	if !ok {
 		return
 	}
 	atRisk()
@@ -241,7 +234,7 @@ func kafkaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	down = time.Now()
 	waitGone(pid, 10*time.Second)
 	out.faults++
-	degraded := snap.Switches
+	degraded := sw
 	degraded.KafkaDegrade = true
 	if err := writeSwitches(path, encodeSwitches(degraded)); err != nil {
 		out.fail("switch kafkaDegrade on: %v", err)
@@ -284,17 +277,11 @@ func (d *drillEnv) waitGranted(ctx context.Context, rd *round, timeout time.Dura
 
 func crashDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	path := d.ctl.st.SwitchesFile
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		out.fail("read the switches file: %v", err)
+	orig, sw, ok := readSwitches(path, out)
+	if !ok {
 		return
 	}
-	snap, err := configcenter.Parse(orig)
-	if err != nil {
-		out.fail("the switches file in force does not parse: %v", err)
-		return
-	}
-	degraded := snap.Switches
+	degraded := sw
 	degraded.KafkaDegrade = true
 	defer func() {
 		if err := writeSwitches(path, orig); err != nil {
@@ -448,9 +435,8 @@ const applyWithin = 1200 * time.Millisecond
 
 func configDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	path := d.ctl.st.SwitchesFile
-	orig, err := os.ReadFile(path)
-	if err != nil {
-		out.fail("read the switches file: %v", err)
+	orig, base, ok := readSwitches(path, out)
+	if !ok {
 		return
 	}
 	defer func() {
@@ -458,12 +444,6 @@ func configDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 			out.fail("restore the switches file: %v", err)
 		}
 	}()
-	snap, err := configcenter.Parse(orig)
-	if err != nil {
-		out.fail("the switches file in force does not parse: %v", err)
-		return
-	}
-	base := snap.Switches
 	write := func(what string, s configcenter.Switches) time.Time {
 		if err := writeSwitches(path, encodeSwitches(s)); err != nil {
 			out.fail("%s: write the switches file: %v", what, err)

@@ -42,3 +42,19 @@ func encodeSwitches(s configcenter.Switches) []byte {
 	b, _ := json.MarshalIndent(s, "", "  ")
 	return append(b, '\n')
 }
+
+// readSwitches reads the switches file in force: its bytes, to restore it after the
+// drill, and its switches. A failure is recorded on out and ok is false.
+func readSwitches(path string, out *outcome) (orig []byte, sw configcenter.Switches, ok bool) {
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		out.fail("read the switches file: %v", err)
+		return nil, sw, false
+	}
+	snap, err := configcenter.Parse(orig)
+	if err != nil {
+		out.fail("the switches file in force does not parse: %v", err)
+		return nil, sw, false
+	}
+	return orig, snap.Switches, true
+}
