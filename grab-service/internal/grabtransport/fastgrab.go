@@ -12,23 +12,19 @@ import (
 // decoder on what it accepts: FuzzGrabScannerAgrees holds it to that.
 func scanGrab(body []byte) (w wireGrab, items []wireItem, ok bool) {
 	s := scanner{b: body}
-	seen := map[string]bool{}
+	// A key read twice finds its field already set: that gives up too.
 	ok = s.object(func(key string) bool {
-		if seen[key] {
-			return false
-		}
-		seen[key] = true
-		switch key {
-		case "requestId":
+		switch {
+		case key == "requestId" && w.RequestID == nil:
 			w.RequestID = s.strPtr()
 			return w.RequestID != nil
-		case "pin":
+		case key == "pin" && w.Pin == nil:
 			w.Pin = s.strPtr()
 			return w.Pin != nil
-		case "ip":
+		case key == "ip" && w.IP == nil:
 			w.IP = s.strPtr()
 			return w.IP != nil
-		case "items":
+		case key == "items" && w.Items == nil:
 			w.Items = []json.RawMessage{} // present; parseGrab counts items, not these
 			return s.array(func() bool {
 				it, ok := s.item()
@@ -44,29 +40,19 @@ func scanGrab(body []byte) (w wireGrab, items []wireItem, ok bool) {
 
 // item reads one {"promoId", "type", "num"} object.
 func (s *scanner) item() (it wireItem, ok bool) {
-	var seenID, seenType, seenNum bool
 	ok = s.object(func(key string) bool {
-		switch key {
-		case "promoId":
-			if seenID {
-				return false
-			}
-			seenID, it.PromoID = true, s.strPtr()
+		switch {
+		case key == "promoId" && it.PromoID == nil:
+			it.PromoID = s.strPtr()
 			return it.PromoID != nil
-		case "type":
-			if seenType {
-				return false
-			}
+		case key == "type" && it.Type == nil:
 			n, ok := s.integer()
 			v := int(n)
-			seenType, it.Type = true, &v
+			it.Type = &v
 			return ok
-		case "num":
-			if seenNum {
-				return false
-			}
+		case key == "num" && it.Num == nil:
 			n, ok := s.integer()
-			seenNum, it.Num = true, &n
+			it.Num = &n
 			return ok
 		}
 		return false
