@@ -134,21 +134,24 @@ func measure(ctx context.Context, r runner, label string, conc int, dur time.Dur
 // third on a shared machine, and taking turns spreads whatever else runs over both.
 const rounds = 3
 
-// alternate measures ours and base rounds times each, in turns, after the stack has
-// gone quiet before each, and returns the median run of each by the rate of
-// results (all answers when none given).
-func (b *bench) alternate(ctx context.Context, ours, base func() loadgen.Summary, results ...string) (loadgen.Summary, loadgen.Summary) {
-	var o, s []loadgen.Summary
+// turns measures each side rounds times, the sides taking turns, after the stack has
+// gone quiet before each run, and returns each side's median run by the rate of
+// results (all answers when none given), in the order of sides.
+func (b *bench) turns(ctx context.Context, results []string, sides ...func() loadgen.Summary) []loadgen.Summary {
+	runs := make([][]loadgen.Summary, len(sides))
 	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
 		fmt.Fprintf(os.Stderr, "   round %d/%d\n", round, rounds)
-		b.settle(20 * time.Second)
-		o = append(o, ours())
-		report(o[len(o)-1])
-		b.settle(20 * time.Second)
-		s = append(s, base())
-		report(s[len(s)-1])
+		for i, side := range sides {
+			b.settle(20 * time.Second)
+			runs[i] = append(runs[i], side())
+			report(runs[i][len(runs[i])-1])
+		}
 	}
-	return medianRun(o, results), medianRun(s, results)
+	out := make([]loadgen.Summary, len(sides))
+	for i := range sides {
+		out[i] = medianRun(runs[i], results)
+	}
+	return out
 }
 
 func medianRun(runs []loadgen.Summary, results []string) loadgen.Summary {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/flashsale/platform/tools/loadgen"
 )
@@ -24,14 +23,10 @@ func (b *bench) traditional(ctx context.Context, scratch *scratchDB) error {
 		return err
 	}
 	defer stop()
-	var locks []loadgen.Summary
-	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
-		fmt.Fprintf(os.Stderr, "   round %d/%d\n", round, rounds)
-		locks = append(locks, measure(ctx, httpRun(base, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"m", "stock", n) }, nil),
-			"MySQL row lock", b.conc, b.dur))
-		report(locks[len(locks)-1])
-	}
-	lock := medianRun(locks, []string{"GRANTED"})
+	lock := b.turns(ctx, []string{"GRANTED"}, func() loadgen.Summary {
+		return measure(ctx, httpRun(base, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"m", "stock", n) }, nil),
+			"MySQL row lock", b.conc, b.dur)
+	})[0]
 	b.res.add(ratioRow{N: 3, Scenario: "traditional design (MySQL row lock)", Ours: b.res.HotGranted,
 		OursUnit: "GRANTED/s (hot phase)", Base: perSecond(lock, "GRANTED"), BaseUnit: "GRANTED/s by SELECT … FOR UPDATE",
 		Target: 20, Detail: resultMix(lock)})
