@@ -75,7 +75,7 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			return 0, fmt.Errorf("insert flows: remaining of %s: %w", id, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := commit(ctx, tx); err != nil {
 		return 0, fmt.Errorf("insert flows: commit: %w", err)
 	}
 	return len(fresh), nil

@@ -234,7 +234,7 @@ func (s *Store) withRow(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Prom
 	if err = fn(tx, &p); err != nil {
 		return err
 	}
-	if err = tx.Commit(); err != nil {
+	if err = commit(ctx, tx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

@@ -106,3 +106,19 @@ func isDuplicate(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1062
 }
+
+// commit commits tx, or gives up when ctx ends first. database/sql runs a COMMIT
+// without the context, so a server that stops answering mid-COMMIT would hold the
+// caller until TCP gave up; given up, the COMMIT may still land later, which is why
+// every write here is safe to retry (InsertFlows skips rows already present, an
+// admin change is journaled and resolved).
+func commit(ctx context.Context, tx *sqlx.Tx) error {
+	done := make(chan error, 1)
+	go func() { done <- tx.Commit() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("commit given up: %w", ctx.Err())
+	}
+}

@@ -236,7 +236,9 @@ func (s *Sink) write(ctx context.Context, events []flow.Event) error {
 	var dataErr error
 	err := retry(ctx, s.cfg.Backoff, s.log, "flow log write", func() { s.m.Retries.WithLabelValues("mysql").Inc() },
 		func(ctx context.Context) error {
-			n, err := s.insertWithin(ctx, events)
+			wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+			defer cancel()
+			n, err := s.rec.InsertFlows(wctx, events)
 			if err == nil {
 				s.m.RowsWritten.Add(float64(n))
 			}
@@ -250,36 +252,6 @@ func (s *Sink) write(ctx context.Context, events []flow.Event) error {
 		return err
 	}
 	return dataErr
-}
-
-// insertWithin runs one InsertFlows and gives up on it after WriteTimeout even if
-// it has not returned: database/sql runs a COMMIT without the context, so a server
-// that stops answering mid-COMMIT would hold the attempt until TCP gave up. The
-// abandoned attempt ends when its connection does; whether its COMMIT landed or
-// not, the retry is exact, as InsertFlows skips rows already present.
-func (s *Sink) insertWithin(ctx context.Context, events []flow.Event) (int, error) {
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
-	defer cancel()
-	type outcome struct {
-		n   int
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		n, err := s.rec.InsertFlows(wctx, events)
-		done <- outcome{n, err}
-	}()
-	select {
-	case o := <-done:
-		return o.n, o.err
-	case <-wctx.Done():
-		select {
-		case o := <-done: // it ended with the context: its own error says more
-			return o.n, o.err
-		case <-time.After(100 * time.Millisecond):
-			return 0, fmt.Errorf("flow log write abandoned after %s: %w", s.cfg.WriteTimeout, wctx.Err())
-		}
-	}
 }
 
 // commit acknowledges the batch; see Config.CommitAttempts for why it may give up.
