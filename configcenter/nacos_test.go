@@ -77,19 +77,6 @@ func follow(t checker, cfg NacosConfig) *instance {
 	return in
 }
 
-// eventually polls cond until it holds or the deadline passes. Deadlines here
-// are functional bounds (a switch applies within 1 s), not performance figures.
-func eventually(t checker, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // holds reports whether every instance has applied the document doc.
 func holds(doc string, ins ...*instance) func() bool {
 	want := md5Hex([]byte(doc))
@@ -124,13 +111,13 @@ func TestNacosStartupReadAndChangesReachEveryInstance(t *testing.T) {
 	for range 2 {
 		ins = append(ins, follow(t, NacosConfig{Addr: srv.Addr(), Namespace: ns}))
 	}
-	eventually(t, startupWithin, "the startup read on every instance", holds(first, ins...))
+	testenv.Within(t, startupWithin, "the startup read on every instance", holds(first, ins...))
 	if s := ins[0].holder.Load(); !s.GrabEnabled || s.Blocked("A", 1) {
 		t.Fatalf("startup snapshot %+v", s.Switches)
 	}
 	for i, next := range []string{doc(false), doc(true, "A_1"), doc(true)} {
 		srv.Set(switchesKey, next)
-		eventually(t, testenv.SwitchDeadline(), fmt.Sprintf("change %d on both instances", i), holds(next, ins...))
+		testenv.Within(t, testenv.SwitchDeadline(), fmt.Sprintf("change %d on both instances", i), holds(next, ins...))
 	}
 	if s := ins[1].holder.Load(); !s.GrabEnabled || s.Blocked("A", 1) {
 		t.Fatalf("last snapshot %+v", s.Switches)
@@ -144,11 +131,11 @@ func TestNacosMalformedDocumentKeepsTheLastGoodOne(t *testing.T) {
 	good := doc(false)
 	srv.Set(switchesKey, good)
 	in := follow(t, NacosConfig{Addr: srv.Addr(), Namespace: ns})
-	eventually(t, startupWithin, "startup read", holds(good, in))
+	testenv.Within(t, startupWithin, "startup read", holds(good, in))
 
 	for i, bad := range []string{`{"grabEnabled":`, `{"grabEnabled":"no"}`, `{"degradeRateFactor":2}`, `{"typo":true}`} {
 		srv.Set(switchesKey, bad)
-		eventually(t, testenv.SwitchDeadline(), "the malformed document counted", func() bool {
+		testenv.Within(t, testenv.SwitchDeadline(), "the malformed document counted", func() bool {
 			return in.rejected() == float64(i+1)
 		})
 		if got := in.holder.Load().MD5; got != md5Hex([]byte(good)) {
@@ -162,7 +149,7 @@ func TestNacosMalformedDocumentKeepsTheLastGoodOne(t *testing.T) {
 		t.Fatal("a deleted document replaced the good one")
 	}
 	srv.Set(switchesKey, next)
-	eventually(t, testenv.SwitchDeadline(), "the next good document", holds(next, in))
+	testenv.Within(t, testenv.SwitchDeadline(), "the next good document", holds(next, in))
 }
 
 // The SDK's reconnect has a data race of its own (rpc_client.go: the event
@@ -184,7 +171,7 @@ func restartScenario(t checker) {
 	v1 := doc(true)
 	srv.Set(switchesKey, v1)
 	a, b := follow(t, NacosConfig{Addr: srv.Addr(), Namespace: ns}), follow(t, NacosConfig{Addr: srv.Addr(), Namespace: ns})
-	eventually(t, startupWithin, "startup read", holds(v1, a, b))
+	testenv.Within(t, startupWithin, "startup read", holds(v1, a, b))
 
 	srv.Stop()
 	v2 := doc(false) // changed while the server was down: no push can carry it
@@ -193,11 +180,11 @@ func restartScenario(t checker) {
 	if err := srv.Start(); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	eventually(t, startupWithin, "the change made during the outage, after reconnecting", holds(v2, a, b))
-	eventually(t, startupWithin, "both clients reconnected", func() bool { return srv.Connections() == 2 })
+	testenv.Within(t, startupWithin, "the change made during the outage, after reconnecting", holds(v2, a, b))
+	testenv.Within(t, startupWithin, "both clients reconnected", func() bool { return srv.Connections() == 2 })
 	v3 := doc(true, "B_2")
 	srv.Set(switchesKey, v3)
-	eventually(t, testenv.SwitchDeadline(), "a change after the restart", holds(v3, a, b))
+	testenv.Within(t, testenv.SwitchDeadline(), "a change after the restart", holds(v3, a, b))
 }
 
 // The SDK loses a push that lands while one of its batch-listen calls is in
@@ -221,21 +208,21 @@ func TestNacosLostPushIsCaughtByThePoll(t *testing.T) {
 			v1 := doc(true)
 			srv.Set(switchesKey, v1)
 			in := follow(t, NacosConfig{Addr: srv.Addr(), Namespace: ns, Poll: tc.poll})
-			eventually(t, startupWithin, "startup read", holds(v1, in))
+			testenv.Within(t, startupWithin, "startup read", holds(v1, in))
 			// Let the SDK's start-up listen rounds settle, then slow the listen replies.
 			time.Sleep(500 * time.Millisecond)
 			srv.SetListenDelay(500 * time.Millisecond)
 
 			v2 := doc(false)
 			srv.Set(switchesKey, v2)
-			eventually(t, 2*time.Second, "the first change (pushed)", holds(v2, in))
+			testenv.Within(t, 2*time.Second, "the first change (pushed)", holds(v2, in))
 			// The SDK sends a batch-listen right after delivering a change; give it
 			// time to leave, then push while it waits for its (delayed) reply.
 			time.Sleep(150 * time.Millisecond)
 			v3 := doc(true, "C_1")
 			srv.Set(switchesKey, v3)
 			if tc.applied {
-				eventually(t, testenv.SwitchDeadline(), "the second change despite the lost push", holds(v3, in))
+				testenv.Within(t, testenv.SwitchDeadline(), "the second change despite the lost push", holds(v3, in))
 				return
 			}
 			time.Sleep(2 * time.Second)
@@ -254,8 +241,8 @@ func TestNacosLogin(t *testing.T) {
 	v1 := doc(false)
 	srv.Set(switchesKey, v1)
 	in := follow(t, NacosConfig{Addr: srv.Addr(), Namespace: ns, Username: "oncall", Password: "s3cret"})
-	eventually(t, startupWithin, "startup read with a login", holds(v1, in))
+	testenv.Within(t, startupWithin, "startup read with a login", holds(v1, in))
 	v2 := doc(true)
 	srv.Set(switchesKey, v2)
-	eventually(t, testenv.SwitchDeadline(), "a change with a login", holds(v2, in))
+	testenv.Within(t, testenv.SwitchDeadline(), "a change with a login", holds(v2, in))
 }

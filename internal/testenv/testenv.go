@@ -87,3 +87,23 @@ func SwitchDeadline() time.Duration {
 	}
 	return 5 * time.Second
 }
+
+// Fataler is the part of testing.TB that Within needs (a test in a child process
+// passes its own).
+type Fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// Within polls cond until it holds, or fails the test once d has passed. d is a
+// functional bound the contract sets (a switch applies within 1 s), not a speed.
+func Within(t Fataler, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

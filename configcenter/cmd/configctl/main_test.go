@@ -247,26 +247,15 @@ func TestConfigctlSetReachesARunningInstance(t *testing.T) {
 			t.Cleanup(func() { cancel(); <-done })
 			applied := func(md5 string) func() bool { return func() bool { return holder.Load().MD5 == md5 } }
 			first, _ := tg.store.Get(context.Background())
-			within(t, 10*time.Second, "the instance started on the published document", applied(first.MD5))
+			testenv.Within(t, 10*time.Second, "the instance started on the published document", applied(first.MD5))
 
 			mustOK(t, ctl(t, "", args(tg, "set", "blockedPromotions", "+HOT_1")...))
 			next, _ := tg.store.Get(context.Background())
-			within(t, testenv.SwitchDeadline(), "the change in force on the instance", applied(next.MD5))
+			testenv.Within(t, testenv.SwitchDeadline(), "the change in force on the instance", applied(next.MD5))
 			if !holder.Load().Blocked("HOT", 1) {
 				t.Fatalf("in force: %+v", holder.Load().Switches)
 			}
 		})
-	}
-}
-
-func within(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

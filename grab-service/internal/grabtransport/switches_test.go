@@ -81,7 +81,7 @@ func (e *env) followNacos() *onCall {
 			e.t.Errorf("follow: %v", err)
 		}
 	})
-	within(e.t, 10*time.Second, "the first switches document in force", func() bool { return e.switches.Load().MD5 == first })
+	testenv.Within(e.t, 10*time.Second, "the first switches document in force", func() bool { return e.switches.Load().MD5 == first })
 	return oc
 }
 
@@ -98,18 +98,6 @@ func (oc *onCall) publish(d switchesDoc) string {
 	oc.srv.Set(oc.key, string(b))
 	sum := md5.Sum(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// within polls cond until it holds or the deadline passes.
-func within(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // load grabs continuously from promotions until stopped, one unit per request,
@@ -221,13 +209,13 @@ func TestSwitchGrabEnabledFlipMidLoad(t *testing.T) {
 	const total = 1_000_000
 	id := e.promotion("flip-off", spec{total: total, maxPerGrab: 1})
 	l := e.startLoad(8, id)
-	within(t, 10*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
+	testenv.Within(t, 10*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
 
 	off := normal()
 	off.GrabEnabled = false
 	oc.publish(off)
 	probes, probeGrants := 0, 0
-	within(t, testenv.SwitchDeadline(), "grabs answer 503 DEGRADED", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "grabs answer 503 DEGRADED", func() bool {
 		probes++
 		a := e.probe(fmt.Sprintf("off-%d", probes), id)
 		if a.res.Result == grab.Granted {
@@ -263,7 +251,7 @@ func TestSwitchGrabEnabledFlipMidLoad(t *testing.T) {
 
 	oc.publish(normal())
 	on := 0
-	within(t, testenv.SwitchDeadline(), "grabs granted again", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "grabs granted again", func() bool {
 		on++
 		return e.probe(fmt.Sprintf("on-%d", on), id).res.Result == grab.Granted
 	})
@@ -278,13 +266,13 @@ func TestSwitchBlockPromotionMidLoad(t *testing.T) {
 	const total = 1_000_000
 	a, b := e.twoShards("block-a", "block-b", spec{total: total, maxPerGrab: 1}, spec{total: total, maxPerGrab: 1})
 	l := e.startLoad(8, a, b)
-	within(t, 10*time.Second, "the load under way", func() bool { return l.grants(a) >= 30 && l.grants(b) >= 30 })
+	testenv.Within(t, 10*time.Second, "the load under way", func() bool { return l.grants(a) >= 30 && l.grants(b) >= 30 })
 
 	blocked := normal()
 	blocked.BlockedPromotions = []string{a + "_1"}
 	oc.publish(blocked)
 	probes, probeGrants := 0, 0
-	within(t, testenv.SwitchDeadline(), "the blocked promotion answers 409 STOPPED", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "the blocked promotion answers 409 STOPPED", func() bool {
 		probes++
 		r := e.probe(fmt.Sprintf("blk-%d", probes), a)
 		if r.res.Result == grab.Granted {
@@ -293,7 +281,7 @@ func TestSwitchBlockPromotionMidLoad(t *testing.T) {
 		return r.status == http.StatusConflict && r.res.Result == grab.Stopped
 	})
 	l.markNow()
-	within(t, 10*time.Second, "promotion b still selling", func() bool { return l.grantsAfter(b) >= 20 })
+	testenv.Within(t, 10*time.Second, "promotion b still selling", func() bool { return l.grantsAfter(b) >= 20 })
 	l.finish()
 	if n := l.grantsAfter(a); n != 0 {
 		t.Fatalf("promotion a granted %d grabs sent after the block applied", n)
@@ -315,7 +303,7 @@ func TestSwitchBlockPromotionMidLoad(t *testing.T) {
 
 	oc.publish(normal())
 	on := 0
-	within(t, testenv.SwitchDeadline(), "the unblocked promotion sells again", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "the unblocked promotion sells again", func() bool {
 		on++
 		return e.probe(fmt.Sprintf("unblk-%d", on), a).res.Result == grab.Granted
 	})
@@ -353,7 +341,7 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 	limits.MethodLimits.Grab = 5
 	oc.publish(limits)
 	round := 0
-	within(t, testenv.SwitchDeadline(), "the grab limit applied", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "the grab limit applied", func() bool {
 		round++
 		_, limited, _ := burst(fmt.Sprintf("lim%d", round), 5)
 		return limited > 0
@@ -367,7 +355,7 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 	limits.MethodLimits = configcenter.MethodLimits{Grab: 0, Cancel: 2}
 	oc.publish(limits)
 	round = 0
-	within(t, testenv.SwitchDeadline(), "the grab limit lifted", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "the grab limit lifted", func() bool {
 		round++
 		_, limited, _ := burst(fmt.Sprintf("free%d", round), 10)
 		return limited == 0
@@ -409,13 +397,13 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 	const total = 1_000_000
 	id := e.promotion("degrade", spec{total: total, maxPerGrab: 1})
 	l := e.startLoad(8, id)
-	within(t, 10*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
+	testenv.Within(t, 10*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
 
 	degraded := normal()
 	degraded.KafkaDegrade, degraded.DegradeRateFactor = true, 0.5
 	oc.publish(degraded)
 	probes := 0
-	within(t, testenv.SwitchDeadline(), "grants committed straight to MySQL", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "grants committed straight to MySQL", func() bool {
 		probes++
 		rid := fmt.Sprintf("dg-%d", probes)
 		if e.probe(rid, id).res.Result != grab.Granted {
@@ -427,7 +415,7 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // let grabs that began before the flip finish on Kafka
 	e.kafka.Close()
 	l.markNow()
-	within(t, 10*time.Second, "grants with the broker stopped", func() bool { return l.grantedAfter.Load() >= 100 })
+	testenv.Within(t, 10*time.Second, "grants with the broker stopped", func() bool { return l.grantedAfter.Load() >= 100 })
 	l.finish()
 	if l.sentAfter.Load() != l.grantedAfter.Load() {
 		t.Fatalf("with the broker stopped and degrade on, %d of %d grabs were not granted: %v",
@@ -478,7 +466,7 @@ func TestSwitchDegradeRateFactor(t *testing.T) {
 	degraded := normal()
 	degraded.KafkaDegrade, degraded.DegradeRateFactor = true, 0.5
 	md5 := oc.publish(degraded)
-	within(t, testenv.SwitchDeadline(), "degrade applied", func() bool { return e.switches.Load().MD5 == md5 })
+	testenv.Within(t, testenv.SwitchDeadline(), "degrade applied", func() bool { return e.switches.Load().MD5 == md5 })
 	answers := map[grab.Outcome]int{}
 	for i := range 8 {
 		answers[e.probe(fmt.Sprintf("f-%d", i), id).res.Result]++
@@ -494,7 +482,7 @@ func TestSwitchDegradeRateFactor(t *testing.T) {
 	}
 	oc.publish(normal())
 	n := 0
-	within(t, testenv.SwitchDeadline(), "the full rate limit back", func() bool {
+	testenv.Within(t, testenv.SwitchDeadline(), "the full rate limit back", func() bool {
 		n++
 		return e.probe(fmt.Sprintf("f-back-%d", n), id).res.Result == grab.Granted
 	})
