@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/lua"
@@ -31,10 +32,15 @@ type shardExec struct {
 	maxBatch int
 	timeout  time.Duration
 	metrics  *Metrics
+	// This shard's series, looked up once rather than per pipeline.
+	latency prometheus.Observer
+	errors  prometheus.Counter
 }
 
 func newShardExec(shard int, c redis.UniversalClient, workers, maxBatch, queue int, timeout time.Duration, m *Metrics) *shardExec {
-	e := &shardExec{shard: shard, client: c, jobs: make(chan *job, queue), maxBatch: maxBatch, timeout: timeout, metrics: m}
+	label := strconv.Itoa(shard)
+	e := &shardExec{shard: shard, client: c, jobs: make(chan *job, queue), maxBatch: maxBatch, timeout: timeout, metrics: m,
+		latency: m.redisLatency.WithLabelValues(label), errors: m.redisErrors.WithLabelValues(label)}
 	for i := 0; i < workers; i++ {
 		go e.loop()
 	}
@@ -102,11 +108,10 @@ func (e *shardExec) run(batch []*job) {
 		}
 		close(j.done)
 	}
-	label := strconv.Itoa(e.shard)
-	e.metrics.redisLatency.WithLabelValues(label).Observe(time.Since(start).Seconds())
+	e.latency.Observe(time.Since(start).Seconds())
 	e.metrics.redisBatch.Observe(float64(len(batch)))
 	if failed {
-		e.metrics.redisErrors.WithLabelValues(label).Inc()
+		e.errors.Inc()
 	}
 }
 
