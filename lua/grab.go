@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,19 @@ import (
 type GrabItem struct {
 	Key string
 	Num int64
+	// Part is what this item checks and takes when it is a part of a bucketed grab:
+	// a PartStock/PartPin/PartIP combination (q.lua). Empty is an ordinary item.
+	Part string
 }
+
+// Part letters of a bucketed grab (q.lua): the stock, the pin's limit and counter,
+// the ip's limit and counter. An ordinary item is all three.
+const (
+	PartStock = "s"
+	PartPin   = "p"
+	PartIP    = "i"
+	PartAll   = PartStock + PartPin + PartIP
+)
 
 // GrabCall is one q.lua call: every item must live on the same shard.
 type GrabCall struct {
@@ -46,14 +59,21 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 		return nil, nil, fmt.Errorf("grab %s: negative rate factor %d", c.RequestID, c.RateFactorPermille)
 	}
 	hashKeys := make([]string, len(c.Items))
-	args := make([]interface{}, 0, 7+len(c.Items))
+	args := make([]interface{}, 0, 7+2*len(c.Items))
 	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille)
+	parts := false
 	for i, it := range c.Items {
 		if it.Num < 1 {
 			return nil, nil, fmt.Errorf("grab %s: item %s: num %d < 1", c.RequestID, it.Key, it.Num)
 		}
 		hashKeys[i] = it.Key
 		args = append(args, it.Num)
+		parts = parts || it.Part != ""
+	}
+	if parts { // ordinary calls stay as they were: no part arguments at all
+		for _, it := range c.Items {
+			args = append(args, cmp.Or(it.Part, PartAll))
+		}
 	}
 	keys, err := itemKeys(hashKeys)
 	if err != nil {

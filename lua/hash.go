@@ -74,6 +74,9 @@ type LedgerEntry struct {
 	IP         string `json:"i"`
 	DeadlineMs int64  `json:"d"`
 	Reason     string `json:"r,omitempty"` // cancel reason (C, R; A, X when given)
+	// Part is what a part of a bucketed grab took (q.lua's part letters); empty
+	// for an ordinary item, which took stock, pin and ip alike.
+	Part string `json:"k,omitempty"`
 }
 
 // AppendJSON appends the entry as encoding/json would write it (the same object,
@@ -95,6 +98,10 @@ func (e LedgerEntry) AppendJSON(b []byte) []byte {
 	if e.Reason != "" {
 		b = append(b, `,"r":`...)
 		b = appendJSONString(b, e.Reason)
+	}
+	if e.Part != "" {
+		b = append(b, `,"k":`...)
+		b = appendJSONString(b, e.Part)
 	}
 	return append(b, '}')
 }

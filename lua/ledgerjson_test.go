@@ -16,6 +16,7 @@ func FuzzLedgerJSON(f *testing.F) {
 		for _, e := range []LedgerEntry{
 			{State: LedgerCommitted, BodyHash: hash, Num: num, Pin: pin, IP: ip, DeadlineMs: num * 7},
 			{State: LedgerReturned, BodyHash: hash, Num: num, Pin: pin, IP: ip, Reason: reason},
+			{State: LedgerAbortRecorded, BodyHash: hash, Num: num, Pin: pin, IP: ip, Reason: reason, Part: reason},
 		} {
 			var want bytes.Buffer
 			enc := json.NewEncoder(&want)

@@ -11,8 +11,14 @@
 --   [6] deadlineMs (when the reconciler may look at an uncommitted take)
 --   [7] rateFactorPermille (1000 = normal; limit = max(1, floor(rateLimit * f / 1000)))
 --   [7+i] num of item i, i = 1..n
+--   [7+n+i] optional, all items or none: the part item i is of a bucketed grab, the
+--           letters of what it checks and takes: s stock, p the pin's limit, i the
+--           ip's limit (README "A hot promotion beyond one shard"). Absent means
+--           "spi", an ordinary item. A part without s neither checks nor takes stock;
+--           the rate window is charged on parts with p only.
 -- Returns {code, index, ...}; index is the 0-based item concerned:
 --   {0 OK, 0, remaining after item 1, ..., remaining after item n}
+--                                      (-1 for a part that takes no stock)
 --   {1 DUPLICATE, index, state}        same requestId and body already in the ledger;
 --                                      state is the entry's letter as stored
 --                                      ("P", "G", "A", "X", "C" or "R")
@@ -31,8 +37,8 @@
 -- raise a script error before any write.
 
 local n = #KEYS / 5
-if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 7 + n then
-  error('q.lua: want 5 KEYS per item and ARGV 7 + one num per item')
+if #KEYS == 0 or #KEYS % 5 ~= 0 or (#ARGV ~= 7 + n and #ARGV ~= 7 + 2 * n) then
+  error('q.lua: want 5 KEYS per item and ARGV 7 + one num per item (+ one part per item)')
 end
 local now = tonumber(ARGV[1])
 local rid, bodyHash, pin, ip = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -44,6 +50,17 @@ end
 
 local function int(v)
   return tonumber(v) or 0
+end
+
+-- The part letters of each item: what it checks and takes.
+local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true}
+local stock, pins, ips = {}, {}, {}
+for i = 1, n do
+  local part = ARGV[7 + n + i] or 'spi'
+  if not PARTS[part] then
+    error('q.lua: a part is one of spi sp si pi s p i')
+  end
+  stock[i], pins[i], ips[i] = part:find('s') ~= nil, part:find('p') ~= nil, part:find('i') ~= nil
 end
 
 local nums, seen = {}, {}
@@ -91,14 +108,14 @@ for i = 1, n do
     return {6, i - 1}
   end
   local remaining = int(h[1])
-  if remaining <= 0 then
+  if stock[i] and remaining <= 0 then
     return {7, i - 1}
   end
   if num > int(h[4]) then
     return {11, i - 1}
   end
   local rateLimit = int(h[5])
-  if rateLimit > 0 then
+  if pins[i] and rateLimit > 0 then
     local limit = math.floor(rateLimit * factor / 1000)
     if limit < 1 then
       limit = 1
@@ -113,14 +130,14 @@ for i = 1, n do
     redis.call('HSET', key, 'winCount', count + 1, 'winStart', start)
   end
   local perPin = int(h[2])
-  if perPin > 0 and int(redis.call('HGET', KEYS[b + 2], pin)) + num > perPin then
+  if pins[i] and perPin > 0 and int(redis.call('HGET', KEYS[b + 2], pin)) + num > perPin then
     return {9, i - 1}
   end
   local perIp = int(h[3])
-  if perIp > 0 and int(redis.call('HGET', KEYS[b + 3], ip)) + num > perIp then
+  if ips[i] and perIp > 0 and int(redis.call('HGET', KEYS[b + 3], ip)) + num > perIp then
     return {10, i - 1}
   end
-  if remaining < num then
+  if stock[i] and remaining < num then
     return {7, i - 1}
   end
 end
@@ -131,10 +148,21 @@ local entry = {s = 'P', h = bodyHash, p = pin, i = ip, d = deadline}
 for i = 1, n do
   local b = 5 * (i - 1)
   local num = nums[i]
-  out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
-  redis.call('HINCRBY', KEYS[b + 2], pin, num)
-  redis.call('HINCRBY', KEYS[b + 3], ip, num)
+  out[i + 2] = -1
+  if stock[i] then
+    out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
+  end
+  if pins[i] then
+    redis.call('HINCRBY', KEYS[b + 2], pin, num)
+  end
+  if ips[i] then
+    redis.call('HINCRBY', KEYS[b + 3], ip, num)
+  end
   entry.n = num
+  entry.k = ARGV[7 + n + i] -- nil (not stored) for an ordinary item
+  if entry.k == 'spi' then
+    entry.k = nil
+  end
   redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
   redis.call('ZADD', KEYS[b + 5], deadline, rid)
 end

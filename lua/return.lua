@@ -36,7 +36,9 @@
 --   finalize  A -> X, C -> R, ZREM pending (no stock change)   P G X R -> skip
 -- Stock back: remaining += n (only if the promotion hash still exists), pins[p] and
 -- ips[i] -= n (the field is deleted when it would reach 0 or less, so neither ever
--- goes negative).
+-- goes negative). A part of a bucketed grab (entry.k, see q.lua) gives back only
+-- what it took; a part that took no stock was never a unit of the GRAB event, so
+-- no CANCEL is owed for it: abort and cancel take it straight to X and R.
 
 if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 5 or ARGV[1] == '' then
   error('return.lua: want 5 KEYS per item and ARGV requestId, pin, mode, nowMs, reason')
@@ -115,13 +117,21 @@ local function release(key, field, num)
   end
 end
 
+local function has(entry, letter)
+  return entry.k == nil or entry.k:find(letter) ~= nil
+end
+
 local function giveBack(b, entry)
   local num = tonumber(entry.n) or 0
-  if redis.call('EXISTS', KEYS[b + 1]) == 1 then
+  if has(entry, 's') and redis.call('EXISTS', KEYS[b + 1]) == 1 then
     redis.call('HINCRBY', KEYS[b + 1], 'remaining', num)
   end
-  release(KEYS[b + 2], entry.p, num)
-  release(KEYS[b + 3], entry.i, num)
+  if has(entry, 'p') then
+    release(KEYS[b + 2], entry.p, num)
+  end
+  if has(entry, 'i') then
+    release(KEYS[b + 3], entry.i, num)
+  end
 end
 
 local next_state = {abort = 'A', cancel = 'C'}
@@ -140,8 +150,13 @@ for i = 1, n do
     if reason ~= '' or action == 'cancel' then
       entry.r = reason
     end
+    if has(entry, 's') then
+      redis.call('ZADD', KEYS[b + 5], 0, rid)
+    else -- nothing of the record to net out
+      entry.s = final_state[entry.s]
+      redis.call('ZREM', KEYS[b + 5], rid)
+    end
     redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
-    redis.call('ZADD', KEYS[b + 5], 0, rid)
   elseif action == 'final' then
     entry.s = final_state[entry.s]
     redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))

@@ -1,0 +1,146 @@
+package lua
+
+import (
+	"context"
+	"testing"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// partState is what one part of a bucketed grab touches: the hash's remaining, pin
+// p1's and ip "ip"'s counters (-1: no field), r1's ledger entry and pending score.
+type partState struct {
+	Remaining, Pin, IP int64
+	Entry, Part        string
+	Score              int64
+}
+
+func partOf(t *testing.T, k string) partState {
+	e, _ := ledger(t, k, "r1")
+	return partState{Remaining: mustHash(t, k).Remaining, Pin: held(t, promo.PinsKey(k), "p1"),
+		IP: held(t, promo.IPsKey(k), "ip"), Entry: e.State, Part: e.Part, Score: pendingScore(t, k, "r1")}
+}
+
+// TestGrabParts: a part checks and takes only its letters, records them in its ledger
+// entry, and every return mode gives back exactly those. Parts without stock owe no
+// CANCEL, so abort and cancel finish them at once.
+func TestGrabParts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		part             string
+		remaining        int64 // after the take
+		pin, ip          int64
+		abortTo, cancelS string // entry state after abort, after cancel
+	}{
+		{"s", 8, -1, -1, LedgerAborted, LedgerCancelled},
+		{"p", 10, 2, -1, LedgerAbortRecorded, LedgerReturned},
+		{"i", 10, -1, 2, LedgerAbortRecorded, LedgerReturned},
+		{"pi", 10, 2, 2, LedgerAbortRecorded, LedgerReturned},
+		{"sp", 8, 2, -1, LedgerAborted, LedgerCancelled},
+		{"si", 8, -1, 2, LedgerAborted, LedgerCancelled},
+	}
+	for _, c := range cases {
+		t.Run(c.part, func(t *testing.T) {
+			t.Parallel()
+			for _, mode := range []ReturnMode{ReturnUndo, ReturnAbort, ReturnCancel} {
+				k := promoKey(t, string(mode))
+				mustCreate(t, k, baseSpec())
+				r := mustGrab(t, grabCall("r1", "p1", "ip", GrabItem{Key: k, Num: 2, Part: c.part}))
+				wantRem := c.remaining
+				if c.part == "p" || c.part == "i" || c.part == "pi" {
+					wantRem = -1 // a part without stock reports no remaining
+				}
+				if r.Code != CodeOK || r.Remaining[0] != wantRem {
+					t.Fatalf("take: %+v, want OK remaining %d", r, wantRem)
+				}
+				want := partState{c.remaining, c.pin, c.ip, LedgerPending, c.part, deadline}
+				if got := partOf(t, k); got != want {
+					t.Fatalf("after take: %+v, want %+v", got, want)
+				}
+				back := partState{Remaining: 10, Pin: -1, IP: -1, Part: c.part, Score: -1}
+				switch mode {
+				case ReturnUndo:
+					back.Part = ""
+				case ReturnAbort:
+					back.Entry = c.abortTo
+				case ReturnCancel:
+					if code, err := Commit(ctx, rdb, "r1", []string{k}); err != nil || code != CommitCommitted {
+						t.Fatalf("commit: %v %v", code, err)
+					}
+					back.Entry = c.cancelS
+				}
+				if back.Entry == LedgerAborted || back.Entry == LedgerCancelled {
+					back.Score = 0 // a CANCEL is owed for the stock
+				}
+				rr, err := Return(ctx, rdb, retCall(mode, k))
+				if err != nil || rr.Code != ReturnReturned {
+					t.Fatalf("%s: %+v %v", mode, rr, err)
+				}
+				if got := partOf(t, k); got != back {
+					t.Fatalf("after %s: %+v, want %+v", mode, got, back)
+				}
+			}
+		})
+	}
+}
+
+// TestGrabPartsCheckOnlyTheirLetters: a part without stock passes an empty hash; a
+// part without the pin (ip) neither checks nor counts the pin's (ip's) limit; the
+// rate window is charged by pin parts only.
+func TestGrabPartsCheckOnlyTheirLetters(t *testing.T) {
+	t.Parallel()
+	k := promoKey(t, "limits")
+	s := baseSpec()
+	s.Total, s.PerPin, s.PerIP, s.RateLimit, s.RateWindowMs = 1, 1, 1, 2, 60_000
+	mustCreate(t, k, s)
+	take := func(rid, part string) Code {
+		return mustGrab(t, grabCall(rid, "p1", "ip", GrabItem{Key: k, Num: 1, Part: part})).Code
+	}
+	steps := []struct {
+		rid, part string
+		want      Code
+	}{
+		{"a", "s", CodeOK},          // the only unit; no window charged
+		{"b", "s", CodeSoldOut},     // stock is checked
+		{"c", "pi", CodeOK},         // no stock needed; window 1 of 2
+		{"d", "p", CodePinLimit},    // window 2 of 2, then pin p1 is at its limit
+		{"e", "i", CodeIPLimit},     // no window: ip "ip" is at its limit
+		{"f", "p", CodeRateLimited}, // the window is full
+	}
+	for _, st := range steps {
+		if got := take(st.rid, st.part); got != st.want {
+			t.Fatalf("%s (%s): %s, want %s", st.rid, st.part, got, st.want)
+		}
+	}
+	if h := mustHash(t, k); h.WinCount != 2 || h.Remaining != 0 {
+		t.Fatalf("hash after the steps: %+v", h)
+	}
+}
+
+// TestGrabPartsInvalid: a part is a non-empty combination of s, p and i, given for
+// every item or none; anything else is a script error that writes nothing.
+func TestGrabPartsInvalid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k1, k2 := promoKey(t, "a"), promoKey(t, "b")
+	mustCreate(t, k1, baseSpec())
+	mustCreate(t, k2, baseSpec())
+	for _, part := range []string{"x", "ss", "ps", "spip", "S"} {
+		_, err := Grab(ctx, rdb, grabCall("r-"+part, "p1", "ip", GrabItem{Key: k1, Num: 1, Part: part}))
+		if err == nil {
+			t.Fatalf("part %q accepted", part)
+		}
+	}
+	// One part for two items: the raw script call, as build always writes all or none.
+	a, b := promo.Keys(k1), promo.Keys(k2)
+	err := qScript.Run(ctx, rdb, append(a[:], b[:]...), now, "r-short", "h", "p1", "ip", now+5000, 1000, 1, 1, "s").Err()
+	if err == nil {
+		t.Fatal("parts for some items only accepted")
+	}
+	for _, k := range []string{k1, k2} {
+		if h := mustHash(t, k); h.Remaining != 10 || held(t, promo.PinsKey(k), "p1") != -1 {
+			t.Fatalf("%s changed by refused calls: %+v", k, h)
+		}
+	}
+}
