@@ -47,7 +47,7 @@ func main() {
 	serveKind := flag.String("serve", "", "internal: serve one baseline (bare or lock) in this process")
 	serveDSN := flag.String("serve-dsn", "", "internal: the lock baseline's database")
 	serveConns := flag.Int("serve-conns", 64, "internal: the lock baseline's connection pool")
-	flag.StringVar(&skip, "skip", "", "scenarios to leave out, comma-separated: hot,soldout,traditional,spread,latency,recovery")
+	flag.StringVar(&skip, "skip", "", "scenarios to leave out, comma-separated: hot,soldout,traditional,spread,buckets,latency,recovery")
 	flag.Parse()
 	if *serveKind != "" {
 		if err := serveBaseline(*serveKind, *serveDSN, *serveConns); err != nil {
@@ -158,6 +158,7 @@ func run(ctx context.Context, o options) error {
 		{"soldout", b.soldOut},
 		{"traditional", func(ctx context.Context) error { return b.traditional(ctx, scratch) }},
 		{"spread", b.spread},
+		{"buckets", b.buckets},
 		{"latency", b.latency},
 		{"recovery", b.recovery},
 	}
@@ -176,7 +177,6 @@ func run(ctx context.Context, o options) error {
 		}
 		fmt.Fprintf(os.Stderr, "   %s done in %s\n", s.name, time.Since(t).Round(100*time.Millisecond))
 	}
-	b.buckets()
 	b.checkInvariants(ctx)
 	b.res.Finished = time.Now().UTC()
 	b.res.LoadEnd = loadAverage()

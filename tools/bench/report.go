@@ -126,6 +126,15 @@ func (res *results) spreadTable() table {
 	return t
 }
 
+func (res *results) bucketTable() table {
+	t := table{head: []string{"buckets", "GRANTED/s", "p50 ms", "p99 ms", "vs 1 bucket", "Redis attempts per grab in the sell-out", "sell-out check"}}
+	for _, r := range res.Buckets {
+		t.rows = append(t.rows, []string{fmt.Sprint(r.K), num(r.F.Granted), fmt.Sprintf("%.2f", r.F.P50), fmt.Sprintf("%.2f", r.F.P99),
+			ratioText(r.F.Granted / res.Buckets[0].F.Granted), fmt.Sprintf("%.2f", r.Tries), r.SellOut})
+	}
+	return t
+}
+
 func (res *results) invariantTable() table {
 	t := table{head: []string{"invariant (CONTRACT.md)", "promotions checked", "verdict"}}
 	for _, r := range res.Invariants {
@@ -175,7 +184,10 @@ func (res *results) markdown() string {
 		b.WriteString("\n#### Invariants after the run\n\n")
 		b.WriteString(res.invariantTable().markdown())
 	}
-	b.WriteString("\n#### 5. A hot promotion beyond one shard\n\n" + bucketsNote + "\n")
+	if len(res.Buckets) > 0 {
+		b.WriteString("\n#### 5. A hot promotion beyond one shard: throughput by bucket count\n\n" + bucketsScope + "\n\n")
+		b.WriteString(res.bucketTable().markdown())
+	}
 	return b.String()
 }
 
@@ -192,7 +204,10 @@ func (res *results) html(svg string) string {
 	b.WriteString("<h2>4. Spread: throughput and latency against concurrency</h2>\n" + svg + "\n")
 	b.WriteString(res.spreadTable().html())
 	b.WriteString("<h2>Invariants</h2>\n" + res.invariantTable().html())
-	b.WriteString("<h2>5. A hot promotion beyond one shard</h2>\n<p>" + html.EscapeString(bucketsNote) + "</p>\n")
+	if len(res.Buckets) > 0 {
+		b.WriteString("<h2>5. A hot promotion beyond one shard</h2>\n<p>" + html.EscapeString(bucketsScope) + "</p>\n")
+		b.WriteString(res.bucketTable().html())
+	}
 	b.WriteString("</body></html>\n")
 	return b.String()
 }

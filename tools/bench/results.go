@@ -22,6 +22,7 @@ type results struct {
 	Rows              []ratioRow
 	Spread            []spreadRow
 	Latency           *latencyRow
+	Buckets           []bucketRow
 	Invariants        []invariantRow
 }
 
@@ -62,6 +63,11 @@ func (res *results) add(r ratioRow) {
 func (res *results) invariantsPass() bool {
 	for _, r := range res.Invariants {
 		if !r.Pass {
+			return false
+		}
+	}
+	for _, r := range res.Buckets {
+		if !r.SellOutPass {
 			return false
 		}
 	}

@@ -1,0 +1,150 @@
+// Package bucket splits one hot promotion's stock over several shards (the seed
+// articles' "split one account into sub-accounts"), so its grabs are not bound by
+// the one core of one Redis, while every per-pin and per-ip limit and the total
+// still hold exactly.
+//
+// A bucketed promotion with K buckets is K ordinary promotion hashes, the buckets,
+// each holding a share of the stock and its own companions. A pin and an ip each
+// have one home bucket, the only one that ever counts them, so a limit is checked
+// in one place. A grab takes its stock from the pin's home bucket; when that is
+// sold out it falls over to a donor bucket, still counting the pin and the ip on
+// their homes. Each bucket a grab touches is one part (q.lua's part letters), and
+// a grab's parts are taken all or none, as the items of an ordinary grab are.
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spaolacci/murmur3"
+
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/lua"
+)
+
+// Max is the most buckets a promotion may have: one per shard.
+const Max = 16
+
+// Keys returns the hash keys of the k buckets of the promotion hash key: key
+// ":b<label>", labels taken in order 0, 1, 2, ... skipping any that would land on
+// a shard an earlier bucket holds, so the buckets sit on k distinct shards. The
+// layout is a function of the key, k and the contract's ring alone, so every
+// service finds the same buckets without storing them.
+func Keys(r *ring.Ring, key string, k int) []string {
+	keys := make([]string, 0, k)
+	used := make(map[int]bool, k)
+	for label := 0; len(keys) < k; label++ {
+		bk := key + ":b" + strconv.Itoa(label)
+		if s := r.Shard(bk); !used[s] {
+			used[s] = true
+			keys = append(keys, bk)
+		}
+	}
+	return keys
+}
+
+// Home is the bucket that counts who (a pin or an ip) among k buckets.
+func Home(who string, k int) int {
+	return int(murmur3.Sum64([]byte(who)) % uint64(k)) // Sum32 of murmur3 v1.1.0 trips checkptr under -race
+}
+
+// Shares splits total into k shares that differ by at most one, the first
+// total mod k of them one larger.
+func Shares(total int64, k int) []int64 {
+	out := make([]int64, k)
+	for i := range out {
+		out[i] = total / int64(k)
+		if int64(i) < total%int64(k) {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// Part is what a grab checks and takes on one bucket (q.lua's part letters).
+type Part struct {
+	Bucket int
+	Letters string
+}
+
+// Plan is the parts of a grab taking its stock from bucket stock, for a pin whose
+// home is pinHome and an ip whose home is ipHome: one part per bucket touched, the
+// stock's first. With every home the stock bucket it is one ordinary item.
+func Plan(stock, pinHome, ipHome int) []Part {
+	var parts []Part
+	for _, b := range []int{stock, pinHome, ipHome} {
+		seen := false
+		for _, p := range parts {
+			seen = seen || p.Bucket == b
+		}
+		if seen {
+			continue
+		}
+		letters := ""
+		if b == stock {
+			letters += lua.PartStock
+		}
+		if b == pinHome {
+			letters += lua.PartPin
+		}
+		if b == ipHome {
+			letters += lua.PartIP
+		}
+		parts = append(parts, Part{Bucket: b, Letters: letters})
+	}
+	if len(parts) == 1 {
+		parts[0].Letters = "" // an ordinary item: its ledger entry stays as it always was
+	}
+	return parts
+}
+
+// Create writes the k bucket hashes of the promotion hash key from spec: each
+// bucket holds its share of the total (Shares) and of the rate limit (rounded up,
+// as the window is charged on the pin's home bucket and pins spread evenly).
+func Create(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int, spec lua.AdminSpec) error {
+	if k < 1 || k > Max {
+		return fmt.Errorf("create %s: %d buckets, want 1..%d", key, k, Max)
+	}
+	shares := Shares(spec.Total, k)
+	rate := (spec.RateLimit + int64(k) - 1) / int64(k)
+	for i, bk := range Keys(r, key, k) {
+		s := spec
+		s.Total, s.RateLimit = shares[i], rate
+		code, err := lua.Create(ctx, shards[r.Shard(bk)], bk, s)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", bk, err)
+		}
+		if code != lua.AdminOK && code != lua.AdminAlreadyApplied {
+			return fmt.Errorf("create %s: %s", bk, code)
+		}
+	}
+	return nil
+}
+
+// Delete removes the k bucket hashes of key and their companions.
+func Delete(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int) error {
+	for _, bk := range Keys(r, key, k) {
+		if _, err := lua.Delete(ctx, shards[r.Shard(bk)], bk, 0); err != nil {
+			return fmt.Errorf("delete %s: %w", bk, err)
+		}
+	}
+	return nil
+}
+
+// Remaining is the stock left over all k buckets of key.
+func Remaining(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int) (int64, error) {
+	var sum int64
+	for _, bk := range Keys(r, key, k) {
+		h, ok, err := lua.ReadHash(ctx, shards[r.Shard(bk)], bk)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return 0, fmt.Errorf("remaining of %s: bucket %s is missing", key, bk)
+		}
+		sum += h.Remaining
+	}
+	return sum, nil
+}
