@@ -65,7 +65,7 @@ func Shares(total int64, k int) []int64 {
 
 // Part is what a grab checks and takes on one bucket (q.lua's part letters).
 type Part struct {
-	Bucket int
+	Bucket  int
 	Letters string
 }
 
