@@ -31,19 +31,23 @@ type Set struct {
 
 // New wires the endpoints. The method limiter answers RATE_LIMITED in the response,
 // like every refusal, so nothing placed around it would count limiting as failure.
-func New(svc *grab.Service, switches *configcenter.Holder) Set {
+// adm (nil: none) bounds the grabs and cancels in flight; a request the limiter
+// refuses never takes one of its slots.
+func New(svc *grab.Service, switches *configcenter.Holder, adm *Admission) Set {
 	grabLimit := &methodLimiter{get: func(s *configcenter.Snapshot) float64 { return s.MethodLimits.Grab }, switches: switches}
 	cancelLimit := &methodLimiter{get: func(s *configcenter.Snapshot) float64 { return s.MethodLimits.Cancel }, switches: switches}
 	var grabEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {
 		return svc.Grab(ctx, req.(grab.Request))
 	}
-	grabEP = grabLimit.middleware(func(req any) string { return req.(grab.Request).RequestID })(grabEP)
+	grabID := func(req any) string { return req.(grab.Request).RequestID }
+	grabEP = grabLimit.middleware(grabID)(adm.middleware("grab", grabID)(grabEP))
 
 	var cancelEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {
 		r := req.(CancelRequest)
 		return svc.Cancel(ctx, r.RequestID, r.Pin, r.Reason)
 	}
-	cancelEP = cancelLimit.middleware(func(req any) string { return req.(CancelRequest).RequestID })(cancelEP)
+	cancelID := func(req any) string { return req.(CancelRequest).RequestID }
+	cancelEP = cancelLimit.middleware(cancelID)(adm.middleware("cancel", cancelID)(cancelEP))
 
 	statusEP := func(ctx context.Context, req any) (any, error) {
 		r := req.(StatusRequest)

@@ -136,7 +136,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	}
 	mux := http.NewServeMux()
 	tokens := httpx.Tokens{{Token: checkoutToken, Role: httpx.RoleCheckout}, {Token: "viewer", Role: httpx.RoleViewer}}
-	Handler(mux, grabendpoint.New(e.svc, e.switches), tokens, httpx.NewRouteMetrics(prometheus.NewRegistry(), "grab"))
+	Handler(mux, grabendpoint.New(e.svc, e.switches, nil), tokens, httpx.NewRouteMetrics(prometheus.NewRegistry(), "grab"))
 	e.srv = httptest.NewServer(httpx.WithRequestID(mux))
 	t.Cleanup(func() { e.srv.Close(); e.svc.Close() })
 	return e
