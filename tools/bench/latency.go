@@ -21,6 +21,9 @@ func (b *bench) latency(ctx context.Context) error {
 			Missing: "not measured: needs the peak of the hot or spread runs"})
 		return nil
 	}
+	if err := b.createHot(ctx); err != nil {
+		return err
+	}
 	rate := peak / 2
 	interval := time.Duration(float64(time.Second) / rate)
 	calls := max(int(rate*b.dur.Seconds()*1.5), minCalls)
@@ -59,7 +62,11 @@ func (b *bench) latency(ctx context.Context) error {
 // of the hot phase and the spread table's single promotion. The best run alone
 // is the luckiest of a dozen on a shared machine, and half of it can already be
 // most of what the stack sustains, which measures a queue, not the latency.
+// --peak sets it, to run the scenario alone.
 func (b *bench) peak() float64 {
+	if b.options.peak > 0 {
+		return b.options.peak
+	}
 	runs := []float64{b.res.HotGranted}
 	for _, r := range b.res.Spread {
 		runs = append(runs, r.One.Granted)

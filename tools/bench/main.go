@@ -30,6 +30,7 @@ type options struct {
 	recoveryRows int
 	recoveryBin  string
 	hotShard     int
+	peak         float64
 	skip         map[string]bool
 }
 
@@ -42,6 +43,7 @@ func main() {
 	flag.DurationVar(&o.dur, "duration", 2*time.Second, "length of one measured run (a warm-up precedes each)")
 	flag.StringVar(&levels, "levels", "1,2,4,8,16,32,64,128,256,512", "concurrency levels of the spread table")
 	flag.IntVar(&o.hotShard, "hot-shard", 0, "shard of the hot promotion (0..15)")
+	flag.Float64Var(&o.peak, "peak", 0, "peak GRANTED/s for the latency scenario, instead of this run's hot and spread runs (to run it alone)")
 	flag.IntVar(&o.recoveryRows, "recovery-rows", 1_000_000, "flow rows the recovery scenario rebuilds from")
 	flag.StringVar(&o.recoveryBin, "recovery-bin", "", "the recovery binary (default bin/recovery beside bin/bench)")
 	serveKind := flag.String("serve", "", "internal: serve one baseline (bare or lock) in this process")

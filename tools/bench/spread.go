@@ -15,11 +15,8 @@ const spreadPromotions = 64
 // spread is scenario 4: GRANTED/s and latency of one promotion (one shard) against
 // 64 promotions over the 16 shards, at every concurrency level.
 func (b *bench) spread(ctx context.Context) error {
-	if b.tally.told[b.hotID()] == nil { // hot was skipped
-		if err := b.admin.create(ctx, b.hotID(), unlimited); err != nil {
-			return err
-		}
-		b.tally.track(b.hotID(), unlimited)
+	if err := b.createHot(ctx); err != nil {
+		return err
 	}
 	shards := make([]int, ring.Shards)
 	for i := range shards {
