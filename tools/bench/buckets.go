@@ -154,13 +154,7 @@ func bucketRun(g *bucket.Grabber, key string, k int, run string, pinPool int64, 
 		if tries != nil {
 			tries.Add(int64(r.Tries))
 		}
-		switch {
-		case err != nil:
-			return "ERROR"
-		case r.Code == lua.CodeOK:
-			return "GRANTED"
-		}
-		return r.Code.String()
+		return scriptAnswer(r.Code, err)
 	})
 }
 

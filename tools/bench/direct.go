@@ -24,12 +24,17 @@ func directRun(c *redis.Client, run, id string) runner {
 			Pin: "p" + strconv.FormatInt(n%pinPool, 10), IP: "198.18.0." + strconv.FormatInt(n%250+1, 10),
 			RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}
 		r, err := lua.Grab(ctx, c, call)
-		switch {
-		case err != nil:
-			return "ERROR"
-		case r.Code == lua.CodeOK:
-			return "GRANTED"
-		}
-		return r.Code.String()
+		return scriptAnswer(r.Code, err)
 	})
+}
+
+// scriptAnswer names a q.lua answer as grab-service's result field would.
+func scriptAnswer(code lua.Code, err error) string {
+	switch {
+	case err != nil:
+		return "ERROR"
+	case code == lua.CodeOK:
+		return "GRANTED"
+	}
+	return code.String()
 }
