@@ -31,8 +31,12 @@ const Max = 16
 // ":b<label>", labels taken in order 0, 1, 2, ... skipping any that would land on
 // a shard an earlier bucket holds, so the buckets sit on k distinct shards. The
 // layout is a function of the key, k and the contract's ring alone, so every
-// service finds the same buckets without storing them.
+// service finds the same buckets without storing them. It is nil for k outside
+// 1..Max: there are only Max shards to put them on.
 func Keys(r *ring.Ring, key string, k int) []string {
+	if k < 1 || k > Max {
+		return nil
+	}
 	keys := make([]string, 0, k)
 	used := make(map[int]bool, k)
 	for label := 0; len(keys) < k; label++ {

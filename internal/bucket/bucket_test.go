@@ -35,6 +35,14 @@ func TestKeysSitOnDistinctShards(t *testing.T) {
 	}
 }
 
+func TestKeysRefuseMoreBucketsThanShards(t *testing.T) {
+	for _, k := range []int{0, -1, Max + 1} {
+		if keys := Keys(ring.Default, "C_hot_1", k); keys != nil {
+			t.Errorf("k=%d: %v", k, keys)
+		}
+	}
+}
+
 func TestShares(t *testing.T) {
 	for _, c := range []struct {
 		total int64
