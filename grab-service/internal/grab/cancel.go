@@ -66,11 +66,8 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	if len(returned) == 0 {
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
 	}
-	var back []Item
+	back := groupItems(items, returned)
 	for _, g := range returned {
-		for _, i := range g.idx {
-			back = append(back, items[i])
-		}
 		for _, key := range g.keys {
 			s.refusals.forget(key)
 		}

@@ -215,12 +215,19 @@ func (s *Service) abort(req Request, gs []group) {
 	defer cancel()
 	call := lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli()}
 	replies, errs := s.returnOn(ctx, gs, call)
-	var committed []group
+	var committed, gone []group
 	for i, err := range errs {
 		s.logErr("abort failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
-		if err == nil && replies[i].Code == lua.ReturnCommitted {
+		switch {
+		case err != nil:
+		case replies[i].Code == lua.ReturnCommitted:
 			committed = append(committed, gs[i])
+		case replies[i].Code == lua.ReturnNotFound:
+			gone = append(gone, gs[i])
 		}
+	}
+	if len(gone) > 0 {
+		s.cancelGone(ctx, req, gone)
 	}
 	if len(committed) > 0 { // part of the grab was committed before another part failed
 		call.Mode, call.Reason = lua.ReturnCancel, "ROLLBACK"
@@ -230,6 +237,31 @@ func (s *Service) abort(req Request, gs []group) {
 		}
 	}
 	s.Metrics.rollbacks.WithLabelValues("uncommitted").Inc()
+}
+
+// cancelGone publishes the CANCEL of takes whose ledger entries are gone (their
+// shard came back empty between the take and the abort): the GRAB may be in the
+// record, and with no entry left there is no one to owe its CANCEL, so without this
+// a rebuild of the shard from the record would restore a grant the buyer was told
+// did not happen. Found by the Redis fault drill: a two-item grab, one item's
+// shard killed between the publish and the commit.
+func (s *Service) cancelGone(ctx context.Context, req Request, gs []group) {
+	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, s.flowItems(groupItems(req.Items, gs)), s.Clock(), "ROLLBACK")
+	if err := s.publish(ctx, ev); err != nil {
+		s.logErr("CANCEL of takes a lost shard forgot not acknowledged; the record keeps their GRAB until `recovery verify` reports it",
+			err, "requestId", req.RequestID)
+	}
+}
+
+// groupItems is the request's items that the groups hold.
+func groupItems(items []Item, gs []group) []Item {
+	var out []Item
+	for _, g := range gs {
+		for _, i := range g.idx {
+			out = append(out, items[i])
+		}
+	}
+	return out
 }
 
 // commit marks every take granted and records where the request's items live.

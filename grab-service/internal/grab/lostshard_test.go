@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +92,70 @@ func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	}
 	if _, err := svc.Cancel(ctx, "g1", "p", "USER_CANCELLED"); err != ErrGrabNotFound {
 		t.Fatalf("cancel of an unknown grab on a whole shard: %v; want ErrGrabNotFound", err)
+	}
+}
+
+// recordingPublisher acknowledges every event and keeps them.
+type recordingPublisher struct {
+	mu     sync.Mutex
+	events []flow.Event
+}
+
+func (p *recordingPublisher) Publish(_ context.Context, events ...flow.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, events...)
+	return nil
+}
+
+// A two-item grab whose first item's shard comes back empty between the publish
+// and the commit. Found by the Redis fault drill: the abort found no entry there,
+// so no CANCEL was owed for that item, the record kept its GRAB, and the rebuild
+// restored a grant the buyer had been told did not happen. The abort now publishes
+// that item's CANCEL itself.
+func TestAbortCancelsTakesALostShardForgot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, shards := privateShards(t)
+	lostID, liveID := idOnShard(7), idOnShard(8)
+	now := time.Now()
+	for _, id := range []string{lostID, liveID} {
+		if code, err := lua.Create(ctx, c, promo.Key(id, 1), lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1,
+			StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+			t.Fatalf("create %s: %v %v", id, code, err)
+		}
+	}
+	pub := &recordingPublisher{}
+	lostKeys := promo.Keys(promo.Key(lostID, 1))
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: pub, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Fault: func(point string) error {
+			if point == "after-publish" { // the lost item's shard restarts empty
+				return c.Del(ctx, lostKeys[:]...).Err()
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	res, err := svc.Grab(ctx, Request{RequestID: "two", Pin: "p", IP: "1.1.1.1",
+		Items: []Item{{PromoID: lostID, Type: 1, Num: 1}, {PromoID: liveID, Type: 1, Num: 1}}})
+	if err != nil || res.Result != Unavailable {
+		t.Fatalf("grab: %+v %v; want UNAVAILABLE", res, err)
+	}
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	if len(pub.events) != 2 || pub.events[0].Kind != flow.Grab || pub.events[1].Kind != flow.Cancel {
+		t.Fatalf("published %+v; want the GRAB, then a CANCEL", pub.events)
+	}
+	cancel := pub.events[1]
+	if cancel.Reason != "ROLLBACK" || len(cancel.Items) != 1 || cancel.Items[0].PromoID != lostID || cancel.Items[0].Shard != 7 {
+		t.Fatalf("CANCEL %+v; want ROLLBACK of the lost item only", cancel)
+	}
+	// The live item was committed before the abort: it is cancelled and owes its
+	// own CANCEL, which the reconciler publishes.
+	if e, ok, err := lua.ReadLedger(ctx, c, promo.Key(liveID, 1), "two"); err != nil || !ok || e.State != lua.LedgerCancelled {
+		t.Fatalf("live item's entry %+v (found %v, %v); want C", e, ok, err)
 	}
 }
