@@ -105,7 +105,28 @@ func sampleResults() *results {
 			Many: figures{Granted: float64(120 * c), P50: 0.8, P99: 2.5}})
 	}
 	res.Latency = &latencyRow{Peak: 2000, Target: 1000, Achieved: 990, F: figures{P50: 2, P99: 8, P999: 12}}
+	res.Buckets = []bucketRow{
+		{K: 1, F: figures{Granted: 8000}, Busiest: shardLoad{Calls: 2, CPUus: 60}, SellOut: "1000 granted of 1000", SellOutPass: true},
+		{K: 16, F: figures{Granted: 4000}, Busiest: shardLoad{Calls: 0.25, CPUus: 20}, SellOut: "1000 granted of 1000", SellOutPass: true},
+	}
 	return res
+}
+
+func TestBucketTableAndItsSellOutVerdict(t *testing.T) {
+	res := sampleResults()
+	md := res.markdown()
+	for _, want := range []string{"#### 5. A hot promotion beyond one shard", "| 16 | 4,000 |", "0.250", "8.00", "3.00", "0.50"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if !res.invariantsPass() {
+		t.Fatal("passing sell-out checks fail the run")
+	}
+	res.Buckets[1].SellOutPass = false
+	if res.invariantsPass() {
+		t.Fatal("a failed bucket sell-out check does not fail the run")
+	}
 }
 
 func TestMarkdownHasEveryScenarioAndTheMachine(t *testing.T) {
