@@ -72,15 +72,13 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	ev.BodyHash = hash // the record keeps the ledger's body hash, for an exact rebuild
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("grab event not acknowledged; rolling back", err, "requestId", rid)
-		s.abort(req, gs)
-		return Result{RequestID: rid, Result: Unavailable, Message: "the grab could not be committed; nothing was taken"}, nil
+		return rolledBack(rid, s.abort(req, gs)), nil
 	}
 	if err := s.Fault("after-publish"); err != nil {
 		return Result{}, err
 	}
 	if !s.commit(ctx, req, gs) {
-		s.abort(req, gs)
-		return Result{RequestID: rid, Result: Unavailable, Message: "the grab could not be committed; nothing was taken"}, nil
+		return rolledBack(rid, s.abort(req, gs)), nil
 	}
 	out := Result{RequestID: rid, Result: Granted, Items: make([]ItemResult, len(req.Items))}
 	for gi, g := range gs {
@@ -207,36 +205,53 @@ func (s *Service) undo(req Request, gs []group) {
 	s.Metrics.rollbacks.WithLabelValues("refused").Inc()
 }
 
+// rolledBack answers a grab that could not be committed. When the rollback did
+// not finish (a shard did not answer), the reconciler settles the takes left open
+// by the record, which may hold the GRAB: then the grant stands, so the buyer is
+// told to ask again with the same requestId rather than that nothing was taken.
+func rolledBack(rid string, settled bool) Result {
+	msg := "the grab could not be committed; nothing was taken"
+	if !settled {
+		msg = "the grab could not be committed and its rollback has not finished; retry with the same requestId for the outcome"
+	}
+	return Result{RequestID: rid, Result: Unavailable, Message: msg}
+}
+
 // abort gives back takes whose GRAB may have been published: stock returns at once
 // and each entry is marked as owing a CANCEL, which the reconciler publishes, so
-// the record nets the grab out whichever way the acknowledgement went.
-func (s *Service) abort(req Request, gs []group) {
+// the record nets the grab out whichever way the acknowledgement went. It reports
+// whether every shard settled its part.
+func (s *Service) abort(req Request, gs []group) bool {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	call := lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli()}
 	replies, errs := s.returnOn(ctx, gs, call)
+	settled := true
 	var committed, gone []group
 	for i, err := range errs {
 		s.logErr("abort failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
 		switch {
 		case err != nil:
+			settled = false
 		case replies[i].Code == lua.ReturnCommitted:
 			committed = append(committed, gs[i])
 		case replies[i].Code == lua.ReturnNotFound:
 			gone = append(gone, gs[i])
 		}
 	}
-	if len(gone) > 0 {
-		s.cancelGone(ctx, req, gone)
+	if len(gone) > 0 && !s.cancelGone(ctx, req, gone) {
+		settled = false
 	}
 	if len(committed) > 0 { // part of the grab was committed before another part failed
 		call.Mode, call.Reason = lua.ReturnCancel, "ROLLBACK"
 		_, errs := s.returnOn(ctx, committed, call)
 		for i, err := range errs {
 			s.logErr("rollback of a committed part failed", err, "requestId", req.RequestID, "shard", committed[i].shard)
+			settled = settled && err == nil
 		}
 	}
 	s.Metrics.rollbacks.WithLabelValues("uncommitted").Inc()
+	return settled
 }
 
 // cancelGone publishes the CANCEL of takes whose ledger entries are gone (their
@@ -245,12 +260,14 @@ func (s *Service) abort(req Request, gs []group) {
 // a rebuild of the shard from the record would restore a grant the buyer was told
 // did not happen. Found by the Redis fault drill: a two-item grab, one item's
 // shard killed between the publish and the commit.
-func (s *Service) cancelGone(ctx context.Context, req Request, gs []group) {
+func (s *Service) cancelGone(ctx context.Context, req Request, gs []group) bool {
 	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, s.flowItems(groupItems(req.Items, gs)), s.Clock(), "ROLLBACK")
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("CANCEL of takes a lost shard forgot not acknowledged; the record keeps their GRAB until `recovery verify` reports it",
 			err, "requestId", req.RequestID)
+		return false
 	}
+	return true
 }
 
 // groupItems is the request's items that the groups hold.

@@ -4,16 +4,19 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -157,5 +160,43 @@ func TestAbortCancelsTakesALostShardForgot(t *testing.T) {
 	// own CANCEL, which the reconciler publishes.
 	if e, ok, err := lua.ReadLedger(ctx, c, promo.Key(liveID, 1), "two"); err != nil || !ok || e.State != lua.LedgerCancelled {
 		t.Fatalf("live item's entry %+v (found %v, %v); want C", e, ok, err)
+	}
+}
+
+// A grab whose shard dies after the publish cannot be committed nor given back:
+// the reconciler will settle it by the record, which holds the GRAB, so the buyer
+// must not be told that nothing was taken.
+func TestUnfinishedRollbackSaysToAskAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := testenv.StartRedis(t, testenv.Volatile)
+	c := srv.Client()
+	shards := make([]redis.UniversalClient, ring.Shards)
+	for i := range shards {
+		shards[i] = c
+	}
+	id := idOnShard(4)
+	now := time.Now()
+	if code, err := lua.Create(ctx, c, promo.Key(id, 1), lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1,
+		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+		t.Fatalf("create: %v %v", code, err)
+	}
+	cfg := Defaults()
+	cfg.RedisTimeout = 200 * time.Millisecond
+	svc, err := New(cfg, Deps{Shards: shards, Publisher: ackPublisher{}, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Fault: func(point string) error {
+			if point == "after-publish" {
+				srv.Kill()
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	res, err := svc.Grab(ctx, Request{RequestID: "r", Pin: "p", IP: "1.1.1.1", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
+	if err != nil || res.Result != Unavailable || !strings.Contains(res.Message, "same requestId") {
+		t.Fatalf("grab: %+v %v; want UNAVAILABLE telling the buyer to ask again", res, err)
 	}
 }
