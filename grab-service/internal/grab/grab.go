@@ -72,13 +72,13 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	ev.BodyHash = hash // the record keeps the ledger's body hash, for an exact rebuild
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("grab event not acknowledged; rolling back", err, "requestId", rid)
-		return rolledBack(rid, s.abort(req, gs)), nil
+		return rolledBack(rid, s.abort(req, gs, false)), nil
 	}
 	if err := s.Fault("after-publish"); err != nil {
 		return Result{}, err
 	}
 	if !s.commit(ctx, req, gs) {
-		return rolledBack(rid, s.abort(req, gs)), nil
+		return rolledBack(rid, s.abort(req, gs, true)), nil
 	}
 	out := Result{RequestID: rid, Result: Granted, Items: make([]ItemResult, len(req.Items))}
 	for gi, g := range gs {
@@ -218,52 +218,72 @@ func rolledBack(rid string, settled bool) Result {
 }
 
 // abort gives back takes whose GRAB may have been published: stock returns at once
-// and each entry is marked as owing a CANCEL, which the reconciler publishes, so
-// the record nets the grab out whichever way the acknowledgement went. It reports
-// whether every shard settled its part.
-func (s *Service) abort(req Request, gs []group) bool {
+// and each entry is marked as owing a CANCEL, so the record nets the grab out
+// whichever way the acknowledgement went. When the GRAB was acknowledged
+// (published), Kafka is up, so the CANCEL goes out here and the entries are
+// finalized: a shard lost a moment later (the fault that most often fails a commit)
+// then cannot take the debt with it. Otherwise the reconciler publishes it on its
+// next pass. Entries already gone (their shard came back empty) hold no debt, so
+// their CANCEL is always published here. It reports whether every part settled.
+func (s *Service) abort(req Request, gs []group, published bool) bool {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	call := lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli()}
 	replies, errs := s.returnOn(ctx, gs, call)
 	settled := true
-	var committed, gone []group
+	var owing, committed, gone []group
 	for i, err := range errs {
 		s.logErr("abort failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
 		switch {
 		case err != nil:
 			settled = false
+		case replies[i].Code == lua.ReturnReturned:
+			owing = append(owing, gs[i])
 		case replies[i].Code == lua.ReturnCommitted:
 			committed = append(committed, gs[i])
 		case replies[i].Code == lua.ReturnNotFound:
 			gone = append(gone, gs[i])
 		}
 	}
-	if len(gone) > 0 && !s.cancelGone(ctx, req, gone) {
-		settled = false
-	}
 	if len(committed) > 0 { // part of the grab was committed before another part failed
 		call.Mode, call.Reason = lua.ReturnCancel, "ROLLBACK"
-		_, errs := s.returnOn(ctx, committed, call)
+		replies, errs := s.returnOn(ctx, committed, call)
 		for i, err := range errs {
 			s.logErr("rollback of a committed part failed", err, "requestId", req.RequestID, "shard", committed[i].shard)
-			settled = settled && err == nil
+			switch {
+			case err != nil:
+				settled = false
+			case replies[i].Code == lua.ReturnReturned:
+				owing = append(owing, committed[i])
+			}
+		}
+	}
+	back := gone
+	if published {
+		back = append(back, owing...)
+	}
+	if len(back) > 0 {
+		if s.publishRollback(ctx, req, back) {
+			if published {
+				s.finalize(req.RequestID, req.Pin, owing)
+			}
+		} else if len(gone) > 0 {
+			settled = false // nothing in Redis owes their CANCEL
 		}
 	}
 	s.Metrics.rollbacks.WithLabelValues("uncommitted").Inc()
 	return settled
 }
 
-// cancelGone publishes the CANCEL of takes whose ledger entries are gone (their
-// shard came back empty between the take and the abort): the GRAB may be in the
-// record, and with no entry left there is no one to owe its CANCEL, so without this
-// a rebuild of the shard from the record would restore a grant the buyer was told
-// did not happen. Found by the Redis fault drill: a two-item grab, one item's
-// shard killed between the publish and the commit.
-func (s *Service) cancelGone(ctx context.Context, req Request, gs []group) bool {
+// publishRollback publishes the CANCEL (ROLLBACK) of the groups' items and
+// reports whether Kafka took it. Found by the Redis fault drill: a two-item grab
+// whose one item's shard was killed between the publish and the commit left that
+// item's GRAB in the record with no entry to owe its CANCEL, and the rebuild
+// restored a grant the buyer was told did not happen.
+func (s *Service) publishRollback(ctx context.Context, req Request, gs []group) bool {
 	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, s.flowItems(groupItems(req.Items, gs)), s.Clock(), "ROLLBACK")
 	if err := s.publish(ctx, ev); err != nil {
-		s.logErr("CANCEL of takes a lost shard forgot not acknowledged; the record keeps their GRAB until `recovery verify` reports it",
+		s.logErr("rollback CANCEL not acknowledged; an entry still owing it is published by the reconciler, one already gone is reported by `recovery verify`",
 			err, "requestId", req.RequestID)
 		return false
 	}
