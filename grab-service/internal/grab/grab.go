@@ -3,6 +3,7 @@ package grab
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -173,18 +174,20 @@ func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	return refusal(rid, o, failedAt, ""), nil, true
 }
 
-// replay answers a request the ledger already holds with its first answer.
+// replay answers a request the ledger already holds with its first answer. The
+// states of its parts decide by precedence, not by shard order: one still pending
+// means the first answer is not known yet; one aborted means the grab was rolled
+// back as a whole (its committed parts were then cancelled, so they read C or R);
+// only when every part is cancelled or returned was it granted and since returned.
 func (s *Service) replay(req Request, states []string) Result {
 	rid := req.RequestID
-	for _, st := range states {
-		switch st {
-		case lua.LedgerPending:
-			return Result{RequestID: rid, Result: Unavailable, Message: "a grab with this requestId is still being committed; retry"}
-		case lua.LedgerAborted, lua.LedgerAbortRecorded:
-			return Result{RequestID: rid, Result: Unavailable, Message: "this requestId was rolled back; retry with a new requestId"}
-		case lua.LedgerCancelled, lua.LedgerReturned:
-			return Result{RequestID: rid, Result: AlreadyReturned, Message: "this grab was granted and has since been returned"}
-		}
+	switch {
+	case slices.Contains(states, lua.LedgerPending):
+		return Result{RequestID: rid, Result: Unavailable, Message: "a grab with this requestId is still being committed; retry"}
+	case slices.Contains(states, lua.LedgerAborted) || slices.Contains(states, lua.LedgerAbortRecorded):
+		return Result{RequestID: rid, Result: Unavailable, Message: "this requestId was rolled back; retry with a new requestId"}
+	case slices.Contains(states, lua.LedgerCancelled) || slices.Contains(states, lua.LedgerReturned):
+		return Result{RequestID: rid, Result: AlreadyReturned, Message: "this grab was granted and has since been returned"}
 	}
 	out := Result{RequestID: rid, Result: Granted, Message: "replay of a granted grab"}
 	for _, it := range req.Items {

@@ -1,0 +1,38 @@
+package grab
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flashsale/platform/lua"
+)
+
+// A replay is decided by the states of all the request's parts, whatever the order
+// of their shards: a grab rolled back after one part committed holds an aborted
+// entry on one shard and a cancelled one on the other, and must read as rolled
+// back from either side, not as granted and returned.
+func TestReplayStatesDecideByPrecedence(t *testing.T) {
+	var s Service
+	req := Request{RequestID: "r", Items: []Item{{PromoID: "a", Type: 1, Num: 1}, {PromoID: "b", Type: 1, Num: 1}}}
+	const (
+		P, G, A, X, C, R = lua.LedgerPending, lua.LedgerCommitted, lua.LedgerAborted, lua.LedgerAbortRecorded, lua.LedgerCancelled, lua.LedgerReturned
+	)
+	for _, c := range []struct {
+		states []string
+		want   Outcome
+		says   string
+	}{
+		{[]string{G, G}, Granted, "replay"},
+		{[]string{R, X}, Unavailable, "rolled back"},
+		{[]string{X, R}, Unavailable, "rolled back"},
+		{[]string{C, A}, Unavailable, "rolled back"},
+		{[]string{R, R}, AlreadyReturned, "since been returned"},
+		{[]string{G, C}, AlreadyReturned, "since been returned"},
+		{[]string{X, P}, Unavailable, "still being committed"},
+	} {
+		got := s.replay(req, c.states)
+		if got.Result != c.want || !strings.Contains(got.Message, c.says) {
+			t.Errorf("states %v: %s %q, want %s saying %q", c.states, got.Result, got.Message, c.want, c.says)
+		}
+	}
+}
