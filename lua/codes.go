@@ -18,10 +18,13 @@ const (
 	CodePinLimit        Code = 9
 	CodeIPLimit         Code = 10
 	CodeTooMany         Code = 11
+	// CodeIPPartNeeded: a part said the grab counts the ip nowhere (letter n) but
+	// the promotion has an ip limit; the grab must be sent again with an ip part.
+	CodeIPPartNeeded Code = 12
 )
 
 var codeNames = [...]string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED",
-	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY"}
+	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED"}
 
 // String gives the contract name of the code.
 func (c Code) String() string {

@@ -20,11 +20,14 @@ type GrabItem struct {
 }
 
 // Part letters of a bucketed grab (q.lua): the stock, the pin's limit and counter,
-// the ip's limit and counter. An ordinary item is all three.
+// the ip's limit and counter. An ordinary item is all three. PartNoIP, with the pin,
+// says the grab counts the ip nowhere, which q.lua allows only while the promotion
+// has no ip limit (else CodeIPPartNeeded).
 const (
 	PartStock = "s"
 	PartPin   = "p"
 	PartIP    = "i"
+	PartNoIP  = "n"
 	PartAll   = PartStock + PartPin + PartIP
 )
 
@@ -145,7 +148,7 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 		}
 		r.RetryAfterMs = n
 	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeNotStarted, CodeEnded,
-		CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany:
+		CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
 	default:
 		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))
 	}

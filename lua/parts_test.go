@@ -144,3 +144,45 @@ func TestGrabPartsInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestGrabPartWithoutIP: a part n counts the ip nowhere, which q.lua allows only
+// while the promotion has no ip limit; else it answers IP_PART_NEEDED before the
+// rate window, so the resend with an ip part is not charged twice.
+func TestGrabPartWithoutIP(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	free, limited := promoKey(t, "free"), promoKey(t, "limited")
+	s := baseSpec()
+	s.RateLimit, s.RateWindowMs = 5, 60_000
+	mustCreate(t, free, s)
+	s.PerIP = 1
+	mustCreate(t, limited, s)
+
+	if r := mustGrab(t, grabCall("r1", "p1", "ip", GrabItem{Key: free, Num: 1, Part: "spn"})); r.Code != CodeOK {
+		t.Fatalf("spn without an ip limit: %+v", r)
+	}
+	if held(t, promo.IPsKey(free), "ip") != -1 || held(t, promo.PinsKey(free), "p1") != 1 {
+		t.Fatal("spn must count the pin and not the ip")
+	}
+	if e, _ := ledger(t, free, "r1"); e.Part != "spn" {
+		t.Fatalf("entry %+v, want k = spn", e)
+	}
+	if r, err := Return(ctx, rdb, retCall(ReturnUndo, free)); err != nil || r.Code != ReturnReturned {
+		t.Fatalf("undo: %+v %v", r, err)
+	}
+	if h := mustHash(t, free); h.Remaining != 10 || held(t, promo.PinsKey(free), "p1") != -1 {
+		t.Fatalf("after undo: remaining %d, pin %d", h.Remaining, held(t, promo.PinsKey(free), "p1"))
+	}
+
+	for _, part := range []string{"spn", "pn"} {
+		if r := mustGrab(t, grabCall("r-"+part, "p1", "ip", GrabItem{Key: limited, Num: 1, Part: part})); r.Code != CodeIPPartNeeded {
+			t.Fatalf("%s with an ip limit: %+v, want IP_PART_NEEDED", part, r)
+		}
+	}
+	if h := mustHash(t, limited); h.Remaining != 10 || h.WinCount != 0 {
+		t.Fatalf("refused parts changed the hash: %+v", h)
+	}
+	if _, err := Grab(ctx, rdb, grabCall("r-bad", "p1", "ip", GrabItem{Key: free, Num: 1, Part: "sn"})); err == nil {
+		t.Fatal("n without the pin accepted")
+	}
+}

@@ -15,7 +15,8 @@
 --           letters of what it checks and takes: s stock, p the pin's limit, i the
 --           ip's limit (README "A hot promotion beyond one shard"). Absent means
 --           "spi", an ordinary item. A part without s neither checks nor takes stock;
---           the rate window is charged on parts with p only.
+--           the rate window is charged on parts with p only. n (with p, as "spn" or
+--           "pn") says the grab counts the ip nowhere: allowed only while perIp is 0.
 -- Returns {code, index, ...}; index is the 0-based item concerned:
 --   {0 OK, 0, remaining after item 1, ..., remaining after item n}
 --                                      (-1 for a part that takes no stock)
@@ -32,6 +33,7 @@
 --   {9 PIN_LIMIT, index}               pin would hold more than perPin
 --   {10 IP_LIMIT, index}               ip would hold more than perIp
 --   {11 TOO_MANY, index}               num > maxPerGrab
+--   {12 IP_PART_NEEDED, index}         part n on a promotion with an ip limit
 -- The check phase writes nothing but the rate windows of the items it has passed
 -- (an attempt counts even when a later check refuses it). Malformed arguments
 -- raise a script error before any write.
@@ -53,14 +55,14 @@ local function int(v)
 end
 
 -- The part letters of each item: what it checks and takes.
-local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true}
-local stock, pins, ips = {}, {}, {}
+local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true}
+local stock, pins, ips, noIP = {}, {}, {}, {}
 for i = 1, n do
   local part = ARGV[7 + n + i] or 'spi'
   if not PARTS[part] then
-    error('q.lua: a part is one of spi sp si pi s p i')
+    error('q.lua: a part is one of spi sp si pi s p i spn pn')
   end
-  stock[i], pins[i], ips[i] = part:find('s') ~= nil, part:find('p') ~= nil, part:find('i') ~= nil
+  stock[i], pins[i], ips[i], noIP[i] = part:find('s') ~= nil, part:find('p') ~= nil, part:find('i') ~= nil, part:find('n') ~= nil
 end
 
 local nums, seen = {}, {}
@@ -113,6 +115,9 @@ for i = 1, n do
   end
   if num > int(h[4]) then
     return {11, i - 1}
+  end
+  if noIP[i] and int(h[3]) > 0 then -- before the rate window, which a resend charges
+    return {12, i - 1}
   end
   local rateLimit = int(h[5])
   if pins[i] and rateLimit > 0 then

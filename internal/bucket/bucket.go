@@ -75,30 +75,34 @@ type Part struct {
 
 // Plan is the parts of a grab taking its stock from bucket stock, for a pin whose
 // home is pinHome and an ip whose home is ipHome: one part per bucket touched, the
-// stock's first. With every home the stock bucket it is one ordinary item.
-func Plan(stock, pinHome, ipHome int) []Part {
+// stock's first. With every home the stock bucket it is one ordinary item. Without
+// countIP (the promotion has no ip limit) the ip is counted only where a part goes
+// anyway; when its home is a bucket of its own, that part is left out and the pin's
+// part says so (lua.PartNoIP), which q.lua refuses should the promotion have an ip
+// limit after all.
+func Plan(stock, pinHome, ipHome int, countIP bool) []Part {
 	var parts []Part
-	for _, b := range []int{stock, pinHome, ipHome} {
-		seen := false
-		for _, p := range parts {
-			seen = seen || p.Bucket == b
+	add := func(b int, letter string) {
+		for i := range parts {
+			if parts[i].Bucket == b {
+				parts[i].Letters += letter
+				return
+			}
 		}
-		if seen {
-			continue
-		}
-		letters := ""
-		if b == stock {
-			letters += lua.PartStock
-		}
-		if b == pinHome {
-			letters += lua.PartPin
-		}
-		if b == ipHome {
-			letters += lua.PartIP
-		}
-		parts = append(parts, Part{Bucket: b, Letters: letters})
+		parts = append(parts, Part{Bucket: b, Letters: letter})
 	}
-	if len(parts) == 1 {
+	add(stock, lua.PartStock)
+	add(pinHome, lua.PartPin)
+	if countIP || ipHome == stock || ipHome == pinHome {
+		add(ipHome, lua.PartIP)
+	} else {
+		for i := range parts {
+			if parts[i].Bucket == pinHome {
+				parts[i].Letters += lua.PartNoIP
+			}
+		}
+	}
+	if len(parts) == 1 && parts[0].Letters == lua.PartAll {
 		parts[0].Letters = "" // an ordinary item: its ledger entry stays as it always was
 	}
 	return parts

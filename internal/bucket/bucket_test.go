@@ -58,16 +58,21 @@ func TestShares(t *testing.T) {
 func TestPlan(t *testing.T) {
 	for _, c := range []struct {
 		stock, pin, ip int
+		countIP        bool
 		want           []Part
 	}{
-		{0, 0, 0, []Part{{0, ""}}}, // every home is the stock bucket: an ordinary item
-		{1, 1, 2, []Part{{1, "sp"}, {2, "i"}}},
-		{1, 2, 1, []Part{{1, "si"}, {2, "p"}}},
-		{3, 0, 0, []Part{{3, "s"}, {0, "pi"}}},
-		{3, 0, 1, []Part{{3, "s"}, {0, "p"}, {1, "i"}}},
+		{0, 0, 0, true, []Part{{0, ""}}}, // every home is the stock bucket: an ordinary item
+		{0, 0, 0, false, []Part{{0, ""}}},
+		{1, 1, 2, true, []Part{{1, "sp"}, {2, "i"}}},
+		{1, 1, 2, false, []Part{{1, "spn"}}}, // the ip's home would cost a shard of its own
+		{1, 2, 1, true, []Part{{1, "si"}, {2, "p"}}},
+		{1, 2, 1, false, []Part{{1, "si"}, {2, "p"}}}, // counted where a part goes anyway
+		{3, 0, 0, true, []Part{{3, "s"}, {0, "pi"}}},
+		{3, 0, 1, true, []Part{{3, "s"}, {0, "p"}, {1, "i"}}},
+		{3, 0, 1, false, []Part{{3, "s"}, {0, "pn"}}},
 	} {
-		if got := Plan(c.stock, c.pin, c.ip); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("Plan(%d, %d, %d) = %v, want %v", c.stock, c.pin, c.ip, got, c.want)
+		if got := Plan(c.stock, c.pin, c.ip, c.countIP); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Plan(%d, %d, %d, %v) = %v, want %v", c.stock, c.pin, c.ip, c.countIP, got, c.want)
 		}
 	}
 }
@@ -267,7 +272,7 @@ func TestCrashedGrabIsGivenBackWhole(t *testing.T) {
 	req := Request{Key: f.key, Buckets: f.k, RequestID: "crash", BodyHash: "h", Pin: pin, IP: ip, Num: 1,
 		Now: now, Deadline: now.Add(time.Minute), RateFactorPermille: 1000}
 	ctx := context.Background()
-	calls := f.g.shardCalls(req, keys, Plan(2, 0, 1))
+	calls := f.g.shardCalls(req, keys, Plan(2, 0, 1, true))
 	for _, c := range calls { // taken, then the process dies before the commit
 		if r, err := lua.Grab(ctx, f.shards[c.shard], c.call); err != nil || r.Code != lua.CodeOK {
 			t.Fatalf("take on shard %d: %+v %v", c.shard, r, err)
@@ -294,6 +299,40 @@ func TestCrashedGrabIsGivenBackWhole(t *testing.T) {
 	}
 	if r := f.grab("again", pin, ip); r.Code != lua.CodeOK {
 		t.Fatalf("grab after the abort: %+v", r)
+	}
+}
+
+// TestIPPartOnlyWhereALimitNeedsIt: without an ip limit a grab leaves out an ip
+// part that would cost a shard of its own; with one, the first grab is told so by
+// q.lua, sent again with it, and every later grab carries it: the ip's limit holds
+// across buckets from the first grab on.
+func TestIPPartOnlyWhereALimitNeedsIt(t *testing.T) {
+	pin, ip := "", ""
+	for i := 0; pin == "" || ip == ""; i++ { // homes 0 and 1 of 4
+		if s := strconv.Itoa(i); Home("pin"+s, 4) == 0 && pin == "" {
+			pin = "pin" + s
+		} else if Home("10.4.0."+s, 4) == 1 && ip == "" {
+			ip = "10.4.0." + s
+		}
+	}
+	free := newFixture(t, 4, spec(10, 0, 0))
+	if r := free.grab("a", pin, ip); r.Code != lua.CodeOK || r.Tries != 1 {
+		t.Fatalf("grab without an ip limit: %+v", r)
+	}
+	if n := free.held(promo.IPsKey, ip); n != 0 {
+		t.Fatalf("ip counted (%d) with no limit to count for, at the cost of a shard", n)
+	}
+
+	limited := newFixture(t, 4, spec(10, 0, 1))
+	limited.g = free.g // the same process: it has learned nothing of this promotion
+	if r := limited.grab("b", pin, ip); r.Code != lua.CodeOK || r.Tries != 2 {
+		t.Fatalf("first grab with an ip limit: %+v, want OK on the second try", r)
+	}
+	if r := limited.grab("c", pin+"x", ip); r.Code != lua.CodeIPLimit || r.Tries != 1 {
+		t.Fatalf("second grab from the ip: %+v, want IP_LIMIT at once", r)
+	}
+	if n := limited.held(promo.IPsKey, ip); n != 1 {
+		t.Fatalf("ip holds %d over all buckets, limit 1", n)
 	}
 }
 

@@ -27,6 +27,10 @@ type Grabber struct {
 	mu    sync.Mutex
 	empty map[string]time.Time // bucket key -> skip until
 	next  atomic.Uint32        // donor round robin
+	// ipLimited holds the promotions found to have an ip limit (promotion key ->
+	// true): their grabs always carry an ip part. The others leave it out when it
+	// would cost a shard of its own, until q.lua answers that they may not.
+	ipLimited sync.Map
 }
 
 // Request is one bucketed grab of Num units of the promotion hash Key.
@@ -66,7 +70,13 @@ func (g *Grabber) Grab(ctx context.Context, req Request) (Reply, error) {
 			continue
 		}
 		out.Tries++
-		code, state, err := g.attempt(ctx, req, keys, Plan(stock, pinHome, ipHome))
+		_, limited := g.ipLimited.Load(req.Key)
+		code, state, err := g.attempt(ctx, req, keys, Plan(stock, pinHome, ipHome, limited))
+		if err == nil && code == lua.CodeIPPartNeeded {
+			g.ipLimited.Store(req.Key, true)
+			out.Tries++
+			code, state, err = g.attempt(ctx, req, keys, Plan(stock, pinHome, ipHome, true))
+		}
 		switch {
 		case err != nil:
 			return out, err
