@@ -241,15 +241,16 @@ func TestLimitsHoldAcrossFallOver(t *testing.T) {
 	if swept := f.sweep(); got[lua.CodeOK]+swept != total {
 		t.Fatalf("answers %v and %d in the sweep, want %d OK in all", got, swept, total)
 	}
-	if n := f.held(promo.PinsKey, "greedy"); n != 1 {
-		t.Fatalf("pin greedy holds %d units over all buckets, limit 1", n)
-	}
-	if n := f.held(promo.IPsKey, "10.9.9.9"); n != 2 {
-		t.Fatalf("ip 10.9.9.9 holds %d units over all buckets, limit 2", n)
+	// Served, and never past the limit. Not always to the limit: a unit counted while
+	// its grab was pending refuses the pin's (ip's) other grabs, and is given back if
+	// that grab is then refused on another shard, by which time the stock may be gone.
+	pins, ips := f.held(promo.PinsKey, "greedy"), f.held(promo.IPsKey, "10.9.9.9")
+	if pins < 1 || pins > 1 || ips < 1 || ips > 2 {
+		t.Fatalf("over all buckets pin greedy holds %d (limit 1), ip 10.9.9.9 holds %d (limit 2)", pins, ips)
 	}
 	home := Keys(ring.Default, f.key, f.k)[Home("greedy", f.k)]
-	if n, _ := f.shards[ring.Default.Shard(home)].HGet(context.Background(), promo.PinsKey(home), "greedy").Int64(); n != 1 {
-		t.Fatalf("pin greedy's home bucket counts %d, want 1", n)
+	if n, _ := f.shards[ring.Default.Shard(home)].HGet(context.Background(), promo.PinsKey(home), "greedy").Int64(); n != pins {
+		t.Fatalf("pin greedy's home bucket counts %d of its %d units", n, pins)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
@@ -117,7 +118,7 @@ func (g *Grabber) attempt(ctx context.Context, req Request, keys []string, parts
 	calls := g.shardCalls(req, keys, parts)
 	replies := make([]lua.GrabReply, len(calls))
 	errs := make([]error, len(calls))
-	g.each(calls, func(i int, c shardCall) {
+	fanout.Each(calls, func(i int, c shardCall) {
 		replies[i], errs[i] = lua.Grab(ctx, g.Shards[c.shard], c.call)
 	})
 	var took []shardCall
@@ -167,7 +168,7 @@ func (g *Grabber) shardCalls(req Request, keys []string, parts []Part) []shardCa
 
 func (g *Grabber) commit(ctx context.Context, req Request, calls []shardCall) error {
 	errs := make([]error, len(calls))
-	g.each(calls, func(i int, c shardCall) {
+	fanout.Each(calls, func(i int, c shardCall) {
 		code, err := lua.Commit(ctx, g.Shards[c.shard], req.RequestID, c.keys)
 		if err == nil && code != lua.CommitCommitted {
 			err = fmt.Errorf("commit refused: %s", code)
@@ -185,7 +186,7 @@ func (g *Grabber) commit(ctx context.Context, req Request, calls []shardCall) er
 func (g *Grabber) settle(req Request, calls []shardCall, mode lua.ReturnMode) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	g.each(calls, func(_ int, c shardCall) {
+	fanout.Each(calls, func(_ int, c shardCall) {
 		call := lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: mode, NowMs: req.Now.UnixMilli(), Keys: c.keys}
 		r, err := lua.Return(ctx, g.Shards[c.shard], call)
 		if err == nil && r.Code == lua.ReturnCommitted {
@@ -193,23 +194,6 @@ func (g *Grabber) settle(req Request, calls []shardCall, mode lua.ReturnMode) {
 			_, _ = lua.Return(ctx, g.Shards[c.shard], call)
 		}
 	})
-}
-
-// each runs fn for every call, in parallel when there is more than one.
-func (g *Grabber) each(calls []shardCall, fn func(int, shardCall)) {
-	if len(calls) == 1 {
-		fn(0, calls[0])
-		return
-	}
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(i, c)
-		}()
-	}
-	wg.Wait()
 }
 
 func (g *Grabber) knownEmpty(key string, now time.Time) bool {

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
@@ -142,21 +142,7 @@ func (s *Service) groups(items []Item) []group {
 }
 
 // eachGroup runs fn for every group in parallel and waits.
-func eachGroup(gs []group, fn func(i int, g group)) {
-	if len(gs) == 1 {
-		fn(0, gs[0])
-		return
-	}
-	var wg sync.WaitGroup
-	for i, g := range gs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(i, g)
-		}()
-	}
-	wg.Wait()
-}
+func eachGroup(gs []group, fn func(i int, g group)) { fanout.Each(gs, fn) }
 
 // returnOn runs return.lua in mode on every group and reports each reply.
 func (s *Service) returnOn(ctx context.Context, gs []group, call lua.ReturnCall) ([]lua.ReturnReply, []error) {
