@@ -66,13 +66,13 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	if len(returned) == 0 {
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
 	}
-	back := groupItems(items, returned)
+	back := flowItems(items, returned)
 	for _, g := range returned {
 		for _, key := range g.keys {
 			s.refusals.forget(key)
 		}
 	}
-	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, s.flowItems(back), now, reason)); err != nil {
+	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {
 		s.logErr("cancel event not acknowledged; the reconciler will publish it", err, "requestId", rid)
 	} else {
 		s.finalize(rid, pin, returned)

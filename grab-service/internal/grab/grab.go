@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
-	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -53,7 +53,7 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 	}
 	// The claim lands before any take, so a requestId without a claim holds nothing
 	// and the short-circuit may answer for it (claim.go).
-	hash, items := req.bodyHash(), s.flowItems(req.Items) // for the claim, the takes and the event
+	hash, items := req.bodyHash(), flowItems(req.Items, gs) // for the claim, the takes and the event
 	c := s.claim(ctx, req, hash, items)
 	if res, done := s.checkClaim(req, c); done {
 		return res, nil
@@ -96,7 +96,7 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 func (s *Service) take(ctx context.Context, req Request, hash string, gs []group, now, deadline time.Time, factor int64) ([]lua.GrabReply, []error) {
 	replies := make([]lua.GrabReply, len(gs))
 	errs := make([]error, len(gs))
-	eachGroup(gs, func(i int, g group) {
+	fanout.Each(gs, func(i int, g group) {
 		call := lua.GrabCall{
 			NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
 			RequestID: req.RequestID, BodyHash: hash, Pin: req.Pin, IP: req.IP,
@@ -263,7 +263,7 @@ func (s *Service) abort(req Request, gs []group, published bool) bool {
 	}
 	back := gone
 	if published {
-		back = append(back, owing...)
+		back = slices.Concat(gone, owing)
 	}
 	if len(back) > 0 {
 		if s.publishRollback(ctx, req, back) {
@@ -284,7 +284,7 @@ func (s *Service) abort(req Request, gs []group, published bool) bool {
 // item's GRAB in the record with no entry to owe its CANCEL, and the rebuild
 // restored a grant the buyer was told did not happen.
 func (s *Service) publishRollback(ctx context.Context, req Request, gs []group) bool {
-	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, s.flowItems(groupItems(req.Items, gs)), s.Clock(), "ROLLBACK")
+	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, flowItems(req.Items, gs), s.Clock(), "ROLLBACK")
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("rollback CANCEL not acknowledged; an entry still owing it is published by the reconciler, one already gone is reported by `recovery verify`",
 			err, "requestId", req.RequestID)
@@ -293,21 +293,10 @@ func (s *Service) publishRollback(ctx context.Context, req Request, gs []group) 
 	return true
 }
 
-// groupItems is the request's items that the groups hold.
-func groupItems(items []Item, gs []group) []Item {
-	var out []Item
-	for _, g := range gs {
-		for _, i := range g.idx {
-			out = append(out, items[i])
-		}
-	}
-	return out
-}
-
 // commit marks every take granted and records where the request's items live.
 func (s *Service) commit(ctx context.Context, req Request, gs []group) bool {
 	ok := make([]bool, len(gs))
-	eachGroup(gs, func(i int, g group) {
+	fanout.Each(gs, func(i int, g group) {
 		for attempt := 0; attempt < 2 && !ok[i]; attempt++ {
 			code, err := lua.ParseCommit(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
 				return lua.QueueCommit(ctx, p, req.RequestID, g.keys)
@@ -331,10 +320,23 @@ func (s *Service) commit(ctx context.Context, req Request, gs []group) bool {
 	return true
 }
 
-func (s *Service) flowItems(items []Item) []flow.Item {
-	out := make([]flow.Item, len(items))
+// flowItems is the flow event items of the request's items the groups hold, in
+// request order, each with its group's shard: the ring was asked once, by groups.
+func flowItems(items []Item, gs []group) []flow.Item {
+	shard := make([]int, len(items))
+	for i := range shard {
+		shard[i] = -1
+	}
+	for _, g := range gs {
+		for _, i := range g.idx {
+			shard[i] = g.shard
+		}
+	}
+	out := make([]flow.Item, 0, len(items))
 	for i, it := range items {
-		out[i] = flow.Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Shard: s.ring.Shard(promo.Key(it.PromoID, it.Type))}
+		if shard[i] >= 0 {
+			out = append(out, flow.Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Shard: shard[i]})
+		}
 	}
 	return out
 }

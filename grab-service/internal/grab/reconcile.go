@@ -160,7 +160,8 @@ func (s *Service) payDebts(ctx context.Context, debts []owed, st *ReconcileStats
 		if reason == "" {
 			reason = "ROLLBACK"
 		}
-		events[i] = s.event(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, s.flowItems([]Item{{PromoID: promoID, Type: typ, Num: d.entry.Num}}), now, reason)
+		item := flow.Item{PromoID: promoID, Type: typ, Num: d.entry.Num, Shard: d.shard}
+		events[i] = s.event(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, []flow.Item{item}, now, reason)
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()

@@ -141,14 +141,11 @@ func (s *Service) groups(items []Item) []group {
 	return gs
 }
 
-// eachGroup runs fn for every group in parallel and waits.
-func eachGroup(gs []group, fn func(i int, g group)) { fanout.Each(gs, fn) }
-
 // returnOn runs return.lua in mode on every group and reports each reply.
 func (s *Service) returnOn(ctx context.Context, gs []group, call lua.ReturnCall) ([]lua.ReturnReply, []error) {
 	replies := make([]lua.ReturnReply, len(gs))
 	errs := make([]error, len(gs))
-	eachGroup(gs, func(i int, g group) {
+	fanout.Each(gs, func(i int, g group) {
 		if errs[i] = s.fenceCancel(call, g.shard); errs[i] != nil {
 			return
 		}
