@@ -54,15 +54,22 @@ local function int(v)
   return tonumber(v) or 0
 end
 
--- The part letters of each item: what it checks and takes.
-local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true}
+-- What each item checks and takes: its part letters, all three for an ordinary
+-- call (which sends none, and pays nothing here).
 local stock, pins, ips, noIP = {}, {}, {}, {}
-for i = 1, n do
-  local part = ARGV[7 + n + i] or 'spi'
-  if not PARTS[part] then
-    error('q.lua: a part is one of spi sp si pi s p i spn pn')
+if #ARGV == 7 + n then
+  for i = 1, n do
+    stock[i], pins[i], ips[i], noIP[i] = true, true, true, false
   end
-  stock[i], pins[i], ips[i], noIP[i] = part:find('s') ~= nil, part:find('p') ~= nil, part:find('i') ~= nil, part:find('n') ~= nil
+else
+  local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true}
+  for i = 1, n do
+    local part = ARGV[7 + n + i]
+    if not PARTS[part] then
+      error('q.lua: a part is one of spi sp si pi s p i spn pn')
+    end
+    stock[i], pins[i], ips[i], noIP[i] = part:find('s') ~= nil, part:find('p') ~= nil, part:find('i') ~= nil, part:find('n') ~= nil
+  end
 end
 
 local nums, seen = {}, {}
