@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
@@ -25,8 +26,7 @@ type Grabber struct {
 	// costs at most a late SOLD_OUT, never a broken limit.
 	EmptyTTL time.Duration
 
-	mu    sync.Mutex
-	empty map[string]time.Time // bucket key -> skip until
+	empty expiry.Map[struct{}] // bucket keys that answered SOLD_OUT
 	next  atomic.Uint32        // donor round robin
 	// ipLimited holds the promotions found to have an ip limit (promotion key ->
 	// true): their grabs always carry an ip part. The others leave it out when it
@@ -82,7 +82,7 @@ func (g *Grabber) Grab(ctx context.Context, req Request) (Reply, error) {
 		case err != nil:
 			return out, err
 		case code == lua.CodeSoldOut:
-			g.markEmpty(keys[stock], req.Now)
+			g.empty.Put(keys[stock], struct{}{}, req.Now.Add(g.EmptyTTL))
 			continue
 		}
 		out.Code, out.Stock, out.LedgerState = code, stock, state
@@ -197,17 +197,6 @@ func (g *Grabber) settle(req Request, calls []shardCall, mode lua.ReturnMode) {
 }
 
 func (g *Grabber) knownEmpty(key string, now time.Time) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	until, ok := g.empty[key]
-	return ok && now.Before(until)
-}
-
-func (g *Grabber) markEmpty(key string, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.empty == nil {
-		g.empty = make(map[string]time.Time)
-	}
-	g.empty[key] = now.Add(g.EmptyTTL)
+	_, ok := g.empty.Get(key, now)
+	return ok
 }

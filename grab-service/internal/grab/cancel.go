@@ -69,7 +69,7 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	back := flowItems(items, returned)
 	for _, g := range returned {
 		for _, key := range g.keys {
-			s.refusals.forget(key)
+			s.refusals.Forget(key)
 		}
 	}
 	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {

@@ -73,7 +73,7 @@ func (s *Service) checkClaim(req Request, c claim) (Result, bool) {
 // spread over every shard, never the hot promotion's.
 func (s *Service) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
 	for i, it := range req.Items {
-		o, ok := s.refusals.get(promo.Key(it.PromoID, it.Type), now)
+		o, ok := s.refusals.Get(promo.Key(it.PromoID, it.Type), now)
 		if !ok {
 			continue
 		}
