@@ -156,3 +156,23 @@ func Remaining(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring
 	}
 	return sum, nil
 }
+
+// Held sums a counter hash (promo.PinsKey or promo.IPsKey) over all k buckets of
+// key: what each pin (ip) holds of the promotion.
+func Held(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int, counters func(string) string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, bk := range Keys(r, key, k) {
+		m, err := shards[r.Shard(bk)].HGetAll(ctx, counters(bk)).Result()
+		if err != nil {
+			return nil, fmt.Errorf("held in %s: %w", bk, err)
+		}
+		for who, v := range m {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("held in %s: %s: %w", bk, who, err)
+			}
+			out[who] += n
+		}
+	}
+	return out, nil
+}

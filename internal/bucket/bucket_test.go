@@ -120,15 +120,11 @@ func (f *fixture) grab(rid, pin, ip string) Reply {
 
 // held sums the field (a pin or an ip) over every bucket's counter hash.
 func (f *fixture) held(companion func(string) string, field string) int64 {
-	var sum int64
-	for _, bk := range Keys(ring.Default, f.key, f.k) {
-		n, err := f.shards[ring.Default.Shard(bk)].HGet(context.Background(), companion(bk), field).Int64()
-		if err != nil && err != redis.Nil {
-			f.t.Fatal(err)
-		}
-		sum += n
+	m, err := Held(context.Background(), f.shards, ring.Default, f.key, f.k, companion)
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	return sum
+	return m[field]
 }
 
 func (f *fixture) remaining() int64 {

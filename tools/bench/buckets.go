@@ -220,16 +220,9 @@ func (b *bench) bucketSellOut(ctx context.Context, shards []redis.UniversalClien
 		limit     int64
 		what      string
 	}{{promo.PinsKey, perPin, "pin"}, {promo.IPsKey, perIP, "ip"}} {
-		held := map[string]int64{}
-		for _, bk := range bucket.Keys(ring.Default, key, k) {
-			m, err := shards[ring.Default.Shard(bk)].HGetAll(ctx, c.companion(bk)).Result()
-			if err != nil {
-				return err
-			}
-			for who, v := range m {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				held[who] += n
-			}
+		held, err := bucket.Held(ctx, shards, ring.Default, key, k, c.companion)
+		if err != nil {
+			return err
 		}
 		var sum int64
 		for who, n := range held {
