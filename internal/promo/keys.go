@@ -54,3 +54,20 @@ func SplitPromotionRef(ref string) (promoID string, typ int, ok bool) {
 // RequestIndexKey names the record of which promotions a granted request holds, so a
 // cancel can find them; it lives on the shard the ring gives for this key.
 func RequestIndexKey(requestID string) string { return "R_" + requestID }
+
+// The shard markers, one pair per logical shard on that shard's server, written by
+// the rebuild (recovery/internal/rebuild/markers.go) and read by grab-service's fence
+// and by the admin scripts:
+//
+//   - FenceKey is set while a rebuild works on the shard, with a TTL the rebuild keeps
+//     refreshing, so a killed rebuild does not fence forever. Grabs, cancels and admin
+//     changes of the shard's promotions are refused meanwhile.
+//   - BuiltKey says the shard's contents are whole: written when a rebuild of the whole
+//     shard commits (or by grab-service when the record holds no promotion of the shard,
+//     so there is nothing to rebuild). A server that lost its data lost this marker too.
+
+// FenceKey names the fence marker of a shard.
+func FenceKey(shard int) string { return "flashsale:fence:" + strconv.Itoa(shard) }
+
+// BuiltKey names the built marker of a shard.
+func BuiltKey(shard int) string { return "flashsale:built:" + strconv.Itoa(shard) }

@@ -353,7 +353,7 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		out.fail("restart %s: %v", name, err)
 		return
 	}
-	if n, err := d.shards[shard].Exists(ctx, "flashsale:built:"+fmt.Sprint(shard)).Result(); err != nil || n != 0 {
+	if n, err := d.shards[shard].Exists(ctx, promo.BuiltKey(shard)).Result(); err != nil || n != 0 {
 		out.fail("%s came back with its built marker (err %v): it did not lose its data", name, err)
 	}
 	sleep(ctx, time.Second)

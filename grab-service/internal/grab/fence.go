@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
@@ -25,8 +26,8 @@ import (
 // (bin/recovery rebuild), or that lost its data and has not been rebuilt yet:
 // selling from a half-built shard could sell what the record already granted.
 //
-// The rule, read from two markers on each shard's server (written by the rebuild,
-// recovery/internal/rebuild/markers.go; keep the names in step):
+// The rule, read from two markers on each shard's server (promo.FenceKey and
+// promo.BuiltKey, written by the rebuild, recovery/internal/rebuild/markers.go):
 //
 //   - flashsale:fence:<shard> present: a rebuild is at work. Fenced.
 //   - flashsale:built:<shard> present: the shard's contents are whole. Open.
@@ -39,9 +40,6 @@ import (
 //
 // A background loop (Run) reads the markers every ~200 ms and keeps one atomic flag
 // per shard, which the grab and cancel paths check before they call Redis.
-
-func fenceKey(shard int) string { return "flashsale:fence:" + strconv.Itoa(shard) }
-func builtKey(shard int) string { return "flashsale:built:" + strconv.Itoa(shard) }
 
 // errFenced fails a cancel on a fenced shard; the cancel answers UNAVAILABLE.
 var errFenced = errors.New("shard fenced while it is rebuilt")
@@ -128,8 +126,8 @@ func (f *Fence) pollShard(ctx context.Context, shard int) {
 	c := f.shards[shard]
 	var fence, built *redis.IntCmd
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fence = p.Exists(ctx, fenceKey(shard))
-		built = p.Exists(ctx, builtKey(shard))
+		fence = p.Exists(ctx, promo.FenceKey(shard))
+		built = p.Exists(ctx, promo.BuiltKey(shard))
 		return nil
 	})
 	if err != nil {
@@ -150,7 +148,7 @@ func (f *Fence) pollShard(ctx context.Context, shard int) {
 			f.set(shard, fmt.Sprintf("lost and not rebuilt: no built marker, and the record holds promotions of this shard (run bin/recovery rebuild --shard %d)", shard))
 		default:
 			val, _ := json.Marshal(map[string]any{"by": "grab-service", "at": time.Now().UTC().Format(time.RFC3339), "promotions": 0})
-			if err := c.SetNX(ctx, builtKey(shard), val, 0).Err(); err != nil {
+			if err := c.SetNX(ctx, promo.BuiltKey(shard), val, 0).Err(); err != nil {
 				f.pollErrors.Inc()
 				return
 			}

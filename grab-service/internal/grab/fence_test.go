@@ -62,16 +62,16 @@ func TestFenceFollowsTheMarkers(t *testing.T) {
 		if have, want := f.Fenced(s), s == lost; have != want {
 			t.Fatalf("shard %d fenced %v, want %v", s, have, want)
 		}
-		if s != lost && c.Exists(ctx, builtKey(s)).Val() != 1 {
+		if s != lost && c.Exists(ctx, promo.BuiltKey(s)).Val() != 1 {
 			t.Fatalf("shard %d: no built marker written", s)
 		}
 	}
-	c.Set(ctx, builtKey(lost), "rebuilt", 0)
+	c.Set(ctx, promo.BuiltKey(lost), "rebuilt", 0)
 	f.Poll(ctx, time.Second)
 	if f.Fenced(lost) {
 		t.Fatal("a built shard stays fenced")
 	}
-	c.Set(ctx, fenceKey(lost), "rebuild", time.Minute)
+	c.Set(ctx, promo.FenceKey(lost), "rebuild", time.Minute)
 	f.Poll(ctx, time.Second)
 	if !f.Fenced(lost) {
 		t.Fatal("the fence marker did not fence")
@@ -116,7 +116,7 @@ func TestFenceFollowsTheMarkers(t *testing.T) {
 		t.Fatalf("/readyz: %d %+v %v", resp.StatusCode, body, err)
 	}
 
-	c.Del(ctx, fenceKey(lost))
+	c.Del(ctx, promo.FenceKey(lost))
 	f.Poll(ctx, time.Second)
 	if f.Fenced(lost) {
 		t.Fatal("the fence did not lift")

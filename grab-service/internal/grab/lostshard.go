@@ -3,6 +3,8 @@ package grab
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
 // A shard whose Redis server restarted empty answers every script as if the
@@ -21,7 +23,7 @@ func (s *Service) shardLost(shard int) bool {
 	}
 	ctx, cancel := s.settleCtx()
 	defer cancel()
-	n, err := s.Shards[shard].Exists(ctx, builtKey(shard)).Result()
+	n, err := s.Shards[shard].Exists(ctx, promo.BuiltKey(shard)).Result()
 	if err != nil || n == 0 {
 		s.Fence.refused.WithLabelValues(strconv.Itoa(shard), "lost").Inc()
 		return true

@@ -55,7 +55,7 @@ func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := NewFence(shards, func(context.Context) ([]string, error) { return []string{key}, nil }, prometheus.NewRegistry(), log)
 	for s := 0; s < ring.Shards; s++ {
-		c.Set(ctx, builtKey(s), "built", 0)
+		c.Set(ctx, promo.BuiltKey(s), "built", 0)
 	}
 	f.Poll(ctx, time.Second)
 	rec := grabRecord{pin: "p", ip: "1.1.1.1", items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}}
@@ -88,7 +88,7 @@ func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	}
 
 	// A shard that holds its marker is believed: a deleted promotion is NOT_FOUND.
-	c.Set(ctx, builtKey(lost), "built", 0)
+	c.Set(ctx, promo.BuiltKey(lost), "built", 0)
 	res, err = svc.Grab(ctx, Request{RequestID: "g3", Pin: "q", IP: "1.1.1.2", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
 	if err != nil || res.Result != NotFound {
 		t.Fatalf("grab of a missing promotion on a whole shard: %+v %v; want NOT_FOUND", res, err)

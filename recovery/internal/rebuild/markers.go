@@ -9,24 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
-// The shard markers, one pair per logical shard on that shard's server. The names
-// are part of grab-service's fence (grab-service/internal/grab/fence.go reads them;
-// keep both in step):
-//
-//   - flashsale:fence:<shard> is set while a rebuild works on the shard, with a TTL
-//     the rebuild keeps refreshing, so a killed rebuild does not fence forever.
-//   - flashsale:built:<shard> says the shard's contents are whole: written when a
-//     rebuild of the whole shard commits (or by grab-service when the record holds
-//     no promotion of the shard, so there is nothing to rebuild). A server that lost
-//     its data lost this marker too, and grab-service fences it until it is rebuilt.
-
-// FenceKey names the fence marker of a shard.
-func FenceKey(shard int) string { return fmt.Sprintf("flashsale:fence:%d", shard) }
-
-// BuiltKey names the built marker of a shard.
-func BuiltKey(shard int) string { return fmt.Sprintf("flashsale:built:%d", shard) }
+// The shard markers (promo.FenceKey, promo.BuiltKey; what each means is there).
 
 // fences raises and lowers the fence markers of the shards being rebuilt and keeps
 // their TTL fresh while the rebuild runs.
@@ -49,7 +36,7 @@ func (f *fences) raise(ctx context.Context) error {
 	host, _ := os.Hostname()
 	val, _ := json.Marshal(map[string]any{"by": "bin/recovery rebuild", "host": host, "pid": os.Getpid(), "since": time.Now().UTC().Format(time.RFC3339)})
 	for shard, c := range f.shards {
-		if err := c.Set(ctx, FenceKey(shard), val, f.ttl).Err(); err != nil {
+		if err := c.Set(ctx, promo.FenceKey(shard), val, f.ttl).Err(); err != nil {
 			f.lowerAll(context.WithoutCancel(ctx))
 			return fmt.Errorf("fence shard %d: %w", shard, err)
 		}
@@ -76,7 +63,7 @@ func (f *fences) refresh() {
 		f.mu.Lock()
 		for shard := range f.raised {
 			ctx, cancel := context.WithTimeout(context.Background(), f.ttl/3)
-			_ = f.shards[shard].Expire(ctx, FenceKey(shard), f.ttl).Err()
+			_ = f.shards[shard].Expire(ctx, promo.FenceKey(shard), f.ttl).Err()
 			cancel()
 		}
 		f.mu.Unlock()
@@ -90,7 +77,7 @@ func (f *fences) lower(ctx context.Context, shard int) error {
 	if !f.raised[shard] {
 		return nil
 	}
-	if err := f.shards[shard].Del(ctx, FenceKey(shard)).Err(); err != nil {
+	if err := f.shards[shard].Del(ctx, promo.FenceKey(shard)).Err(); err != nil {
 		return fmt.Errorf("lift the fence of shard %d: %w", shard, err)
 	}
 	delete(f.raised, shard)
@@ -120,7 +107,7 @@ func (f *fences) stop() {
 // markBuilt records that the shard's contents are whole.
 func markBuilt(ctx context.Context, c redis.UniversalClient, shard, promotions int) error {
 	val, _ := json.Marshal(map[string]any{"by": "bin/recovery rebuild", "at": time.Now().UTC().Format(time.RFC3339), "promotions": promotions})
-	if err := c.Set(ctx, BuiltKey(shard), val, 0).Err(); err != nil {
+	if err := c.Set(ctx, promo.BuiltKey(shard), val, 0).Err(); err != nil {
 		return fmt.Errorf("mark shard %d built: %w", shard, err)
 	}
 	return nil
@@ -131,7 +118,7 @@ func markBuilt(ctx context.Context, c redis.UniversalClient, shard, promotions i
 func Unbuilt(ctx context.Context, shards []redis.UniversalClient) ([]int, error) {
 	var out []int
 	for shard, c := range shards {
-		n, err := c.Exists(ctx, BuiltKey(shard)).Result()
+		n, err := c.Exists(ctx, promo.BuiltKey(shard)).Result()
 		if err != nil {
 			return nil, fmt.Errorf("read the built marker of shard %d: %w", shard, err)
 		}

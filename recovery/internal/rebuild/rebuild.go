@@ -180,7 +180,7 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 	if ss.Whole {
 		// Until the last promotion is in, the shard is not whole: if this run dies,
 		// grab-service keeps fencing it after the fence's TTL runs out.
-		if err := c.Del(ctx, BuiltKey(shard)).Err(); err != nil {
+		if err := c.Del(ctx, promo.BuiltKey(shard)).Err(); err != nil {
 			return ss, fmt.Errorf("drop the built marker: %w", err)
 		}
 	}

@@ -155,7 +155,7 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 			t.Errorf("%s rebuilt differs:\nbefore %+v\nafter  %+v", key, before[key], after)
 		}
 	}
-	if shards[lostShard].Exists(ctx, rebuild.BuiltKey(lostShard)).Val() != 1 || shards[lostShard].Exists(ctx, rebuild.FenceKey(lostShard)).Val() != 0 {
+	if shards[lostShard].Exists(ctx, promo.BuiltKey(lostShard)).Val() != 1 || shards[lostShard].Exists(ctx, promo.FenceKey(lostShard)).Val() != 0 {
 		t.Fatal("after the rebuild the shard must hold its built marker and no fence")
 	}
 
@@ -241,7 +241,7 @@ func TestRebuildRefusesWhileTheSinkIsBehind(t *testing.T) {
 	if _, err := rebuild.Run(ctx, d, o); !errors.Is(err, rebuild.ErrRefused) {
 		t.Fatalf("rebuild with the sink behind: %v; want ErrRefused", err)
 	}
-	if shards[shard].Exists(ctx, rebuild.FenceKey(shard)).Val() != 0 {
+	if shards[shard].Exists(ctx, promo.FenceKey(shard)).Val() != 0 {
 		t.Fatal("a refused rebuild left its fence up")
 	}
 	o.Force = true
@@ -255,7 +255,7 @@ func TestRebuildRefusesWhileTheSinkIsBehind(t *testing.T) {
 	// Every shard is whole now, so --missing finds nothing.
 	for i := range shards {
 		if i != shard {
-			shards[i].Set(ctx, rebuild.BuiltKey(i), "x", 0)
+			shards[i].Set(ctx, promo.BuiltKey(i), "x", 0)
 		}
 	}
 	if left, err := rebuild.Unbuilt(ctx, shards); err != nil || len(left) != 0 {
