@@ -53,15 +53,19 @@ func adminCode(cmd *redis.Cmd, script string) ([]int64, AdminCode, error) {
 		return nil, 0, err
 	}
 	c := AdminCode(r[0])
-	if c < AdminOK || c > AdminBelowGranted {
+	if c < AdminOK || c > AdminFenced {
 		return nil, 0, fmt.Errorf("%s: unknown code %d", script, r[0])
 	}
 	return r, c, nil
 }
 
+// The admin scripts run on the client c of logical shard shard, and refuse with
+// FENCED, changing nothing, while that shard's fence marker (promo.FenceKey) is set:
+// a rebuild would overwrite a change made meanwhile with the record it read before.
+
 // Create writes the promotion hash of key (promo.Key) with remaining = total,
-// after emptying its companions. OK, ALREADY_APPLIED (same Ver present) or EXISTS.
-func Create(ctx context.Context, c redis.Scripter, key string, s AdminSpec) (AdminCode, error) {
+// after emptying its companions. OK, ALREADY_APPLIED (same Ver present), EXISTS or FENCED.
+func Create(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec) (AdminCode, error) {
 	if err := s.check("create", key); err != nil {
 		return 0, err
 	}
@@ -69,7 +73,7 @@ func Create(ctx context.Context, c redis.Scripter, key string, s AdminSpec) (Adm
 		return 0, fmt.Errorf("create %s: state %q, want ACTIVE or STOPPED", key, s.State)
 	}
 	ks := promo.Keys(key)
-	_, code, err := adminCode(createScript.Run(ctx, c, ks[:], append(s.args(), s.State)...), "create.lua")
+	_, code, err := adminCode(createScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), append(s.args(), s.State)...), "create.lua")
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", key, err)
 	}
@@ -77,12 +81,12 @@ func Create(ctx context.Context, c redis.Scripter, key string, s AdminSpec) (Adm
 }
 
 // Patch applies a new spec version (State is ignored): remaining becomes
-// total - granted. OK, ALREADY_APPLIED, NOT_FOUND, STALE, STOPPED or BELOW_GRANTED.
-func Patch(ctx context.Context, c redis.Scripter, key string, s AdminSpec) (AdminReply, error) {
+// total - granted. OK, ALREADY_APPLIED, NOT_FOUND, STALE, STOPPED, BELOW_GRANTED or FENCED.
+func Patch(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec) (AdminReply, error) {
 	if err := s.check("patch", key); err != nil {
 		return AdminReply{}, err
 	}
-	r, code, err := adminCode(patchScript.Run(ctx, c, []string{key}, s.args()...), "patch.lua")
+	r, code, err := adminCode(patchScript.Run(ctx, c, []string{key, promo.FenceKey(shard)}, s.args()...), "patch.lua")
 	if err != nil {
 		return AdminReply{}, fmt.Errorf("patch %s: %w", key, err)
 	}
@@ -98,12 +102,12 @@ func Patch(ctx context.Context, c redis.Scripter, key string, s AdminSpec) (Admi
 	return out, nil
 }
 
-// Stop sets the promotion STOPPED at version ver. OK (idempotent), NOT_FOUND or STALE.
-func Stop(ctx context.Context, c redis.Scripter, key string, ver int64) (AdminCode, error) {
+// Stop sets the promotion STOPPED at version ver. OK (idempotent), NOT_FOUND, STALE or FENCED.
+func Stop(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
 	if key == "" || ver < 0 {
 		return 0, fmt.Errorf("stop %q: bad key or version %d", key, ver)
 	}
-	_, code, err := adminCode(stopScript.Run(ctx, c, []string{key}, ver), "stop.lua")
+	_, code, err := adminCode(stopScript.Run(ctx, c, []string{key, promo.FenceKey(shard)}, ver), "stop.lua")
 	if err != nil {
 		return 0, fmt.Errorf("stop %s: %w", key, err)
 	}
@@ -111,13 +115,13 @@ func Stop(ctx context.Context, c redis.Scripter, key string, ver int64) (AdminCo
 }
 
 // Delete removes the promotion hash and its companions. OK, or NOT_FOUND when the
-// hash was already gone (the companions are deleted all the same).
-func Delete(ctx context.Context, c redis.Scripter, key string, ver int64) (AdminCode, error) {
+// hash was already gone (the companions are deleted all the same), or FENCED.
+func Delete(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
 	if key == "" {
 		return 0, fmt.Errorf("delete: empty key")
 	}
 	ks := promo.Keys(key)
-	_, code, err := adminCode(deleteScript.Run(ctx, c, ks[:], ver), "delete.lua")
+	_, code, err := adminCode(deleteScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), ver), "delete.lua")
 	if err != nil {
 		return 0, fmt.Errorf("delete %s: %w", key, err)
 	}

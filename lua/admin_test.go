@@ -60,7 +60,7 @@ func TestCreate(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, k)
 			}
-			have, err := Create(context.Background(), rdb, k, tc.spec)
+			have, err := Create(context.Background(), rdb, onShard, k, tc.spec)
 			if err != nil || have != tc.want {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
@@ -89,11 +89,11 @@ func TestCreateInvalid(t *testing.T) {
 		"negative version": specV(-1, nil),
 	}
 	for name, s := range bad {
-		if _, err := Create(context.Background(), rdb, k, s); err == nil {
+		if _, err := Create(context.Background(), rdb, onShard, k, s); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := Create(context.Background(), rdb, "", baseSpec()); err == nil {
+	if _, err := Create(context.Background(), rdb, onShard, "", baseSpec()); err == nil {
 		t.Error("empty key accepted")
 	}
 	if rdb.Exists(context.Background(), k).Val() != 0 {
@@ -124,7 +124,7 @@ func TestPatch(t *testing.T) {
 			specV(2, func(s *AdminSpec) { s.Total = 50 }), AdminReply{Code: AdminStale}, hashOf(specV(3, nil))},
 		{"stopped is STOPPED", func(t *testing.T, k string) {
 			mustCreate(t, k, v1)
-			if code, err := Stop(context.Background(), rdb, k, 2); err != nil || code != AdminOK {
+			if code, err := Stop(context.Background(), rdb, onShard, k, 2); err != nil || code != AdminOK {
 				t.Fatal(code, err)
 			}
 		}, specV(3, func(s *AdminSpec) { s.Total = 50 }), AdminReply{Code: AdminStopped},
@@ -163,7 +163,7 @@ func TestPatch(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, k)
 			}
-			have, err := Patch(context.Background(), rdb, k, tc.spec)
+			have, err := Patch(context.Background(), rdb, onShard, k, tc.spec)
 			if err != nil || have != tc.want {
 				t.Fatalf("have %+v %v, want %+v", have, err, tc.want)
 			}
@@ -186,7 +186,7 @@ func TestPatchDownThenSoldOut(t *testing.T) {
 	k := promoKey(t, "k")
 	mustCreate(t, k, baseSpec())
 	mustGrab(t, grabCall("r1", "p1", "ip", item(k, 2)))
-	if r, err := Patch(context.Background(), rdb, k, specV(2, func(s *AdminSpec) { s.Total = 2 })); err != nil || r.Code != AdminOK {
+	if r, err := Patch(context.Background(), rdb, onShard, k, specV(2, func(s *AdminSpec) { s.Total = 2 })); err != nil || r.Code != AdminOK {
 		t.Fatal(r, err)
 	}
 	if r := mustGrab(t, grabCall("r2", "p2", "ip2", item(k, 1))); r.Code != CodeSoldOut {
@@ -214,7 +214,7 @@ func TestStop(t *testing.T) {
 		{"same version as the hash stops", func(t *testing.T, k string) { mustCreate(t, k, specV(2, nil)) }, 2, AdminOK, "STOPPED", 2},
 		{"again is still OK", func(t *testing.T, k string) {
 			mustCreate(t, k, specV(1, nil))
-			if c, err := Stop(context.Background(), rdb, k, 2); err != nil || c != AdminOK {
+			if c, err := Stop(context.Background(), rdb, onShard, k, 2); err != nil || c != AdminOK {
 				t.Fatal(c, err)
 			}
 		}, 2, AdminOK, "STOPPED", 2},
@@ -227,7 +227,7 @@ func TestStop(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, k)
 			}
-			have, err := Stop(context.Background(), rdb, k, tc.ver)
+			have, err := Stop(context.Background(), rdb, onShard, k, tc.ver)
 			if err != nil || have != tc.want {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
@@ -242,7 +242,7 @@ func TestStop(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Stop(context.Background(), rdb, "", 1); err == nil {
+	if _, err := Stop(context.Background(), rdb, onShard, "", 1); err == nil {
 		t.Error("empty key accepted")
 	}
 }
@@ -272,7 +272,7 @@ func TestDelete(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, k)
 			}
-			have, err := Delete(context.Background(), rdb, k, 2)
+			have, err := Delete(context.Background(), rdb, onShard, k, 2)
 			if err != nil || have != tc.want {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
@@ -282,7 +282,53 @@ func TestDelete(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Delete(context.Background(), rdb, "", 1); err == nil {
+	if _, err := Delete(context.Background(), rdb, onShard, "", 1); err == nil {
 		t.Error("empty key accepted")
+	}
+}
+
+// TestAdminScriptsRefuseAFencedShard: while a rebuild fences the shard, every admin
+// script answers FENCED and changes nothing (the rebuild would overwrite the change
+// with the record it read); once the fence is lifted they work again.
+func TestAdminScriptsRefuseAFencedShard(t *testing.T) {
+	ctx := context.Background()
+	const fenced = 7 // a shard no other test names
+	k := promoKey(t, "fenced")
+	if code, err := Create(ctx, rdb, fenced, k, baseSpec()); err != nil || code != AdminOK {
+		t.Fatalf("create before the fence: %v %v", code, err)
+	}
+	before := mustHash(t, k)
+	rdb.Set(ctx, promo.FenceKey(fenced), "rebuild", 0)
+	fresh := promoKey(t, "fresh")
+	calls := []struct {
+		name string
+		call func() (AdminCode, error)
+	}{
+		{"create", func() (AdminCode, error) { return Create(ctx, rdb, fenced, fresh, baseSpec()) }},
+		{"patch", func() (AdminCode, error) {
+			r, err := Patch(ctx, rdb, fenced, k, specV(2, func(s *AdminSpec) { s.Total = 99 }))
+			return r.Code, err
+		}},
+		{"stop", func() (AdminCode, error) { return Stop(ctx, rdb, fenced, k, 2) }},
+		{"delete", func() (AdminCode, error) { return Delete(ctx, rdb, fenced, k, 2) }},
+	}
+	for _, c := range calls {
+		if code, err := c.call(); err != nil || code != AdminFenced {
+			t.Errorf("%s on a fenced shard: %v %v, want FENCED", c.name, code, err)
+		}
+	}
+	if h := mustHash(t, k); h != before {
+		t.Errorf("the hash changed while fenced:\n got %+v\nwant %+v", h, before)
+	}
+	if rdb.Exists(ctx, fresh).Val() != 0 {
+		t.Error("create wrote a hash while fenced")
+	}
+	// Another shard's fence is not this shard's business.
+	if code, err := Stop(ctx, rdb, fenced+1, k, 2); err != nil || code != AdminOK {
+		t.Errorf("stop naming an unfenced shard: %v %v, want OK", code, err)
+	}
+	rdb.Del(ctx, promo.FenceKey(fenced))
+	if code, err := Delete(ctx, rdb, fenced, k, 3); err != nil || code != AdminOK {
+		t.Errorf("delete after the fence is lifted: %v %v, want OK", code, err)
 	}
 }

@@ -84,9 +84,10 @@ const (
 	AdminStale          AdminCode = 4 // Redis holds a newer version; nothing changed
 	AdminStopped        AdminCode = 5 // patch of a stopped promotion; nothing changed
 	AdminBelowGranted   AdminCode = 6 // patch: new total below granted; nothing changed
+	AdminFenced         AdminCode = 7 // the shard is being rebuilt; nothing changed
 )
 
-var adminNames = [...]string{"OK", "ALREADY_APPLIED", "EXISTS", "NOT_FOUND", "STALE", "STOPPED", "BELOW_GRANTED"}
+var adminNames = [...]string{"OK", "ALREADY_APPLIED", "EXISTS", "NOT_FOUND", "STALE", "STOPPED", "BELOW_GRANTED", "FENCED"}
 
 func (c AdminCode) String() string {
 	if c >= 0 && int(c) < len(adminNames) {

@@ -2,6 +2,7 @@
 -- Re-applying the same version is harmless, so a repair job may replay it.
 --
 -- KEYS: [1] C_<promoId>_<type>  [2] {..}:pins  [3] {..}:ips  [4] {..}:req  [5] {..}:pending
+--       [6] the shard's fence marker (promo.FenceKey)
 -- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
 --       [7] rateWindowMs  [8] startMs  [9] endMs  [10] state ("ACTIVE" | "STOPPED")
 -- Returns (admin codes, shared by create/patch/stop/delete):
@@ -9,9 +10,10 @@
 --                        four companions emptied first (leftovers of an older life)
 --   {1 ALREADY_APPLIED}  the hash exists with this ver; nothing changed
 --   {2 EXISTS}           the hash exists with another ver; nothing changed
+--   {7 FENCED}           the shard is being rebuilt (KEYS' fence marker is set); nothing changed
 
-if #KEYS ~= 5 or #ARGV ~= 10 then
-  error('create.lua: want 5 KEYS and 10 ARGV')
+if #KEYS ~= 6 or #ARGV ~= 10 then
+  error('create.lua: want 6 KEYS and 10 ARGV')
 end
 local v = {}
 for i = 1, 9 do
@@ -25,6 +27,9 @@ if state ~= 'ACTIVE' and state ~= 'STOPPED' then
   error('create.lua: state must be ACTIVE or STOPPED')
 end
 
+if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+  return {7}
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if tonumber(redis.call('HGET', KEYS[1], 'ver')) == v[1] then
     return {1}

@@ -19,6 +19,10 @@ import (
 // rdb is a client of the redis-server that TestMain starts for this package.
 var rdb *redis.Client
 
+// onShard is the logical shard the admin scripts are told rdb serves; only
+// TestAdminScriptsRefuseAFencedShard raises a fence, on a shard of its own.
+const onShard = 0
+
 // now is the pinned clock of every test.
 const now int64 = 1_700_000_000_000
 
@@ -96,7 +100,7 @@ func baseSpec() AdminSpec {
 }
 
 func mustCreate(t *testing.T, key string, s AdminSpec) {
-	code, err := Create(context.Background(), rdb, key, s)
+	code, err := Create(context.Background(), rdb, onShard, key, s)
 	if err != nil || code != AdminOK {
 		t.Fatalf("create %s: %v %v", key, code, err)
 	}

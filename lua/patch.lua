@@ -1,7 +1,7 @@
 -- patch.lua: change a live promotion's spec; stock never drops below what is granted.
 -- Version-guarded: replaying the same ver is harmless, an older ver is refused.
 --
--- KEYS: [1] C_<promoId>_<type>
+-- KEYS: [1] C_<promoId>_<type>  [2] the shard's fence marker (promo.FenceKey)
 -- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
 --       [7] rateWindowMs  [8] startMs  [9] endMs
 -- granted = total - remaining (takes pending commit included).
@@ -12,10 +12,11 @@
 --   {4 STALE}                                hash ver > ver; nothing changed
 --   {5 STOPPED}                              the promotion is stopped; nothing changed
 --   {6 BELOW_GRANTED, granted}               new total < granted; nothing changed
+--   {7 FENCED}                               the shard is being rebuilt (fence marker set); nothing changed
 -- If rateLimit or rateWindowMs change, the window restarts (winCount = winStart = 0).
 
-if #KEYS ~= 1 or #ARGV ~= 9 then
-  error('patch.lua: want 1 KEY and 9 ARGV')
+if #KEYS ~= 2 or #ARGV ~= 9 then
+  error('patch.lua: want 2 KEYS and 9 ARGV')
 end
 local v = {}
 for i = 1, 9 do
@@ -26,6 +27,9 @@ for i = 1, 9 do
 end
 local ver, total = v[1], v[2]
 
+if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+  return {7}
+end
 local h = redis.call('HMGET', KEYS[1], 'ver', 'state', 'total', 'remaining',
   'rateLimit', 'rateWindowMs')
 if not h[4] then

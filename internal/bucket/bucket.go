@@ -120,7 +120,7 @@ func Create(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, k
 	for i, bk := range Keys(r, key, k) {
 		s := spec
 		s.Total, s.RateLimit = shares[i], rate
-		code, err := lua.Create(ctx, shards[r.Shard(bk)], bk, s)
+		code, err := lua.Create(ctx, shards[r.Shard(bk)], r.Shard(bk), bk, s)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", bk, err)
 		}
@@ -134,7 +134,7 @@ func Create(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, k
 // Delete removes the k bucket hashes of key and their companions.
 func Delete(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int) error {
 	for _, bk := range Keys(r, key, k) {
-		if _, err := lua.Delete(ctx, shards[r.Shard(bk)], bk, 0); err != nil {
+		if _, err := lua.Delete(ctx, shards[r.Shard(bk)], r.Shard(bk), bk, 0); err != nil {
 			return fmt.Errorf("delete %s: %w", bk, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
 )
@@ -23,7 +24,7 @@ import (
 func benchPromotion(b *testing.B, c redis.UniversalClient) string {
 	key := promo.Key("bench-"+testenv.Suffix(), 1)
 	now := time.Now()
-	if _, err := lua.Create(context.Background(), c, key, lua.AdminSpec{Ver: 1, Total: 1_000_000_000, MaxPerGrab: 1,
+	if _, err := lua.Create(context.Background(), c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 1_000_000_000, MaxPerGrab: 1,
 		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil {
 		b.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	id := idOnShard(lost)
 	key := promo.Key(id, 1)
 	now := time.Now()
-	if code, err := lua.Create(ctx, c, key, lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1, RateWindowMs: 1000,
+	if code, err := lua.Create(ctx, c, lost, key, lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1, RateWindowMs: 1000,
 		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
 		t.Fatalf("create: %v %v", code, err)
 	}
@@ -124,7 +124,7 @@ func TestAbortCancelsTakesALostShardForgot(t *testing.T) {
 	lostID, liveID := idOnShard(7), idOnShard(8)
 	now := time.Now()
 	for _, id := range []string{lostID, liveID} {
-		if code, err := lua.Create(ctx, c, promo.Key(id, 1), lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1,
+		if code, err := lua.Create(ctx, c, ring.Default.Shard(promo.Key(id, 1)), promo.Key(id, 1), lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1,
 			StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
 			t.Fatalf("create %s: %v %v", id, code, err)
 		}
@@ -179,7 +179,7 @@ func TestUnfinishedRollbackSaysToAskAgain(t *testing.T) {
 	}
 	id := idOnShard(4)
 	now := time.Now()
-	if code, err := lua.Create(ctx, c, promo.Key(id, 1), lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1,
+	if code, err := lua.Create(ctx, c, 4, promo.Key(id, 1), lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1,
 		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
 		t.Fatalf("create: %v %v", code, err)
 	}

@@ -50,7 +50,7 @@ func TestReconcilerIsNotStalledByAHungRecord(t *testing.T) {
 	now := time.Now()
 	id := idOnShard(2)
 	key := promo.Key(id, 1)
-	if code, err := lua.Create(ctx, c, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
+	if code, err := lua.Create(ctx, c, 2, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
 		StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
 		t.Fatalf("create: %v %v", code, err)
 	}

@@ -162,7 +162,7 @@ func (e *env) promotion(name string, s spec) string {
 		s.end = e.clock.now().Add(24 * time.Hour)
 	}
 	key := promo.Key(id, 1)
-	code, err := lua.Create(context.Background(), e.shard(key), key, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
+	code, err := lua.Create(context.Background(), e.shard(key), ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
 		PerIP: s.perIP, MaxPerGrab: s.maxPerGrab, RateLimit: s.rateLimit, RateWindowMs: 60_000,
 		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE"})
 	if err != nil || code != lua.AdminOK {

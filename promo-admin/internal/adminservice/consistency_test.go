@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
 	"github.com/flashsale/platform/promo-admin/internal/admintest"
@@ -317,4 +318,77 @@ func TestConcurrentChangesOfOnePromotion(t *testing.T) {
 		t.Errorf("%d patches answered 200 but the row is at version %d", applied, row.Version)
 	}
 	e.Agree(id, 1)
+}
+
+// A rebuild fences the shard (bin/recovery rebuild): every change of its promotions
+// answers 503 saying so and changes nothing, in the record or in Redis, since the
+// rebuild would overwrite the hash with the record it read before the change. Once
+// the fence is lifted the same request succeeds.
+func TestChangesWaitForARebuild(t *testing.T) {
+	t.Parallel()
+	for _, c := range changes() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rs := admintest.StartRedis(t)
+			e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+			id := c.name + "-" + testenv.Suffix()
+			if c.existed {
+				e.Create(id)
+			}
+			ref := store.ID{PromoID: id, Type: 1}
+			before := e.Snapshot(ref)
+			shard := e.Shard(shardOf(id))
+			shard.Set(context.Background(), promo.FenceKey(shardOf(id)), "rebuild", 0)
+
+			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			if r.Status != http.StatusServiceUnavailable || r.Error().Code != "UNAVAILABLE" || !strings.Contains(r.Error().Message, "being rebuilt") {
+				t.Fatalf("while the shard is rebuilt: want 503 UNAVAILABLE saying it is being rebuilt, have %s", r)
+			}
+			if after := e.Snapshot(ref); after != before {
+				t.Fatalf("a refused change changed something:\nbefore %s\nafter  %s", before, after)
+			}
+
+			shard.Del(context.Background(), promo.FenceKey(shardOf(id)))
+			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != c.ok {
+				t.Fatalf("the same request once the rebuild is done: want %d, have %s", c.ok, r)
+			}
+			e.Agree(id, 1)
+		})
+	}
+}
+
+// A change left pending before a rebuild fenced its shard waits for the fence: the
+// repairer must not resolve it against a hash the rebuild is about to replace. Once
+// the fence is lifted it is resolved against the rebuilt hash.
+func TestRepairerWaitsForARebuild(t *testing.T) {
+	t.Parallel()
+	rs := admintest.StartRedis(t)
+	e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+	id := "fenced-repair-" + testenv.Suffix()
+	e.Create(id)
+	var once sync.Once
+	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
+	if r := e.Do(http.MethodPatch, "/v1/promotions/"+id+"/1", admintest.AdminToken, map[string]any{"total": 7}); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("patch with the shard down: %s", r)
+	}
+	adminservice.SetFaults(e.App.Admin, nil, nil)
+	rs.Start()
+	fence := promo.FenceKey(shardOf(id))
+	e.Shard(shardOf(id)).Set(context.Background(), fence, "rebuild", 0)
+	e.Clock.Advance(grace + time.Second)
+
+	if err := e.App.Admin.Repair(context.Background()); err == nil || !strings.Contains(err.Error(), "being rebuilt") {
+		t.Errorf("repair while the shard is fenced: want an error saying it is being rebuilt, have %v", err)
+	}
+	if row, _ := e.Row(id, 1); row.Pending == nil {
+		t.Fatal("the repairer resolved a change while its shard was fenced")
+	}
+	e.Shard(shardOf(id)).Del(context.Background(), fence)
+	if err := e.App.Admin.Repair(context.Background()); err != nil {
+		t.Fatalf("repair after the fence is lifted: %v", err)
+	}
+	e.Agree(id, 1)
+	if row, _ := e.Row(id, 1); row.Version != 1 || row.Spec.Total == 7 {
+		t.Errorf("the patch that never reached the hash should be undone: %+v", row)
+	}
 }

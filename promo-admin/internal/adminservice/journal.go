@@ -113,7 +113,7 @@ func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store
 	shard, c := a.pool.For(key)
 	fault(&a.betweenWrites)
 	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, c, key, ch)
+	reply, err := writeHash(rctx, c, shard, key, ch)
 	rcancel()
 	if err != nil {
 		return a.unsure(ctx, id, ch, shard, err)
@@ -153,9 +153,9 @@ func (a *Admin) unsure(ctx context.Context, id store.ID, ch store.Change, shard 
 	landed, err := a.landed(ctx, id.Key(), ch)
 	if err != nil {
 		a.log.WarnContext(ctx, "shard did not answer; change left pending for the repairer",
-			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", shard, "err", cause)
+			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", shard, "err", cause, "check", err)
 		return store.Promotion{}, &UnavailableError{Dependency: shardName(shard),
-			Msg: "did not answer; the change is recorded as pending and will be completed or undone once the shard answers", Err: cause}
+			Msg: "did not answer; the change is recorded as pending and will be completed or undone once the shard answers (and is not being rebuilt)", Err: cause}
 	}
 	if landed {
 		return a.promote(ctx, id, ch, shard)
@@ -166,11 +166,24 @@ func (a *Admin) unsure(ctx context.Context, id store.ID, ch store.Change, shard 
 	return store.Promotion{}, &UnavailableError{Dependency: shardName(shard), Msg: "the change could not be applied and was undone; retry", Err: cause}
 }
 
+// errFenced keeps a pending change pending while its shard is rebuilt: the rebuild
+// is about to replace the hash with what the record held when it read it, which has
+// the change only if it was promoted by then, so the change is resolved against the
+// rebuilt hash once the fence is lifted, never against the hash about to go.
+var errFenced = errors.New("the shard is being rebuilt (fence marker set)")
+
 // landed reads the hash: does it hold the change?
 func (a *Admin) landed(ctx context.Context, key string, ch store.Change) (bool, error) {
-	_, c := a.pool.For(key)
+	shard, c := a.pool.For(key)
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
 	defer cancel()
+	fenced, err := c.Exists(ctx, promo.FenceKey(shard)).Result()
+	if err != nil {
+		return false, err
+	}
+	if fenced > 0 {
+		return false, errFenced
+	}
 	h, exists, err := lua.ReadHash(ctx, c, key)
 	if err != nil {
 		return false, err
@@ -198,7 +211,7 @@ func (a *Admin) resolve(ctx context.Context, id store.ID) error {
 	shard, _ := a.pool.For(id.Key())
 	landed, err := a.landed(ctx, id.Key(), ch)
 	if err != nil {
-		return &UnavailableError{Dependency: shardName(shard), Msg: "did not answer; the pending change waits", Err: err}
+		return &UnavailableError{Dependency: shardName(shard), Msg: "the pending change waits", Err: err}
 	}
 	outcome := "promoted"
 	if landed {
@@ -247,19 +260,19 @@ func (a *Admin) RunRepairer(ctx context.Context) error {
 	}
 }
 
-// writeHash is step 2: the admin script of ch.Op at ch.Version.
-func writeHash(ctx context.Context, c redis.Scripter, key string, ch store.Change) (lua.AdminReply, error) {
+// writeHash is step 2: the admin script of ch.Op at ch.Version, on shard's client c.
+func writeHash(ctx context.Context, c redis.Scripter, shard int, key string, ch store.Change) (lua.AdminReply, error) {
 	switch ch.Op {
 	case store.OpCreate:
-		code, err := lua.Create(ctx, c, key, adminSpec(ch))
+		code, err := lua.Create(ctx, c, shard, key, adminSpec(ch))
 		return lua.AdminReply{Code: code}, err
 	case store.OpPatch:
-		return lua.Patch(ctx, c, key, adminSpec(ch))
+		return lua.Patch(ctx, c, shard, key, adminSpec(ch))
 	case store.OpStop:
-		code, err := lua.Stop(ctx, c, key, ch.Version)
+		code, err := lua.Stop(ctx, c, shard, key, ch.Version)
 		return lua.AdminReply{Code: code}, err
 	case store.OpDelete:
-		code, err := lua.Delete(ctx, c, key, ch.Version)
+		code, err := lua.Delete(ctx, c, shard, key, ch.Version)
 		return lua.AdminReply{Code: code}, err
 	}
 	return lua.AdminReply{}, fmt.Errorf("unknown change %q", ch.Op)
@@ -294,6 +307,9 @@ func judge(ch store.Change, r lua.AdminReply, shard int) error {
 		return ErrStopped
 	case r.Code == lua.AdminBelowGranted:
 		return &BelowGrantedError{Total: ch.Spec.Total, Granted: r.Granted}
+	case r.Code == lua.AdminFenced:
+		return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf(
+			"the shard is being rebuilt from the record (bin/recovery rebuild --shard %d); nothing was changed; retry when it is done", shard)}
 	case r.Code == lua.AdminNotFound:
 		return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf(
 			"the shard has no hash for this promotion although the record has it; rebuild it (bin/recovery rebuild --shard %d)", shard)}

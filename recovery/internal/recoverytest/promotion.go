@@ -33,7 +33,7 @@ func Create(t testing.TB, db *store.Store, shards []redis.UniversalClient, s Spe
 		t.Fatalf("insert %s: %v", s.PromoID, err)
 	}
 	key := spec.Key()
-	code, err := lua.Create(ctx, shards[ring.Default.Shard(key)], key, lua.AdminSpec{Ver: 1, Total: s.Total,
+	code, err := lua.Create(ctx, shards[ring.Default.Shard(key)], ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: s.Total,
 		PerPin: s.PerPin, PerIP: s.PerIP, MaxPerGrab: 5, StartMs: spec.StartAt.UnixMilli(), EndMs: spec.EndAt.UnixMilli(), State: "ACTIVE"})
 	if err != nil || code != lua.AdminOK {
 		t.Fatalf("create %s: %v %v", key, code, err)
