@@ -76,3 +76,19 @@ func Decode(b []byte) (Event, error) {
 	}
 	return e, nil
 }
+
+// RequestIndex is the request index entry of one requestId (Redis key
+// promo.RequestIndexKey, on the shard the ring gives that key): written by
+// grab-service's claim before any take, restored from the record's GRAB rows by the
+// rebuild. It refuses a requestId reused with another body, tells the sold-out
+// short-circuit that a requestId may hold a grant, and tells a cancel where the
+// request's items live.
+type RequestIndex struct {
+	BodyHash string `json:"h"`
+	Pin      string `json:"pin"`
+	IP       string `json:"ip"`
+	Items    []Item `json:"items"`
+}
+
+// RequestIndexTTL is how long an index entry lives after its claim.
+const RequestIndexTTL = 30 * 24 * time.Hour

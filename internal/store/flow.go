@@ -12,6 +12,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 )
 
 // InsertFlows writes flow events into grab_flow in one transaction and keeps each
@@ -97,6 +99,7 @@ type newFlow struct {
 	e                *flow.Event
 	num              int64
 	shard            int
+	indexShard       int // migration 0003: where the request's index entry lives
 	at               time.Time
 	bodyHash, reason string
 }
@@ -110,7 +113,8 @@ func flowRowsOf(events []flow.Event) ([]newFlow, error) {
 			return nil, fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, err)
 		}
 		for _, it := range e.Items {
-			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, e: e, num: it.Num, shard: it.Shard, at: at.UTC()}
+			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, e: e, num: it.Num, shard: it.Shard, at: at.UTC(),
+				indexShard: ring.Default.Shard(promo.RequestIndexKey(e.RequestID))}
 			if e.Kind == flow.Grab { // migration 0002's columns: a GRAB's hash, a CANCEL's reason
 				r.bodyHash = e.BodyHash
 			} else {
@@ -163,15 +167,15 @@ func presentFlows(ctx context.Context, tx *sqlx.Tx, rows []newFlow) (map[flowKey
 
 func insertFlowsSQL(rows []newFlow) (string, []any) {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash, reason) VALUES `)
-	args := make([]any, 0, 12*len(rows))
+	b.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash, reason, index_shard) VALUES `)
+	args := make([]any, 0, 13*len(rows))
 	for i, r := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, r.e.EventID, string(r.key.kind), r.key.requestID, r.e.Pin, r.e.IP,
-			r.key.id.PromoID, r.key.id.Type, r.num, r.shard, r.at, r.bodyHash, r.reason)
+			r.key.id.PromoID, r.key.id.Type, r.num, r.shard, r.at, r.bodyHash, r.reason, r.indexShard)
 	}
 	return b.String(), args
 }

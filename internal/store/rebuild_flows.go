@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/flashsale/platform/internal/flow"
 )
 
 // FlowCounters is what the flow log says a promotion's Redis counters hold.
@@ -152,4 +155,50 @@ func (s *Store) GrabRows(ctx context.Context, id ID, requestIDs []string) (map[s
 		return nil, fmt.Errorf("store: grab rows of %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// IndexEntry is a request index entry as the record knows it: a request's GRAB rows.
+type IndexEntry struct {
+	RequestID string
+	flow.RequestIndex
+	At time.Time // the GRAB's occurredAt: the entry lives RequestIndexTTL from then
+}
+
+// EachIndexEntry streams the request index entries whose key lives on shard, of the
+// GRABs that occurred at or after since, one per request in request id order (every
+// item of a multi-item request in one entry). Rows written before migration 0003
+// carry no index shard and are not found. fn's error stops the walk.
+func (s *Store) EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(IndexEntry) error) error {
+	// Without the hint MariaDB scans the whole log and sorts (1.4 s for a million rows
+	// against 0.4 s by the index, which also gives the order).
+	rows, err := s.db.QueryContext(ctx, `SELECT request_id, pin, ip, body_hash, promo_id, promo_type, num, shard, occurred_at
+ FROM grab_flow FORCE INDEX (grab_flow_index) WHERE index_shard = ? AND kind = 'GRAB' AND occurred_at >= ? ORDER BY request_id, id`, shard, since.UTC())
+	if err != nil {
+		return fmt.Errorf("store: request index of shard %d: %w", shard, err)
+	}
+	defer rows.Close()
+	var cur IndexEntry
+	for rows.Next() {
+		var r IndexEntry
+		var it flow.Item
+		if err := rows.Scan(&r.RequestID, &r.Pin, &r.IP, &r.BodyHash, &it.PromoID, &it.Type, &it.Num, &it.Shard, &r.At); err != nil {
+			return fmt.Errorf("store: request index of shard %d: %w", shard, err)
+		}
+		if r.RequestID != cur.RequestID && cur.RequestID != "" {
+			if err := fn(cur); err != nil {
+				return err
+			}
+		}
+		if r.RequestID != cur.RequestID {
+			cur = r
+		}
+		cur.Items = append(cur.Items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: request index of shard %d: %w", shard, err)
+	}
+	if cur.RequestID != "" {
+		return fn(cur)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 )
 
@@ -30,17 +31,19 @@ func seedPromotion(ctx context.Context, rec *store.Store, id string, total, gran
 	return err
 }
 
-// seedRowsPerInsert bounds one INSERT (10 placeholders a row, well under 65,535).
+// seedRowsPerInsert bounds one INSERT (9 placeholders a row, well under 65,535).
 const seedRowsPerInsert = 2000
 
 // seedFlows writes rows GRAB rows of one unit each, with the columns the flow sink
-// fills (body hash included), in multi-row INSERTs, showing progress.
+// fills (body hash and index shard included, so the rebuild also restores the
+// request index entries that lived on the shard), in multi-row INSERTs, showing
+// progress.
 func seedFlows(ctx context.Context, s *scratchDB, id string, rows int) error {
 	shard := shardOf(id)
 	bar := newBar(fmt.Sprintf("seed %d flow rows", rows), rows)
 	at := time.Now().UTC().Add(-time.Minute)
 	var q strings.Builder
-	args := make([]any, 0, seedRowsPerInsert*10)
+	args := make([]any, 0, seedRowsPerInsert*9)
 	ev := make([]byte, 8)
 	for done := 0; done < rows; {
 		if err := ctx.Err(); err != nil {
@@ -49,17 +52,18 @@ func seedFlows(ctx context.Context, s *scratchDB, id string, rows int) error {
 		n := min(seedRowsPerInsert, rows-done)
 		q.Reset()
 		args = args[:0]
-		q.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash) VALUES `)
+		q.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash, index_shard) VALUES `)
 		for k := done; k < done+n; k++ {
 			if k > done {
 				q.WriteString(",")
 			}
-			q.WriteString("(?, 'GRAB', ?, ?, ?, ?, 1, 1, ?, ?, ?)")
+			q.WriteString("(?, 'GRAB', ?, ?, ?, ?, 1, 1, ?, ?, ?, ?)")
 			_, _ = rand.Read(ev)
 			kk := int64(k)
-			args = append(args, hex.EncodeToString(ev)+strconv.Itoa(k), id+"-r"+strconv.Itoa(k),
+			rid := id + "-r" + strconv.Itoa(k)
+			args = append(args, hex.EncodeToString(ev)+strconv.Itoa(k), rid,
 				"p"+strconv.FormatInt(kk%pinPool, 10), "198.18."+strconv.FormatInt(kk/250%250, 10)+"."+strconv.FormatInt(kk%250+1, 10),
-				id, shard, at, "h"+strconv.Itoa(k))
+				id, shard, at, "h"+strconv.Itoa(k), ring.Default.Shard(promo.RequestIndexKey(rid)))
 		}
 		if _, err := s.DB.ExecContext(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("seed flow rows: %w", err)

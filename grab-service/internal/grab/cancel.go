@@ -96,9 +96,9 @@ func (s *Service) finalize(rid, pin string, gs []group) {
 }
 
 // lookup finds a granted request's items: the Redis request index, else the record.
-func (s *Service) lookup(ctx context.Context, rid string) (requestIndex, error) {
+func (s *Service) lookup(ctx context.Context, rid string) (flow.RequestIndex, error) {
 	raw, err := s.indexCommand(ctx, rid, "get").Text()
-	var idx requestIndex
+	var idx flow.RequestIndex
 	if err == nil && json.Unmarshal([]byte(raw), &idx) == nil {
 		return idx, nil
 	}
@@ -115,5 +115,5 @@ func (s *Service) lookup(ctx context.Context, rid string) (requestIndex, error) 
 	if len(items) == 0 {
 		return idx, ErrGrabNotFound
 	}
-	return requestIndex{Pin: pin, IP: ip, Items: items}, nil
+	return flow.RequestIndex{Pin: pin, IP: ip, Items: items}, nil
 }

@@ -19,16 +19,6 @@ import (
 // first body wins, another body is REQUEST_ID_REUSED. The index also
 // tells a cancel where a granted request's items live.
 
-// requestIndex is the index entry of one requestId.
-type requestIndex struct {
-	BodyHash string      `json:"h"`
-	Pin      string      `json:"pin"`
-	IP       string      `json:"ip"`
-	Items    []flow.Item `json:"items"`
-}
-
-const indexTTL = 30 * 24 * time.Hour
-
 type claim struct {
 	created bool // this call wrote the entry
 	reused  bool // the entry holds another body
@@ -36,17 +26,17 @@ type claim struct {
 }
 
 func (s *Service) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
-	idx := requestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
+	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
 	b, _ := json.Marshal(idx)
 	// NX with GET: set when absent, and either way answer what was there.
-	old, err := s.indexCommand(ctx, req.RequestID, "set", b, "nx", "get", "ex", int(indexTTL.Seconds())).Text()
+	old, err := s.indexCommand(ctx, req.RequestID, "set", b, "nx", "get", "ex", int(flow.RequestIndexTTL.Seconds())).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return claim{created: true}
 	case err != nil:
 		return claim{err: err}
 	}
-	var prev requestIndex
+	var prev flow.RequestIndex
 	if json.Unmarshal([]byte(old), &prev) != nil || prev.BodyHash != idx.BodyHash {
 		return claim{reused: true}
 	}

@@ -88,7 +88,7 @@ func TestFenceFollowsTheMarkers(t *testing.T) {
 	if err != nil || res.Result != Unavailable || res.FailedItem == nil || *res.FailedItem != 1 {
 		t.Fatalf("grab on a fenced shard: %+v %v; want UNAVAILABLE, failedItem 1", res, err)
 	}
-	idx, _ := json.Marshal(requestIndex{Pin: "p", IP: "1.1.1.1", Items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}})
+	idx, _ := json.Marshal(flow.RequestIndex{Pin: "p", IP: "1.1.1.1", Items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}})
 	c.Set(ctx, promo.RequestIndexKey("r0"), idx, time.Minute)
 	res, err = svc.Cancel(ctx, "r0", "p", "USER_CANCELLED")
 	if err != nil || res.Result != Unavailable {

@@ -2,6 +2,7 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -69,11 +70,11 @@ func (w *pipe) flush() error {
 
 func execPipe(ctx context.Context, p redis.Pipeliner) error {
 	cmds, err := p.Exec(ctx)
-	if err == nil {
+	if err == nil || errors.Is(err, redis.Nil) && allNil(cmds) {
 		return nil
 	}
 	for _, c := range cmds {
-		if c.Err() != nil {
+		if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) { // redis.Nil: a SET NX that found its key
 			return fmt.Errorf("redis %v: %w", c.Args()[0], c.Err())
 		}
 	}
@@ -107,4 +108,14 @@ func (h *hset) close() error {
 	args := h.args
 	h.args = nil
 	return h.w.do(args...)
+}
+
+// allNil: every failed command of cmds failed with redis.Nil only.
+func allNil(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,6 +18,7 @@ type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
 	EachFlow(ctx context.Context, id store.ID, fn func(store.FlowRow) error) error
 	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
+	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
 }
 
 // rollbackReason is the CANCEL reason of an aborted take (grab-service's

@@ -177,29 +177,49 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 	if bar != nil {
 		bar.Describe(fmt.Sprintf("shard %2d", shard))
 	}
-	if ss.Whole {
-		// Until the last promotion is in, the shard is not whole: if this run dies,
-		// grab-service keeps fencing it after the fence's TTL runs out.
-		if err := c.Del(ctx, promo.BuiltKey(shard)).Err(); err != nil {
-			return ss, fmt.Errorf("drop the built marker: %w", err)
-		}
+	if !ss.Whole {
+		return ss, restorePromotions(ctx, d, o, c, ps, bar, &ss)
 	}
+	// Until the last promotion is in, the shard is not whole: if this run dies,
+	// grab-service keeps fencing it after the fence's TTL runs out.
+	if err := c.Del(ctx, promo.BuiltKey(shard)).Err(); err != nil {
+		return ss, fmt.Errorf("drop the built marker: %w", err)
+	}
+	// The request index entries are keys of their own: restored alongside the
+	// promotions, so the two reads of the record overlap.
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var indexed int
+	index := make(chan error, 1)
+	go func() {
+		var err error
+		indexed, err = restoreIndex(ictx, c, d.Record, shard, o.Batch, time.Now())
+		index <- err
+	}()
+	err := restorePromotions(ctx, d, o, c, ps, bar, &ss)
+	if err != nil {
+		cancel()
+	}
+	ierr := <-index
+	ss.Index = indexed
+	if err := errors.Join(err, ierr); err != nil {
+		return ss, err
+	}
+	return ss, markBuilt(ctx, c, shard, len(ps))
+}
+
+func restorePromotions(ctx context.Context, d Deps, o Options, c redis.UniversalClient, ps []store.Promotion, bar *progressbar.ProgressBar, ss *ShardSummary) error {
 	for _, p := range ps {
 		r, err := restorePromotion(ctx, c, d.Record, p, o.Batch)
 		if err != nil {
-			return ss, err
+			return err
 		}
 		ss.add(r)
 		if bar != nil {
 			_ = bar.Add(1)
 		}
 	}
-	if ss.Whole {
-		if err := markBuilt(ctx, c, shard, len(ps)); err != nil {
-			return ss, err
-		}
-	}
-	return ss, nil
+	return nil
 }
 
 // pick groups the promotions to rebuild by shard.

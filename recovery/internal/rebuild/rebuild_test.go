@@ -7,6 +7,7 @@ package rebuild_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -173,6 +174,8 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 		}
 	}
 
+	checkIndexRestored(t, shards[lostShard], append(held, returned...))
+
 	// The sale goes on to sold out: no oversell, and the record agrees.
 	sale(t, s, lost[:2], "two-"+suffix, 4, 150)
 	if err := flowlag.NewMeter(brokers, flow.Topic, group).WaitCaughtUp(ctx, 30*time.Second, 100*time.Millisecond); err != nil {
@@ -203,6 +206,41 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 	}
 	if have := rt.Take(t, shards[lostShard], key); !reflect.DeepEqual(want, have) {
 		t.Errorf("%s after rebuild --promo:\nwant %+v\nhave %+v", key, want, have)
+	}
+}
+
+// checkIndexRestored: every grab of buyers (granted, cancelled or not) whose request
+// index entry lives on the rebuilt server has it back, as grab-service's claim wrote
+// it and with what is left of its life; no other grab's entry is written there.
+func checkIndexRestored(t *testing.T, rebuilt redis.UniversalClient, buyers []buyer) {
+	t.Helper()
+	ctx := context.Background()
+	restored, elsewhere := 0, 0
+	for _, b := range buyers {
+		key := promo.RequestIndexKey(b.rid)
+		raw, err := rebuilt.Get(ctx, key).Result()
+		if ring.Default.Shard(key) != lostShard {
+			if err == nil {
+				t.Errorf("%s: written on shard %d, whose index it is not", key, lostShard)
+			}
+			elsewhere++
+			continue
+		}
+		id, typ, _ := promo.ParseKey(b.key)
+		want := flow.RequestIndex{BodyHash: rt.BodyHash(b.rid, b.pin, b.ip, b.key, b.num), Pin: b.pin, IP: b.ip,
+			Items: []flow.Item{{PromoID: id, Type: typ, Num: b.num, Shard: ring.Default.Shard(b.key)}}}
+		var have flow.RequestIndex
+		if err != nil || json.Unmarshal([]byte(raw), &have) != nil || !reflect.DeepEqual(have, want) {
+			t.Errorf("%s after the rebuild: %q (%v); want %+v", key, raw, err, want)
+			continue
+		}
+		if ttl := rebuilt.PTTL(ctx, key).Val(); ttl < flow.RequestIndexTTL-time.Hour || ttl > flow.RequestIndexTTL {
+			t.Errorf("%s: lives %s more; want about %s", key, ttl, flow.RequestIndexTTL)
+		}
+		restored++
+	}
+	if restored == 0 || elsewhere == 0 {
+		t.Errorf("of %d grabs, %d had their index entry on the rebuilt shard and %d elsewhere; want both > 0", len(buyers), restored, elsewhere)
 	}
 }
 

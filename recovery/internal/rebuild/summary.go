@@ -14,6 +14,7 @@ type ShardSummary struct {
 	Pins, IPs  int
 	Ledger     int
 	NoBodyHash int
+	Index      int // request index entries restored (whole shards only)
 	Keys       []string
 	warnings   []string
 }
@@ -39,17 +40,18 @@ type Summary struct {
 // Print writes the report: one line per shard, the totals, then every warning.
 func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "rebuild: flow sink catch-up: %s\n", s.CatchUp)
-	fmt.Fprintf(w, "%5s  %10s  %8s  %8s  %13s\n", "shard", "promotions", "pins", "ips", "ledger")
+	fmt.Fprintf(w, "%5s  %10s  %8s  %8s  %13s  %13s\n", "shard", "promotions", "pins", "ips", "ledger", "request index")
 	var t ShardSummary
 	for _, sh := range s.Shards {
-		fmt.Fprintf(w, "%5d  %10d  %8d  %8d  %13d\n", sh.Shard, sh.Promotions, sh.Pins, sh.IPs, sh.Ledger)
+		fmt.Fprintf(w, "%5d  %10d  %8d  %8d  %13d  %13d\n", sh.Shard, sh.Promotions, sh.Pins, sh.IPs, sh.Ledger, sh.Index)
 		t.Promotions += sh.Promotions
 		t.Pins += sh.Pins
 		t.IPs += sh.IPs
 		t.Ledger += sh.Ledger
 		t.NoBodyHash += sh.NoBodyHash
+		t.Index += sh.Index
 	}
-	fmt.Fprintf(w, "%5s  %10d  %8d  %8d  %13d\n", "total", t.Promotions, t.Pins, t.IPs, t.Ledger)
+	fmt.Fprintf(w, "%5s  %10d  %8d  %8d  %13d  %13d\n", "total", t.Promotions, t.Pins, t.IPs, t.Ledger, t.Index)
 	if t.NoBodyHash > 0 {
 		fmt.Fprintf(w, "note: %d ledger entries restored without a body hash (flow rows older than migration 0002): a replay of them answers REQUEST_ID_REUSED\n", t.NoBodyHash)
 	}
