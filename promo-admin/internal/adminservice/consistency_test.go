@@ -58,6 +58,28 @@ func changes() []change {
 
 func shardOf(id string) int { return ring.Default.Shard(promo.Key(id, 1)) }
 
+// send makes the change's request on promotion id.
+func (c change) send(e *admintest.Env, id string) admintest.Response {
+	return e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+}
+
+// succeeds sends the change again and fails the test unless it is applied and the
+// row and the hash agree.
+func (c change) succeeds(t *testing.T, e *admintest.Env, id, when string) {
+	t.Helper()
+	if r := c.send(e, id); r.Status != c.ok {
+		t.Fatalf("the same request %s: want %d, have %s", when, c.ok, r)
+	}
+	e.Agree(id, 1)
+}
+
+// ownShard starts a service whose 16 shards are one redis-server of the test's own,
+// which the test may kill, pause or fence without touching the shared stack.
+func ownShard(t *testing.T) (*admintest.RedisServer, *admintest.Env) {
+	rs := admintest.StartRedis(t)
+	return rs, admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+}
+
 // The shard dies after the change is recorded as pending and before it reaches
 // Redis: 503 naming the shard; once the shard is back and the repairer has run,
 // row and hash agree, and the same request then succeeds.
@@ -66,8 +88,7 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 	for _, c := range changes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rs := admintest.StartRedis(t)
-			e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+			rs, e := ownShard(t)
 			id := c.name + "-" + testenv.Suffix()
 			if c.existed {
 				e.Create(id)
@@ -76,7 +97,7 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 			var once sync.Once
 			adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
 
-			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			r := c.send(e, id)
 			want := fmt.Sprintf("redis shard %d", shardOf(id))
 			if r.Status != http.StatusServiceUnavailable || r.Error().Code != "UNAVAILABLE" || !strings.Contains(r.Error().Message, want) {
 				t.Fatalf("with the shard down: want 503 UNAVAILABLE naming %q, have %s", want, r)
@@ -86,7 +107,7 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 				t.Fatalf("the change should be pending at version %d over the committed %d: %+v (exists %v)", before.Version+1, before.Version, row, ok)
 			}
 			// While it is young, the pending change belongs to its request: BUSY.
-			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != http.StatusConflict || r.Error().Code != "BUSY" {
+			if r := c.send(e, id); r.Status != http.StatusConflict || r.Error().Code != "BUSY" {
 				t.Errorf("a second change while the first is pending: want 409 BUSY, have %s", r)
 			}
 
@@ -119,10 +140,7 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 			}
 
 			adminservice.SetFaults(e.App.Admin, nil, nil)
-			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != c.ok {
-				t.Fatalf("the same request once the shard is back: want %d, have %s", c.ok, r)
-			}
-			e.Agree(id, 1)
+			c.succeeds(t, e, id, "once the shard is back")
 			if row, _ := e.Row(id, 1); row.Version != c.version {
 				t.Errorf("after the retry: want version %d, have %d", c.version, row.Version)
 			}
@@ -144,7 +162,7 @@ func TestRecordFailsAfterTheRedisWrite(t *testing.T) {
 			}
 			var once sync.Once
 			adminservice.SetFaults(e.App.Admin, nil, func() { once.Do(func() { e.App.Store.Close() }) })
-			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			r := c.send(e, id)
 			if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, "mysql") {
 				t.Fatalf("with MySQL gone after the Redis write: want 503 naming mysql, have %s", r)
 			}
@@ -193,7 +211,7 @@ func TestScriptTimesOutWhileTheShardAnswers(t *testing.T) {
 					t.Errorf("client pause: %v", err)
 				}
 			}, nil)
-			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			r := c.send(e, id)
 			want := fmt.Sprintf("redis shard %d", shardOf(id))
 			if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, want) {
 				t.Fatalf("script timed out: want 503 naming %q, have %s", want, r)
@@ -208,10 +226,7 @@ func TestScriptTimesOutWhileTheShardAnswers(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond) // the timed-out call must not land late
 			e.Agree(id, 1)
-			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != c.ok {
-				t.Fatalf("the same request afterwards: want %d, have %s", c.ok, r)
-			}
-			e.Agree(id, 1)
+			c.succeeds(t, e, id, "afterwards")
 		})
 	}
 }
@@ -220,8 +235,7 @@ func TestScriptTimesOutWhileTheShardAnswers(t *testing.T) {
 // the grace has passed, and by the background repairer, which also runs at start.
 func TestAbandonedChangesAreResolved(t *testing.T) {
 	t.Parallel()
-	rs := admintest.StartRedis(t)
-	e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+	rs, e := ownShard(t)
 	a, b := "takeover-"+testenv.Suffix(), "repairer-"+testenv.Suffix()
 	e.Create(a)
 	e.Create(b)
@@ -329,8 +343,7 @@ func TestChangesWaitForARebuild(t *testing.T) {
 	for _, c := range changes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rs := admintest.StartRedis(t)
-			e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+			_, e := ownShard(t)
 			id := c.name + "-" + testenv.Suffix()
 			if c.existed {
 				e.Create(id)
@@ -340,7 +353,7 @@ func TestChangesWaitForARebuild(t *testing.T) {
 			shard := e.Shard(shardOf(id))
 			shard.Set(context.Background(), promo.FenceKey(shardOf(id)), "rebuild", 0)
 
-			r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id))
+			r := c.send(e, id)
 			if r.Status != http.StatusServiceUnavailable || r.Error().Code != "UNAVAILABLE" || !strings.Contains(r.Error().Message, "being rebuilt") {
 				t.Fatalf("while the shard is rebuilt: want 503 UNAVAILABLE saying it is being rebuilt, have %s", r)
 			}
@@ -349,10 +362,7 @@ func TestChangesWaitForARebuild(t *testing.T) {
 			}
 
 			shard.Del(context.Background(), promo.FenceKey(shardOf(id)))
-			if r := e.Do(c.method, c.path(id), admintest.AdminToken, c.body(e, id)); r.Status != c.ok {
-				t.Fatalf("the same request once the rebuild is done: want %d, have %s", c.ok, r)
-			}
-			e.Agree(id, 1)
+			c.succeeds(t, e, id, "once the rebuild is done")
 		})
 	}
 }
@@ -362,8 +372,7 @@ func TestChangesWaitForARebuild(t *testing.T) {
 // the fence is lifted it is resolved against the rebuilt hash.
 func TestRepairerWaitsForARebuild(t *testing.T) {
 	t.Parallel()
-	rs := admintest.StartRedis(t)
-	e := admintest.Start(t, admintest.Options{RedisAddrs: rs.Addrs(), Service: config()})
+	rs, e := ownShard(t)
 	id := "fenced-repair-" + testenv.Suffix()
 	e.Create(id)
 	var once sync.Once
