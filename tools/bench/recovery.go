@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 )
 
@@ -70,7 +71,7 @@ func (b *bench) recovery(ctx context.Context) error {
 		scans, rebuilds = append(scans, scan), append(rebuilds, rebuilt)
 	}
 	scan, rebuilt := median(scans), median(rebuilds)
-	check := checkRebuilt(ctx, addr, id, total, int64(b.recoveryRows))
+	check := checkRebuilt(ctx, addr, id, shard, total, b.recoveryRows)
 	rows := float64(b.recoveryRows)
 	b.res.add(ratioRow{N: 6, Scenario: fmt.Sprintf("recovery rebuild, %d flow rows", b.recoveryRows),
 		Ours: rows / rebuilt.Seconds(), OursUnit: fmt.Sprintf("rows/s by bin/recovery rebuild (wall, process start included; median of %d)", rounds),
@@ -124,23 +125,43 @@ func runRebuild(ctx context.Context, bin string, shard int, redisAddr, dsn strin
 	return elapsed, out.String(), nil
 }
 
-// checkRebuilt compares the rebuilt promotion with what was seeded.
-func checkRebuilt(ctx context.Context, addr, id string, total, rows int64) string {
+// checkRebuilt compares the rebuilt shard with what was seeded: the promotion, and
+// the request index entries of the seeded grabs whose entry lives on the shard.
+func checkRebuilt(ctx context.Context, addr, id string, shard int, total int64, seeded int) string {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	key := promo.Key(id, 1)
+	rows := int64(seeded)
 	remaining, err1 := c.HGet(ctx, key, "remaining").Int64()
 	ledger, err2 := c.HLen(ctx, promo.LedgerKey(key)).Result()
 	pins, err3 := c.HLen(ctx, promo.PinsKey(key)).Result()
-	if err := firstError(err1, err2, err3); err != nil {
+	index, err4 := countKeys(ctx, c, promo.RequestIndexKey("*"))
+	if err := firstError(err1, err2, err3, err4); err != nil {
 		return "rebuilt promotion unreadable: " + err.Error()
 	}
 	wantPins := min(rows, pinPool)
+	var wantIndex int64
+	for k := range seeded {
+		if ring.Default.Shard(promo.RequestIndexKey(seedRequestID(id, k))) == shard {
+			wantIndex++
+		}
+	}
 	verdict := "exact"
-	if remaining != total-rows || ledger != rows || pins != wantPins {
+	if remaining != total-rows || ledger != rows || pins != wantPins || index != wantIndex {
 		verdict = "MISMATCH"
 	}
-	return fmt.Sprintf("%s: remaining %d (want %d), ledger %d (want %d), pins %d (want %d)", verdict, remaining, total-rows, ledger, rows, pins, wantPins)
+	return fmt.Sprintf("%s: remaining %d (want %d), ledger %d (want %d), pins %d (want %d), request index entries %d (want %d)",
+		verdict, remaining, total-rows, ledger, rows, pins, wantPins, index, wantIndex)
+}
+
+// countKeys counts the keys matching pattern.
+func countKeys(ctx context.Context, c *redis.Client, pattern string) (int64, error) {
+	var n int64
+	it := c.Scan(ctx, 0, pattern, 10_000).Iterator()
+	for it.Next(ctx) {
+		n++
+	}
+	return n, it.Err()
 }
 
 func firstError(errs ...error) error {

@@ -60,7 +60,7 @@ func seedFlows(ctx context.Context, s *scratchDB, id string, rows int) error {
 			q.WriteString("(?, 'GRAB', ?, ?, ?, ?, 1, 1, ?, ?, ?, ?)")
 			_, _ = rand.Read(ev)
 			kk := int64(k)
-			rid := id + "-r" + strconv.Itoa(k)
+			rid := seedRequestID(id, k)
 			args = append(args, hex.EncodeToString(ev)+strconv.Itoa(k), rid,
 				"p"+strconv.FormatInt(kk%pinPool, 10), "198.18."+strconv.FormatInt(kk/250%250, 10)+"."+strconv.FormatInt(kk%250+1, 10),
 				id, shard, at, "h"+strconv.Itoa(k), ring.Default.Shard(promo.RequestIndexKey(rid)))
@@ -78,3 +78,6 @@ func seedFlows(ctx context.Context, s *scratchDB, id string, rows int) error {
 	}
 	return nil
 }
+
+// seedRequestID is the request id of seeded row k of promotion id.
+func seedRequestID(id string, k int) string { return id + "-r" + strconv.Itoa(k) }
