@@ -24,6 +24,8 @@ func Verify(args []string) int {
 Compares every live promotion's Redis counters (remaining, every pin and ip) with the
 flow log in MySQL. Prints each drift and exits 1 if any; prints one summary line and
 exits 0 when clean. Promotions with takes still open are reported "in flight".
+With --index it also checks that every request index entry the record's GRAB rows
+say a shard holds is there.
 
 `)
 		fs.PrintDefaults()
@@ -34,6 +36,7 @@ exits 0 when clean. Promotions with takes still open are reported "in flight".
 	fs.DurationVar(&o.CatchUp, "catchup-timeout", o.CatchUp, "how long to wait for the flow sink before comparing")
 	fs.IntVar(&o.Rechecks, "rechecks", o.Rechecks, "times a differing promotion is read again before it is reported")
 	fs.DurationVar(&o.RecheckDelay, "recheck-delay", o.RecheckDelay, "wait before each recheck")
+	fs.BoolVar(&o.Index, "index", o.Index, "also check every shard's request index against the record's GRAB rows of the last 30 days")
 	verbose := fs.Bool("v", false, "also print a line per promotion checked")
 	_ = fs.Parse(args)
 	if fs.NArg() > 0 {

@@ -39,10 +39,17 @@ func (r Report) Print(w io.Writer, verbose bool) {
 			drifted++
 		}
 	}
+	for _, d := range r.IndexDrifts {
+		fmt.Fprintln(w, d.String())
+	}
 	scope := "all shards"
 	if len(r.Shards) > 0 {
 		scope = fmt.Sprintf("shards %v", r.Shards)
 	}
-	fmt.Fprintf(w, "verify: %d promotions on %s checked against MySQL: %d drifts in %d promotions, %d in flight; flow sink catch-up %s\n",
-		len(ps), scope, len(r.Drifts()), drifted, inFlight, r.CatchUp)
+	index := ""
+	if r.IndexChecked {
+		index = fmt.Sprintf(", request index drifts on %d shards", len(r.IndexDrifts))
+	}
+	fmt.Fprintf(w, "verify: %d promotions on %s checked against MySQL: %d drifts in %d promotions, %d in flight%s; flow sink catch-up %s\n",
+		len(ps), scope, len(r.Drifts())-len(r.IndexDrifts), drifted, inFlight, index, r.CatchUp)
 }

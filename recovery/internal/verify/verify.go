@@ -31,6 +31,7 @@ import (
 type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
 	FlowCounters(ctx context.Context, id store.ID) (store.FlowCounters, error)
+	IndexRecord
 }
 
 // Options say what to check.
@@ -39,6 +40,9 @@ type Options struct {
 	CatchUp      time.Duration
 	Rechecks     int
 	RecheckDelay time.Duration
+	// Index also checks every shard's request index against the record's GRAB rows
+	// (it reads every GRAB row of the last 30 days: a heavier job).
+	Index bool
 }
 
 // Defaults suit a periodic job.
@@ -55,7 +59,8 @@ type Deps struct {
 }
 
 // Drift is one counter that differs. What is "promotion" (hash missing),
-// "remaining", "pin" or "ip"; Who the pin or ip.
+// "remaining", "pin" or "ip", Who the pin or ip; or "request index", Redis and Record
+// the entries present and due on the shard, Who one of the missing keys.
 type Drift struct {
 	Key           string
 	Shard         int
@@ -69,6 +74,9 @@ func (d Drift) String() string {
 		return fmt.Sprintf("DRIFT  %s  shard %d  promotion missing from Redis (record: remaining %d)", d.Key, d.Shard, d.Record)
 	case "remaining":
 		return fmt.Sprintf("DRIFT  %s  shard %d  remaining  redis=%d  record=%d", d.Key, d.Shard, d.Redis, d.Record)
+	case "request index":
+		return fmt.Sprintf("DRIFT  request index  shard %d  entries redis=%d  record=%d  (missing e.g. %s; bin/recovery rebuild --shard %d restores them)",
+			d.Shard, d.Redis, d.Record, d.Who, d.Shard)
 	}
 	return fmt.Sprintf("DRIFT  %s  shard %d  %s %q  redis=%d  record=%d", d.Key, d.Shard, d.What, d.Who, d.Redis, d.Record)
 }
@@ -89,6 +97,9 @@ type Report struct {
 	Promotions []Checked
 	Shards     []int
 	CatchUp    string
+	// IndexChecked says the request index was checked; IndexDrifts are its drifts.
+	IndexChecked bool
+	IndexDrifts  []Drift
 }
 
 // Drifts lists every drift found.
@@ -97,7 +108,7 @@ func (r Report) Drifts() []Drift {
 	for _, p := range r.Promotions {
 		out = append(out, p.Drifts...)
 	}
-	return out
+	return append(out, r.IndexDrifts...)
 }
 
 // Run checks every live promotion of the chosen shards.
@@ -148,6 +159,21 @@ func Run(ctx context.Context, d Deps, o Options) (Report, error) {
 			return rep, err
 		}
 		rep.Promotions = append(rep.Promotions, c)
+	}
+	if o.Index {
+		rep.IndexChecked = true
+		for s := range ring.Shards {
+			if len(want) > 0 && !want[s] {
+				continue
+			}
+			drift, err := checkIndex(ctx, d.Shards[s], d.Record, s, time.Now())
+			if err != nil {
+				return rep, err
+			}
+			if drift != nil {
+				rep.IndexDrifts = append(rep.IndexDrifts, *drift)
+			}
+		}
 	}
 	return rep, nil
 }

@@ -99,4 +99,32 @@ func TestVerifyReportsThePlantedDriftAndOnlyIt(t *testing.T) {
 		t.Fatalf("report:\n%s", text)
 	}
 	t.Logf("report:\n%s", text)
+
+	// The request index: every grab's entry where its claim would have written it
+	// (this test's sale makes no claims), then one lost.
+	var rids []string
+	for i := 0; i < 60; i++ {
+		rid := fmt.Sprintf("v-%s-%d", suffix, i)
+		key := promo.RequestIndexKey(rid)
+		shards[ring.Default.Shard(key)].Set(ctx, key, "{}", time.Hour)
+		rids = append(rids, rid)
+	}
+	o.Index = true
+	if rep, err = verify.Run(ctx, d, o); err != nil || len(rep.IndexDrifts) != 0 {
+		t.Fatalf("every index entry present: want no index drift, have %+v (%v)", rep.IndexDrifts, err)
+	}
+	lost := promo.RequestIndexKey(rids[7])
+	lostShard := ring.Default.Shard(lost)
+	shards[lostShard].Del(ctx, lost)
+	if rep, err = verify.Run(ctx, d, o); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.IndexDrifts) != 1 || rep.IndexDrifts[0].Shard != lostShard || rep.IndexDrifts[0].Who != lost || rep.IndexDrifts[0].Record != rep.IndexDrifts[0].Redis+1 {
+		t.Fatalf("want exactly the lost index entry %s on shard %d, have %+v", lost, lostShard, rep.IndexDrifts)
+	}
+	out.Reset()
+	rep.Print(&out, false)
+	if !strings.Contains(out.String(), "DRIFT  request index  shard "+fmt.Sprint(lostShard)) || !strings.Contains(out.String(), "request index drifts on 1 shards") {
+		t.Fatalf("report:\n%s", out.String())
+	}
 }
