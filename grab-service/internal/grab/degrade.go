@@ -2,6 +2,7 @@ package grab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,12 @@ type FlowLog interface {
 // owed in the ledger, and the reconciler retries it every pass until the sink has
 // brought the GRAB into MySQL or Kafka takes it. Nothing is lost or doubled, at
 // the price of owed CANCELs waiting for Kafka to come back.
+//
+// Not degraded, a batch of CANCELs Kafka refuses takes the same split: the items
+// whose GRAB is in MySQL are written there at once, so the debt does not wait in
+// Redis alone (a shard lost before the reconciler's next pass would lose it, and
+// the rebuild would restore the grant); the rest stay owed. Should Kafka have taken
+// the batch after all, the sink's copy is a duplicate the record skips.
 type DegradePublisher struct {
 	kafka    Publisher
 	log      FlowLog
@@ -48,7 +55,7 @@ type DegradePublisher struct {
 func NewDegradePublisher(kafka Publisher, log FlowLog, switches *configcenter.Holder, reg prometheus.Registerer) *DegradePublisher {
 	p := &DegradePublisher{kafka: kafka, log: log, switches: switches,
 		routed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flashsale", Subsystem: "grab",
-			Name: "flow_events_routed_total", Help: "Flow events committed, by route: kafka, mysql (degraded), or kafka_behind_grab (a degraded CANCEL whose GRAB is not in MySQL yet)."},
+			Name: "flow_events_routed_total", Help: "Flow events committed, by route: kafka, mysql (degraded), kafka_behind_grab (a degraded CANCEL whose GRAB is not in MySQL yet), or mysql_kafka_refused (a CANCEL Kafka refused whose GRAB is in MySQL)."},
 			[]string{"route"})}
 	if reg != nil {
 		reg.MustRegister(p.routed)
@@ -59,11 +66,15 @@ func NewDegradePublisher(kafka Publisher, log FlowLog, switches *configcenter.Ho
 // Publish implements Publisher.
 func (p *DegradePublisher) Publish(ctx context.Context, events ...flow.Event) error {
 	if !p.switches.Load().KafkaDegrade {
-		if err := p.kafka.Publish(ctx, events...); err != nil {
+		err := p.kafka.Publish(ctx, events...)
+		if err == nil {
+			p.routed.WithLabelValues("kafka").Add(float64(len(events)))
+			return nil
+		}
+		if !allCancels(events) {
 			return err
 		}
-		p.routed.WithLabelValues("kafka").Add(float64(len(events)))
-		return nil
+		return p.recordCancels(ctx, events, err)
 	}
 	toLog, behind, err := p.split(ctx, events)
 	if err != nil {
@@ -82,6 +93,34 @@ func (p *DegradePublisher) Publish(ctx context.Context, events ...flow.Event) er
 		p.routed.WithLabelValues("kafka_behind_grab").Add(float64(len(behind)))
 	}
 	return nil
+}
+
+// recordCancels writes the items of CANCELs Kafka refused (kafkaErr) whose GRAB is
+// in MySQL; it returns nil only when every item is recorded.
+func (p *DegradePublisher) recordCancels(ctx context.Context, events []flow.Event, kafkaErr error) error {
+	toLog, behind, err := p.split(ctx, events)
+	if err != nil {
+		return errors.Join(kafkaErr, err)
+	}
+	if len(toLog) > 0 {
+		if _, err := p.log.InsertFlows(ctx, toLog); err != nil {
+			return errors.Join(kafkaErr, fmt.Errorf("write %d CANCEL events Kafka refused to MySQL: %w", len(toLog), err))
+		}
+		p.routed.WithLabelValues("mysql_kafka_refused").Add(float64(len(toLog)))
+	}
+	if len(behind) > 0 {
+		return fmt.Errorf("%d CANCEL events Kafka refused must follow their GRAB, not in MySQL yet: %w", len(behind), kafkaErr)
+	}
+	return nil
+}
+
+func allCancels(events []flow.Event) bool {
+	for _, e := range events {
+		if e.Kind != flow.Cancel {
+			return false
+		}
+	}
+	return true
 }
 
 type grabRef struct {

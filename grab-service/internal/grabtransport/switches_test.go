@@ -586,6 +586,48 @@ func TestDegradedCancelOfAGrabStillInKafka(t *testing.T) {
 	}
 }
 
+// Not degraded, a CANCEL Kafka refuses is recorded in MySQL at once when its GRAB
+// is there, so the debt does not wait in Redis alone for the reconciler (a shard
+// lost meanwhile would lose it); one whose GRAB is not in MySQL yet stays owed.
+func TestCancelKafkaRefusesIsRecordedInMySQL(t *testing.T) {
+	t.Parallel()
+	e := isolatedEnv(t, withDegrade)
+	ctx := context.Background()
+	id := e.promotion("refused-cancel", spec{total: 10, maxPerGrab: 1})
+	for _, g := range []string{"g1", "g2"} {
+		if a := e.grab(grabBody(g, "pin-"+g, "10.5.0.1", id, 1)); a.res.Result != grab.Granted {
+			t.Fatalf("grab %s: %d %s", g, a.status, a.raw)
+		}
+	}
+	// The sink has written g1's GRAB; g2's is still in Kafka.
+	var g1 []flow.Event
+	for _, ev := range e.pub.events() {
+		if ev.RequestID == e.rid("g1") {
+			g1 = append(g1, ev)
+		}
+	}
+	if _, err := e.db.InsertFlows(ctx, g1); err != nil {
+		t.Fatal(err)
+	}
+	e.kafka.Close()
+
+	if a := e.cancel("g1", "pin-g1"); a.res.Result != grab.Returned {
+		t.Fatalf("cancel g1: %d %s", a.status, a.raw)
+	}
+	if st := e.ledger(id, "g1").State; st != lua.LedgerReturned {
+		t.Fatalf("g1's CANCEL should be paid in MySQL, yet its ledger entry is %s", st)
+	}
+	if recorded, err := e.db.GrantedByRecord(ctx, id, 1); err != nil || recorded != 0 {
+		t.Fatalf("the record grants %d (%v); want g1's GRAB netted by its CANCEL", recorded, err)
+	}
+	if a := e.cancel("g2", "pin-g2"); a.res.Result != grab.Returned {
+		t.Fatalf("cancel g2: %d %s", a.status, a.raw)
+	}
+	if st := e.ledger(id, "g2").State; st != lua.LedgerCancelled {
+		t.Fatalf("g2's CANCEL cannot be recorded before its GRAB and should stay owed, yet its ledger entry is %s", st)
+	}
+}
+
 // The rollback of a grab that reached no record, while degraded: its CANCEL goes
 // to Kafka (its GRAB might be there), where the sink skips it, so the sum holds.
 func TestDegradedRollbackOfAnOrphanTake(t *testing.T) {
