@@ -112,9 +112,9 @@ func flowRowsOf(events []flow.Event) ([]newFlow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, err)
 		}
+		indexShard := ring.Default.Shard(promo.RequestIndexKey(e.RequestID))
 		for _, it := range e.Items {
-			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, e: e, num: it.Num, shard: it.Shard, at: at.UTC(),
-				indexShard: ring.Default.Shard(promo.RequestIndexKey(e.RequestID))}
+			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, e: e, num: it.Num, shard: it.Shard, at: at.UTC(), indexShard: indexShard}
 			if e.Kind == flow.Grab { // migration 0002's columns: a GRAB's hash, a CANCEL's reason
 				r.bodyHash = e.BodyHash
 			} else {

@@ -184,12 +184,12 @@ func (s *Store) EachIndexEntry(ctx context.Context, shard int, since time.Time, 
 		if err := rows.Scan(&r.RequestID, &r.Pin, &r.IP, &r.BodyHash, &it.PromoID, &it.Type, &it.Num, &it.Shard, &r.At); err != nil {
 			return fmt.Errorf("store: request index of shard %d: %w", shard, err)
 		}
-		if r.RequestID != cur.RequestID && cur.RequestID != "" {
-			if err := fn(cur); err != nil {
-				return err
-			}
-		}
 		if r.RequestID != cur.RequestID {
+			if cur.RequestID != "" {
+				if err := fn(cur); err != nil {
+					return err
+				}
+			}
 			cur = r
 		}
 		cur.Items = append(cur.Items, it)

@@ -70,15 +70,15 @@ func (w *pipe) flush() error {
 
 func execPipe(ctx context.Context, p redis.Pipeliner) error {
 	cmds, err := p.Exec(ctx)
-	if err == nil || errors.Is(err, redis.Nil) && allNil(cmds) {
-		return nil
-	}
 	for _, c := range cmds {
 		if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) { // redis.Nil: a SET NX that found its key
 			return fmt.Errorf("redis %v: %w", c.Args()[0], c.Err())
 		}
 	}
-	return fmt.Errorf("redis pipeline: %w", err)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("redis pipeline: %w", err)
+	}
+	return nil
 }
 
 // hset writes a hash in HSET commands of at most hsetPairs field-value pairs.
@@ -108,14 +108,4 @@ func (h *hset) close() error {
 	args := h.args
 	h.args = nil
 	return h.w.do(args...)
-}
-
-// allNil: every failed command of cmds failed with redis.Nil only.
-func allNil(cmds []redis.Cmder) bool {
-	for _, c := range cmds {
-		if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) {
-			return false
-		}
-	}
-	return true
 }
