@@ -80,11 +80,8 @@ func (p *DegradePublisher) Publish(ctx context.Context, events ...flow.Event) er
 	if err != nil {
 		return err
 	}
-	if len(toLog) > 0 {
-		if _, err := p.log.InsertFlows(ctx, toLog); err != nil {
-			return fmt.Errorf("degraded: write %d flow events to MySQL: %w", len(toLog), err)
-		}
-		p.routed.WithLabelValues("mysql").Add(float64(len(toLog)))
+	if err := p.logFlows(ctx, toLog, "mysql"); err != nil {
+		return fmt.Errorf("degraded: %w", err)
 	}
 	if len(behind) > 0 {
 		if err := p.kafka.Publish(ctx, behind...); err != nil {
@@ -102,15 +99,24 @@ func (p *DegradePublisher) recordCancels(ctx context.Context, events []flow.Even
 	if err != nil {
 		return errors.Join(kafkaErr, err)
 	}
-	if len(toLog) > 0 {
-		if _, err := p.log.InsertFlows(ctx, toLog); err != nil {
-			return errors.Join(kafkaErr, fmt.Errorf("write %d CANCEL events Kafka refused to MySQL: %w", len(toLog), err))
-		}
-		p.routed.WithLabelValues("mysql_kafka_refused").Add(float64(len(toLog)))
+	if err := p.logFlows(ctx, toLog, "mysql_kafka_refused"); err != nil {
+		return errors.Join(kafkaErr, err)
 	}
 	if len(behind) > 0 {
 		return fmt.Errorf("%d CANCEL events Kafka refused must follow their GRAB, not in MySQL yet: %w", len(behind), kafkaErr)
 	}
+	return nil
+}
+
+// logFlows writes events to the MySQL flow log and counts them under route.
+func (p *DegradePublisher) logFlows(ctx context.Context, events []flow.Event, route string) error {
+	if len(events) == 0 {
+		return nil
+	}
+	if _, err := p.log.InsertFlows(ctx, events); err != nil {
+		return fmt.Errorf("write %d flow events to MySQL: %w", len(events), err)
+	}
+	p.routed.WithLabelValues(route).Add(float64(len(events)))
 	return nil
 }
 
