@@ -509,6 +509,17 @@ func isolatedEnv(t *testing.T, opts ...envOpt) *env {
 	return e
 }
 
+// grantEach grabs one unit of id for each request id (pin "pin-"+rid, the same ip)
+// and fails the test unless every grab is granted.
+func (e *env) grantEach(t *testing.T, id, ip string, rids ...string) {
+	t.Helper()
+	for _, g := range rids {
+		if a := e.grab(grabBody(g, "pin-"+g, ip, id, 1)); a.res.Result != grab.Granted {
+			t.Fatalf("grab %s: %d %s", g, a.status, a.raw)
+		}
+	}
+}
+
 // A CANCEL while degraded for a GRAB that went to Kafka before the flip and is not
 // in MySQL yet: it must not be written to MySQL (the insert would skip it, and the
 // GRAB sunk later would stand), so it follows the GRAB through Kafka; with Kafka
@@ -518,11 +529,7 @@ func TestDegradedCancelOfAGrabStillInKafka(t *testing.T) {
 	e := isolatedEnv(t, withDegrade)
 	ctx := context.Background()
 	id := e.promotion("dg-cancel", spec{total: 10, maxPerGrab: 1})
-	for _, g := range []string{"g1", "g2"} {
-		if a := e.grab(grabBody(g, "pin-"+g, "10.4.0.1", id, 1)); a.res.Result != grab.Granted {
-			t.Fatalf("grab %s: %d %s", g, a.status, a.raw)
-		}
-	}
+	e.grantEach(t, id, "10.4.0.1", "g1", "g2")
 	snap, err := configcenter.Parse([]byte(`{"kafkaDegrade": true, "degradeRateFactor": 0.5}`))
 	if err != nil {
 		t.Fatal(err)
@@ -594,11 +601,7 @@ func TestCancelKafkaRefusesIsRecordedInMySQL(t *testing.T) {
 	e := isolatedEnv(t, withDegrade)
 	ctx := context.Background()
 	id := e.promotion("refused-cancel", spec{total: 10, maxPerGrab: 1})
-	for _, g := range []string{"g1", "g2"} {
-		if a := e.grab(grabBody(g, "pin-"+g, "10.5.0.1", id, 1)); a.res.Result != grab.Granted {
-			t.Fatalf("grab %s: %d %s", g, a.status, a.raw)
-		}
-	}
+	e.grantEach(t, id, "10.5.0.1", "g1", "g2")
 	// The sink has written g1's GRAB; g2's is still in Kafka.
 	var g1 []flow.Event
 	for _, ev := range e.pub.events() {
