@@ -318,23 +318,36 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 	id := e.promotion("method", spec{total: total, maxPerGrab: 1})
 	granted := 0
 	var grantedRids []string
+	// burst sends n grabs at once: the limiter answers at the door, so whether a
+	// bucket of 5 a second refuses some cannot hinge on how long each grab takes
+	// (sent one after another, grabs slower than 200 ms never met the limit).
 	burst := func(prefix string, n int) (ok, limited int, took time.Duration) {
 		start := time.Now()
+		rids, answers := make([]string, n), make([]answer, n)
+		var wg sync.WaitGroup
 		for i := range n {
-			rid := fmt.Sprintf("%s-%d", prefix, i)
-			a := e.grab(grabBody(rid, "m-"+rid, "10.5.0.1", id, 1))
+			rids[i] = fmt.Sprintf("%s-%d", prefix, i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i] = e.grab(grabBody(rids[i], "m-"+rids[i], "10.5.0.1", id, 1))
+			}()
+		}
+		wg.Wait()
+		took = time.Since(start)
+		for i, a := range answers {
 			switch {
 			case a.res.Result == grab.Granted:
 				ok++
 				granted++
-				grantedRids = append(grantedRids, rid)
+				grantedRids = append(grantedRids, rids[i])
 			case a.status == http.StatusTooManyRequests && a.res.Result == grab.RateLimited:
 				limited++
 			default:
-				t.Fatalf("grab %s: %d %s", rid, a.status, a.raw)
+				t.Fatalf("grab %s: %d %s", rids[i], a.status, a.raw)
 			}
 		}
-		return ok, limited, time.Since(start)
+		return ok, limited, took
 	}
 
 	limits := normal()
@@ -364,8 +377,19 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 		t.Fatalf("without a grab limit: %d granted, %d limited of 20", ok, limited)
 	}
 	cancelled, cancelLimited := 0, 0
-	for _, rid := range grantedRids[len(grantedRids)-20:] {
-		a := e.cancel(rid, "m-"+rid)
+	toCancel := grantedRids[len(grantedRids)-20:]
+	cancels := make([]answer, len(toCancel))
+	var wg sync.WaitGroup
+	for i, rid := range toCancel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cancels[i] = e.cancel(rid, "m-"+rid)
+		}()
+	}
+	wg.Wait()
+	for i, a := range cancels {
+		rid := toCancel[i]
 		switch {
 		case a.res.Result == grab.Returned:
 			cancelled++
@@ -376,7 +400,7 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 		}
 	}
 	if cancelLimited == 0 || cancelled == 0 {
-		t.Fatalf("with cancel limit 2/s over 20 quick cancels: %d returned, %d limited", cancelled, cancelLimited)
+		t.Fatalf("with cancel limit 2/s over 20 cancels at once: %d returned, %d limited", cancelled, cancelLimited)
 	}
 	e.settled(id, total, granted-cancelled)
 }
