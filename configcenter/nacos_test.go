@@ -215,10 +215,10 @@ func TestNacosLostPushIsCaughtByThePoll(t *testing.T) {
 
 			v2 := doc(false)
 			srv.Set(switchesKey, v2)
-			testenv.Within(t, 2*time.Second, "the first change (pushed)", holds(v2, in))
-			// The SDK sends a batch-listen right after delivering a change; give it
-			// time to leave, then push while it waits for its (delayed) reply.
-			time.Sleep(150 * time.Millisecond)
+			testenv.Within(t, 4*time.Second, "the first change (pushed)", holds(v2, in))
+			// The SDK sends a batch-listen right after delivering a change; push
+			// while it waits for its (delayed) reply.
+			testenv.Within(t, 4*time.Second, "the SDK's listen after the change in flight", func() bool { return srv.UpToDateListens() > 0 })
 			v3 := doc(true, "C_1")
 			srv.Set(switchesKey, v3)
 			if tc.applied {

@@ -111,6 +111,10 @@ func (h *handler) batchListen(ctx context.Context, quit <-chan struct{}, id, fro
 		}
 	}
 	h.s.mu.Unlock()
+	if len(changed) == 0 {
+		h.s.upToDateListens.Add(1)
+		defer h.s.upToDateListens.Add(-1)
+	}
 	sleep(ctx, quit, time.Duration(h.s.listenDelay.Load()))
 	return reply(&rpc_response.ConfigChangeBatchListenResponse{Response: success(id), ChangedConfigs: changed}), nil
 }

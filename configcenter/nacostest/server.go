@@ -62,9 +62,10 @@ type Server struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup // handlers and pushes in flight; grpc.Server.Stop does not wait for them
 
-	listenDelay atomic.Int64 // nanoseconds added to every batch-listen reply
-	queries     atomic.Int64
-	pushSeq     atomic.Int64
+	listenDelay     atomic.Int64 // nanoseconds added to every batch-listen reply
+	upToDateListens atomic.Int64 // batch-listens waiting for their reply that found nothing changed
+	queries         atomic.Int64
+	pushSeq         atomic.Int64
 
 	port int // main (HTTP) port; gRPC is port+RPCPortOffset
 	grpc *grpc.Server
@@ -107,6 +108,11 @@ func (s *Server) AddUser(name, password string) {
 // SetListenDelay delays every batch-listen reply by d. The reply is computed when
 // the request arrives and sent after d, as a slow network would deliver it.
 func (s *Server) SetListenDelay(d time.Duration) { s.listenDelay.Store(int64(d)) }
+
+// UpToDateListens counts batch-listens waiting for their (delayed) reply whose
+// client held every key's current content: a change made now is pushed to that
+// client while its listen is in flight, and missing from the listen's answer.
+func (s *Server) UpToDateListens() int64 { return s.upToDateListens.Load() }
 
 // Queries counts ConfigQuery requests served.
 func (s *Server) Queries() int64 { return s.queries.Load() }

@@ -356,9 +356,16 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	if n, err := d.shards[shard].Exists(ctx, promo.BuiltKey(shard)).Result(); err != nil || n != 0 {
 		out.fail("%s came back with its built marker (err %v): it did not lose its data", name, err)
 	}
-	sleep(ctx, time.Second)
-	if fenced, err := fencedShards(d.ctl.st.Grab); err != nil || !contains(fenced, shard) {
-		out.fail("grab-service does not fence the lost shard %d (fenced %v, err %v)", shard, fenced, err)
+	// grab-service finds the lost marker within its poll interval; a busy machine
+	// may take longer, so ask until it does (or plainly never will).
+	var fenced []int
+	for start := time.Now(); time.Since(start) < 5*time.Second && ctx.Err() == nil; sleep(ctx, 100*time.Millisecond) {
+		if fenced, err = fencedShards(d.ctl.st.Grab); err == nil && contains(fenced, shard) {
+			break
+		}
+	}
+	if err != nil || !contains(fenced, shard) {
+		out.fail("grab-service does not fence the lost shard %d within 5 s (fenced %v, err %v)", shard, fenced, err)
 	}
 	sleep(ctx, d.o.hold/2)
 	t := time.Now()
@@ -442,9 +449,8 @@ func mysqlDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 
 // ---- 5. switches -------------------------------------------------------------------
 
-// applyWithin is the contract's bound on a switch change reaching an instance, plus
-// the probe's own round trip.
-const applyWithin = 1200 * time.Millisecond
+// applyWithin is the contract's bound on a switch change reaching an instance.
+const applyWithin = time.Second
 
 func configDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	path := d.ctl.st.SwitchesFile
@@ -467,16 +473,21 @@ func configDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	}
 	target := rd.other[0]
 	// wait probes target until match(reply) and checks the switch applied in time.
+	// A breach is a probe sent more than applyWithin after the change that still saw
+	// the old behaviour: how long a probe then takes to answer is the machine's.
 	wait := func(what string, since time.Time, match func(reply) bool) time.Time {
+		var missed time.Duration // when the last probe that saw the old behaviour was sent
 		for time.Since(since) < 5*time.Second && ctx.Err() == nil {
+			sent := time.Since(since)
 			if r := d.load.probe(rd, target); match(r) {
-				if took := time.Since(since); took > applyWithin {
-					out.fail("%s: took %s to apply (contract: within 1 s)", what, took.Round(time.Millisecond))
+				if missed > applyWithin {
+					out.fail("%s: a probe sent %s after the change still saw the old behaviour (contract: within 1 s)", what, missed.Round(time.Millisecond))
 				} else {
-					out.note("%s applied in %s", what, took.Round(time.Millisecond))
+					out.note("%s applied in %s", what, sent.Round(time.Millisecond))
 				}
 				return time.Now()
 			}
+			missed = sent
 			sleep(ctx, 20*time.Millisecond)
 		}
 		out.fail("%s: not applied within 5 s", what)

@@ -78,7 +78,9 @@ func TestAdmissionShedsPastTheBound(t *testing.T) {
 		t.Fatalf("in_flight %v, want 2", n)
 	}
 
-	// A request waiting in the queue gets the first slot freed.
+	// A request waiting in the queue gets the first slot freed. It may wait as long
+	// as it takes: a slow machine must not turn the release below into a shed.
+	a.wait = time.Minute
 	queued := make(chan grab.Result, 1)
 	go func() {
 		v, _ := ep(context.Background(), "queued")

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,13 +39,17 @@ const checkoutToken = "test-checkout-token"
 
 // recorder keeps every event the broker acknowledged, in order.
 type recorder struct {
-	inner grab.Publisher
-	mu    sync.Mutex
-	acked []flow.Event
+	inner    grab.Publisher
+	inFlight atomic.Int64 // publishes waiting for Kafka's answer
+	mu       sync.Mutex
+	acked    []flow.Event
 }
 
 func (r *recorder) Publish(ctx context.Context, events ...flow.Event) error {
-	if err := r.inner.Publish(ctx, events...); err != nil {
+	r.inFlight.Add(1)
+	err := r.inner.Publish(ctx, events...)
+	r.inFlight.Add(-1)
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()

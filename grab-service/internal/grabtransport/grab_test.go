@@ -42,6 +42,10 @@ func TestSaleGrantsExactlyTotal(t *testing.T) {
 					perPin[pin].Add(1)
 				case a.status == http.StatusConflict && (a.res.Result == grab.SoldOut || a.res.Result == grab.PinLimit):
 					other.Add(1)
+				case a.status == http.StatusServiceUnavailable && a.res.Result == grab.Unavailable:
+					// A Kafka acknowledgement slower than the publisher's bound on a
+					// busy machine: rolled back, so the unit goes to another attempt.
+					other.Add(1)
 				default:
 					t.Errorf("unexpected answer %d %s", a.status, a.raw)
 				}
@@ -155,7 +159,9 @@ func TestBrokerStoppedMidSale(t *testing.T) {
 				default:
 					t.Errorf("answer %d %s: want GRANTED or 503", a.status, a.raw)
 				}
-				if answered.Add(1) == 100 {
+				// Stop the broker once grants are flowing, not after a count of
+				// answers: on a slow machine the first hundred may all time out.
+				if answered.Add(1) >= 100 && granted.Load() >= 20 {
 					stop.Do(e.kafka.Close)
 				}
 			}
@@ -369,7 +375,9 @@ func TestSwitchesDriveTheGrabPath(t *testing.T) {
 	if r := e.grab(grabBody("sw-2", "a", "10.7.0.1", id, 1)); r.status != 409 || r.res.Result != grab.Stopped {
 		t.Fatalf("blocked: want 409 STOPPED, have %d %s", r.status, r.raw)
 	}
-	set(`{"grabEnabled": true, "methodLimits": {"grab": 1, "cancel": 0}}`)
+	// One grab per 100 s, burst 1: the first grab passes and the rest are refused
+	// however slowly they are sent (a limit of 1/s refilled between slow grabs).
+	set(`{"grabEnabled": true, "methodLimits": {"grab": 0.01, "cancel": 0}}`)
 	statuses := map[int]int{}
 	for i := 0; i < 5; i++ {
 		r := e.grab(grabBody(fmt.Sprintf("sw-3-%d", i), "a", "10.7.0.1", id, 1))
@@ -378,8 +386,8 @@ func TestSwitchesDriveTheGrabPath(t *testing.T) {
 			t.Fatalf("method limit: want RATE_LIMITED with Retry-After, have %v %s", r.header, r.raw)
 		}
 	}
-	if statuses[429] == 0 || statuses[200] == 0 {
-		t.Fatalf("method limit of 1/s over 5 quick grabs: statuses %v", statuses)
+	if statuses[429] != 4 || statuses[200] != 1 {
+		t.Fatalf("method limit of 0.01/s over 5 grabs: statuses %v, want one 200 and four 429", statuses)
 	}
 	if h := e.hash(id); h.Remaining != int64(10-statuses[200]) {
 		t.Fatalf("remaining %d, want %d: refused grabs took stock", h.Remaining, 10-statuses[200])

@@ -209,7 +209,7 @@ func TestSwitchGrabEnabledFlipMidLoad(t *testing.T) {
 	const total = 1_000_000
 	id := e.promotion("flip-off", spec{total: total, maxPerGrab: 1})
 	l := e.startLoad(8, id)
-	testenv.Within(t, 10*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
+	testenv.Within(t, 30*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
 
 	off := normal()
 	off.GrabEnabled = false
@@ -224,9 +224,9 @@ func TestSwitchGrabEnabledFlipMidLoad(t *testing.T) {
 		return a.status == http.StatusServiceUnavailable && a.res.Result == grab.Degraded
 	})
 	l.markNow()
-	time.Sleep(100 * time.Millisecond)
+	testenv.Within(t, 30*time.Second, "grabs sent after the switch applied", func() bool { return l.sentAfter.Load() >= 8 })
 	l.finish()
-	if l.grantedAfter.Load() != 0 || l.sentAfter.Load() == 0 {
+	if l.grantedAfter.Load() != 0 {
 		t.Fatalf("after the switch applied: %d grabs sent, %d granted", l.sentAfter.Load(), l.grantedAfter.Load())
 	}
 	before := e.hash(id)
@@ -266,7 +266,7 @@ func TestSwitchBlockPromotionMidLoad(t *testing.T) {
 	const total = 1_000_000
 	a, b := e.twoShards("block-a", "block-b", spec{total: total, maxPerGrab: 1}, spec{total: total, maxPerGrab: 1})
 	l := e.startLoad(8, a, b)
-	testenv.Within(t, 10*time.Second, "the load under way", func() bool { return l.grants(a) >= 30 && l.grants(b) >= 30 })
+	testenv.Within(t, 30*time.Second, "the load under way", func() bool { return l.grants(a) >= 30 && l.grants(b) >= 30 })
 
 	blocked := normal()
 	blocked.BlockedPromotions = []string{a + "_1"}
@@ -281,7 +281,7 @@ func TestSwitchBlockPromotionMidLoad(t *testing.T) {
 		return r.status == http.StatusConflict && r.res.Result == grab.Stopped
 	})
 	l.markNow()
-	testenv.Within(t, 10*time.Second, "promotion b still selling", func() bool { return l.grantsAfter(b) >= 20 })
+	testenv.Within(t, 30*time.Second, "promotion b still selling", func() bool { return l.grantsAfter(b) >= 20 })
 	l.finish()
 	if n := l.grantsAfter(a); n != 0 {
 		t.Fatalf("promotion a granted %d grabs sent after the block applied", n)
@@ -421,7 +421,7 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 	const total = 1_000_000
 	id := e.promotion("degrade", spec{total: total, maxPerGrab: 1})
 	l := e.startLoad(8, id)
-	testenv.Within(t, 10*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
+	testenv.Within(t, 30*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
 
 	degraded := normal()
 	degraded.KafkaDegrade, degraded.DegradeRateFactor = true, 0.5
@@ -436,10 +436,11 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 		in, err := e.db.HasGrab(ctx, e.rid(rid), id, 1)
 		return err == nil && in
 	})
-	time.Sleep(200 * time.Millisecond) // let grabs that began before the flip finish on Kafka
+	// Grabs that began before the flip finish on Kafka; after it nothing new goes there.
+	testenv.Within(t, 20*time.Second, "publishes begun before the flip answered", func() bool { return e.pub.inFlight.Load() == 0 })
 	e.kafka.Close()
 	l.markNow()
-	testenv.Within(t, 10*time.Second, "grants with the broker stopped", func() bool { return l.grantedAfter.Load() >= 100 })
+	testenv.Within(t, 30*time.Second, "grants with the broker stopped", func() bool { return l.grantedAfter.Load() >= 50 })
 	l.finish()
 	if l.sentAfter.Load() != l.grantedAfter.Load() {
 		t.Fatalf("with the broker stopped and degrade on, %d of %d grabs were not granted: %v",

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/promo-admin/internal/admintest"
 	"github.com/flashsale/platform/promo-admin/internal/admintransport"
 )
@@ -50,14 +51,14 @@ func TestSwitchesShowTheDocumentInForce(t *testing.T) {
 	sum := func(doc string) string { s := md5.Sum([]byte(doc)); return hex.EncodeToString(s[:]) }
 	within := func(what string, cond func(admintransport.SwitchesView) bool) admintransport.SwitchesView {
 		t.Helper()
-		deadline := time.Now().Add(time.Second)
+		deadline := time.Now().Add(testenv.SwitchDeadline())
 		for {
 			v := read()
 			if cond(v) {
 				return v
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("not within 1 s: %s; have %+v", what, v)
+				t.Fatalf("not within %s: %s; have %+v", testenv.SwitchDeadline(), what, v)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}

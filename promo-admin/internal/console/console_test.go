@@ -74,28 +74,28 @@ func TestConsoleEndToEnd(t *testing.T) {
 	// Sign in: an unknown token is refused with the API's message, a viewer may
 	// read but not create.
 	b.run("open the console", chromedp.Navigate(e.Server.URL+"/console/"))
-	b.waitFor(10*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
+	b.waitFor(30*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
 	b.fill("#token", "not-a-token")
 	b.click(`#sign-in button[type="submit"]`)
-	b.waitText(5*time.Second, "#token-error", func(s string) bool { return strings.Contains(s, "UNAUTHORIZED") }, "unknown token refused")
+	b.waitText(15*time.Second, "#token-error", func(s string) bool { return strings.Contains(s, "UNAUTHORIZED") }, "unknown token refused")
 	if b.visible("#app") {
 		b.fail("the console opened with an unknown token")
 	}
 
 	b.fill("#token", admintest.ViewerToken)
 	b.click(`#sign-in button[type="submit"]`)
-	b.waitFor(5*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
+	b.waitFor(15*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
 	b.fill(`#create-form [name="promoId"]`, id)
 	b.fill(`#create-form [name="total"]`, "10")
 	b.click(`#create-form button[type="submit"]`)
-	b.waitText(5*time.Second, `#create-form [data-error-for=""]`, func(s string) bool { return strings.HasPrefix(s, "FORBIDDEN") },
+	b.waitText(15*time.Second, `#create-form [data-error-for=""]`, func(s string) bool { return strings.HasPrefix(s, "FORBIDDEN") },
 		"a viewer's create refused")
 	b.click("#sign-out")
-	b.waitFor(5*time.Second, "the sign-in form after sign-out", func() bool { return b.visible("#sign-in") && !b.visible("#app") })
+	b.waitFor(15*time.Second, "the sign-in form after sign-out", func() bool { return b.visible("#sign-in") && !b.visible("#app") })
 
 	b.fill("#token", admintest.AdminToken)
 	b.click(`#sign-in button[type="submit"]`)
-	b.waitFor(5*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
+	b.waitFor(15*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
 	stored := eval[string](b, `sessionStorage.getItem("flashsale.console.token") || ""`)
 	if stored != admintest.AdminToken {
 		b.fail("sessionStorage holds %q, want the token signed in with", stored)
@@ -103,7 +103,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 	// The switches view shows the document in force.
 	sum := md5.Sum([]byte(switchesDoc))
-	b.waitText(5*time.Second, "#switches-facts", func(s string) bool { return strings.Contains(s, hex.EncodeToString(sum[:])) },
+	b.waitText(15*time.Second, "#switches-facts", func(s string) bool { return strings.Contains(s, hex.EncodeToString(sum[:])) },
 		"the switches document's md5")
 	facts, _ := b.text("#switches-facts")
 	for _, want := range []string{"enabled", "on: flows go to MySQL", "0.5", "500/s per instance", "X9_99", "file:" + file} {
@@ -118,7 +118,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.fill(`#create-form [name="title"]`, "Singles' Day rice cooker")
 	b.fill(`#create-form [name="total"]`, "0")
 	b.click(`#create-form button[type="submit"]`)
-	b.waitTextIs(5*time.Second, `#create-form [data-error-for="total"]`, "must be an integer from 1 to 1000000000")
+	b.waitTextIs(15*time.Second, `#create-form [data-error-for="total"]`, "must be an integer from 1 to 1000000000")
 	if eval[string](b, `document.querySelector('#create-form [name="total"]').getAttribute("aria-invalid") || ""`) != "true" {
 		b.fail("the refused field is not marked invalid")
 	}
@@ -130,10 +130,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.fill(`#create-form [name="total"]`, "1000")
 	b.fill(`#create-form [name="perPinLimit"]`, "1")
 	b.click(`#create-form button[type="submit"]`)
-	b.waitTextIs(5*time.Second, "#status", "Created "+id+"/1.")
-	b.waitTextIs(5*time.Second, row+` [data-cell="remaining"]`, "1,000")
-	b.waitTextIs(5*time.Second, row+` [data-cell="state"]`, "ACTIVE")
-	b.waitTextIs(5*time.Second, "#detail-title", id+" / 1")
+	b.waitTextIs(15*time.Second, "#status", "Created "+id+"/1.")
+	b.waitTextIs(15*time.Second, row+` [data-cell="remaining"]`, "1,000")
+	b.waitTextIs(15*time.Second, row+` [data-cell="state"]`, "ACTIVE")
+	b.waitTextIs(15*time.Second, "#detail-title", id+" / 1")
 	if s, _ := b.text(`#create-form [data-error-for="total"]`); s != "" {
 		b.fail("the error of the refused create is still shown: %q", s)
 	}
@@ -143,7 +143,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- grab(context.Background(), shard, key, id, buyers, 25*time.Millisecond) }()
 	var seen []int64 // the distinct values the page showed, in order
-	b.waitFor(10*time.Second, "the live counter falling, half the load in, with a grab rate shown", func() bool {
+	b.waitFor(30*time.Second, "the live counter falling, half the load in, with a grab rate shown", func() bool {
 		s, _ := b.text(row + ` [data-cell="remaining"]`)
 		n := parseInt(s)
 		if len(seen) == 0 || seen[len(seen)-1] != n {
@@ -153,7 +153,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		r, err := strconv.ParseFloat(rate, 64)
 		return len(seen) >= 3 && n <= 1000-buyers/2 && err == nil && r > 0
 	})
-	b.waitFor(5*time.Second, "the chart drawn", func() bool {
+	b.waitFor(15*time.Second, "the chart drawn", func() bool {
 		return eval[int](b, `document.querySelectorAll("#detail-chart path.line").length`) == 1
 	})
 	b.screenshot("03-under-load")
@@ -166,36 +166,36 @@ func TestConsoleEndToEnd(t *testing.T) {
 		}
 	}
 	want := fmt.Sprintf("%d", 1000-buyers)
-	b.waitTextIs(5*time.Second, row+` [data-cell="remaining"]`, want)
-	b.waitTextIs(5*time.Second, "#detail-remaining", want)
-	b.waitTextIs(5*time.Second, "#detail-granted", fmt.Sprint(buyers))
+	b.waitTextIs(15*time.Second, row+` [data-cell="remaining"]`, want)
+	b.waitTextIs(15*time.Second, "#detail-remaining", want)
+	b.waitTextIs(15*time.Second, "#detail-granted", fmt.Sprint(buyers))
 	if p := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil).Promotion(); p.Remaining != 1000-buyers {
 		b.fail("the API reads remaining %d", p.Remaining)
 	}
-	b.waitTextIs(5*time.Second, row+` [data-cell="rate"]`, "0.0") // the load is over
+	b.waitTextIs(15*time.Second, row+` [data-cell="rate"]`, "0.0") // the load is over
 
 	// Patch: below what is granted is refused next to total; a valid total applies.
 	b.fill("#patch-total", "100")
 	b.click(`#patch-form button[type="submit"]`)
-	b.waitTextIs(5*time.Second, `#patch-form [data-error-for="total"]`, fmt.Sprintf("total 100 is below the %d already granted", buyers))
+	b.waitTextIs(15*time.Second, `#patch-form [data-error-for="total"]`, fmt.Sprintf("total 100 is below the %d already granted", buyers))
 	b.fill("#patch-total", "1500")
 	b.click(`#patch-form button[type="submit"]`)
-	b.waitTextIs(5*time.Second, "#status", "Changed "+id+"/1.")
-	b.waitTextIs(5*time.Second, "#detail-of", "of 1,500")
-	b.waitTextIs(5*time.Second, row+` [data-cell="remaining"]`, "1,260")
+	b.waitTextIs(15*time.Second, "#status", "Changed "+id+"/1.")
+	b.waitTextIs(15*time.Second, "#detail-of", "of 1,500")
+	b.waitTextIs(15*time.Second, row+` [data-cell="remaining"]`, "1,260")
 	if s, _ := b.text(`#patch-form [data-error-for="total"]`); s != "" {
 		b.fail("the error of the refused patch is still shown: %q", s)
 	}
 
 	// Stop: the page shows STOPPED, and grabs are refused from then on.
 	b.click("#stop-open")
-	b.waitFor(5*time.Second, "the stop dialog", func() bool { return b.visible("#stop-dialog") })
+	b.waitFor(15*time.Second, "the stop dialog", func() bool { return b.visible("#stop-dialog") })
 	b.fill("#stop-reason", "price error")
 	b.click(`#stop-form button[type="submit"]`)
-	b.waitFor(5*time.Second, "the stop dialog closed", func() bool { return !b.visible("#stop-dialog") })
-	b.waitTextIs(5*time.Second, row+` [data-cell="state"]`, "STOPPED")
-	b.waitTextIs(5*time.Second, "#detail-state", "STOPPED")
-	b.waitTextIs(5*time.Second, "#status", "Stopped "+id+"/1.")
+	b.waitFor(15*time.Second, "the stop dialog closed", func() bool { return !b.visible("#stop-dialog") })
+	b.waitTextIs(15*time.Second, row+` [data-cell="state"]`, "STOPPED")
+	b.waitTextIs(15*time.Second, "#detail-state", "STOPPED")
+	b.waitTextIs(15*time.Second, "#status", "Stopped "+id+"/1.")
 	if p := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil).Promotion(); p.State != promo.Stopped {
 		b.fail("the API shows state %s after the page stopped it", p.State)
 	}
@@ -213,10 +213,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 	// Delete: the row leaves the list and the API no longer has the promotion.
 	b.click("#delete-open")
-	b.waitFor(5*time.Second, "the delete dialog", func() bool { return b.visible("#delete-dialog") })
+	b.waitFor(15*time.Second, "the delete dialog", func() bool { return b.visible("#delete-dialog") })
 	b.click(`#delete-form button[type="submit"]`)
-	b.waitTextIs(5*time.Second, "#status", "Deleted "+id+"/1.")
-	b.waitFor(5*time.Second, "the row gone", func() bool { _, found := b.text(row); return !found })
+	b.waitTextIs(15*time.Second, "#status", "Deleted "+id+"/1.")
+	b.waitFor(15*time.Second, "the row gone", func() bool { _, found := b.text(row); return !found })
 	if b.visible("#detail") {
 		b.fail("the detail of a deleted promotion is still shown")
 	}
@@ -225,7 +225,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	}
 
 	b.click("#sign-out")
-	b.waitFor(5*time.Second, "the sign-in form after sign-out", func() bool { return b.visible("#sign-in") && !b.visible("#app") })
+	b.waitFor(15*time.Second, "the sign-in form after sign-out", func() bool { return b.visible("#sign-in") && !b.visible("#app") })
 	if eval[string](b, `sessionStorage.getItem("flashsale.console.token") || ""`) != "" {
 		b.fail("the token stays in sessionStorage after sign-out")
 	}
