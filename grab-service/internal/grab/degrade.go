@@ -13,10 +13,12 @@ import (
 
 // FlowLog is the MySQL flow log as the degrade path writes it (store.Store).
 // InsertFlows is idempotent on (request, kind, promotion) and skips a CANCEL
-// whose GRAB is not in the log.
+// whose GRAB is not in the log; OweCancels keeps a copy of such CANCELs until
+// their GRAB arrives (store/owed.go).
 type FlowLog interface {
 	InsertFlows(ctx context.Context, events []flow.Event) (int, error)
 	HasGrab(ctx context.Context, requestID, promoID string, typ int) (bool, error)
+	OweCancels(ctx context.Context, events []flow.Event) error
 }
 
 // DegradePublisher is the commit path's Publisher. It routes each Publish by the
@@ -44,6 +46,11 @@ type FlowLog interface {
 // Redis alone (a shard lost before the reconciler's next pass would lose it, and
 // the rebuild would restore the grant); the rest stay owed. Should Kafka have taken
 // the batch after all, the sink's copy is a duplicate the record skips.
+//
+// A CANCEL that goes neither to Kafka nor to the log (Kafka refused it and its GRAB
+// is not in MySQL yet), degraded or not, stays owed in the ledger, and a copy is
+// kept in the record's owed list (store.OweCancels): should the shard be lost before
+// the reconciler pays it, the rebuild writes it into the log once its GRAB is there.
 type DegradePublisher struct {
 	kafka    Publisher
 	log      FlowLog
@@ -55,7 +62,7 @@ type DegradePublisher struct {
 func NewDegradePublisher(kafka Publisher, log FlowLog, switches *configcenter.Holder, reg prometheus.Registerer) *DegradePublisher {
 	p := &DegradePublisher{kafka: kafka, log: log, switches: switches,
 		routed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flashsale", Subsystem: "grab",
-			Name: "flow_events_routed_total", Help: "Flow events committed, by route: kafka, mysql (degraded), kafka_behind_grab (a degraded CANCEL whose GRAB is not in MySQL yet), or mysql_kafka_refused (a CANCEL Kafka refused whose GRAB is in MySQL)."},
+			Name: "flow_events_routed_total", Help: "Flow events committed, by route: kafka, mysql (degraded), kafka_behind_grab (a degraded CANCEL whose GRAB is not in MySQL yet), mysql_kafka_refused (a CANCEL Kafka refused whose GRAB is in MySQL), or mysql_owed (a CANCEL that could go to neither, copied to the owed list; still owed in Redis)."},
 			[]string{"route"})}
 	if reg != nil {
 		reg.MustRegister(p.routed)
@@ -85,7 +92,7 @@ func (p *DegradePublisher) Publish(ctx context.Context, events ...flow.Event) er
 	}
 	if len(behind) > 0 {
 		if err := p.kafka.Publish(ctx, behind...); err != nil {
-			return fmt.Errorf("degraded: %d CANCEL events whose GRAB is not in MySQL must follow it through Kafka: %w", len(behind), err)
+			return p.owe(ctx, behind, fmt.Errorf("degraded: they must follow their GRAB through Kafka: %w", err))
 		}
 		p.routed.WithLabelValues("kafka_behind_grab").Add(float64(len(behind)))
 	}
@@ -103,9 +110,20 @@ func (p *DegradePublisher) recordCancels(ctx context.Context, events []flow.Even
 		return errors.Join(kafkaErr, err)
 	}
 	if len(behind) > 0 {
-		return fmt.Errorf("%d CANCEL events Kafka refused must follow their GRAB, not in MySQL yet: %w", len(behind), kafkaErr)
+		return p.owe(ctx, behind, kafkaErr)
 	}
 	return nil
+}
+
+// owe keeps a copy of CANCELs whose GRAB is not in MySQL yet and that Kafka did not
+// take (cause) in the record's owed list. The error it returns still says they are
+// not committed, so the debt stays in the ledger too and the reconciler retries it.
+func (p *DegradePublisher) owe(ctx context.Context, cancels []flow.Event, cause error) error {
+	if err := p.log.OweCancels(ctx, cancels); err != nil {
+		return fmt.Errorf("%d CANCEL events wait for their GRAB, not in MySQL yet, and no copy was kept: %w", len(cancels), errors.Join(cause, err))
+	}
+	p.routed.WithLabelValues("mysql_owed").Add(float64(len(cancels)))
+	return fmt.Errorf("%d CANCEL events wait for their GRAB, not in MySQL yet (a copy is kept in the record's owed list): %w", len(cancels), cause)
 }
 
 // logFlows writes events to the MySQL flow log and counts them under route.

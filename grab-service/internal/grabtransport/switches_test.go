@@ -654,6 +654,24 @@ func TestCancelKafkaRefusesIsRecordedInMySQL(t *testing.T) {
 	if st := e.ledger(id, "g2").State; st != lua.LedgerCancelled {
 		t.Fatalf("g2's CANCEL cannot be recorded before its GRAB and should stay owed, yet its ledger entry is %s", st)
 	}
+	// A copy of g2's debt is kept in the record: once the sink has written g2's GRAB
+	// it can be settled there, even if the shard (and the debt in it) were lost.
+	for _, ev := range e.pub.events() {
+		if ev.RequestID == e.rid("g2") {
+			if _, err := e.db.InsertFlows(ctx, []flow.Event{ev}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if recorded, _ := e.db.GrantedByRecord(ctx, id, 1); recorded != 1 {
+		t.Fatalf("with g2's GRAB sunk the record grants %d; want 1 before the owed CANCEL is settled", recorded)
+	}
+	if n, err := e.db.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
+		t.Fatalf("settling the owed list: %d (%v); want g2's CANCEL", n, err)
+	}
+	if recorded, err := e.db.GrantedByRecord(ctx, id, 1); err != nil || recorded != 0 {
+		t.Fatalf("the record grants %d (%v) after the owed CANCEL was settled; want 0", recorded, err)
+	}
 }
 
 // The rollback of a grab that reached no record, while degraded: its CANCEL goes

@@ -19,6 +19,7 @@ type Record interface {
 	EachFlow(ctx context.Context, id store.ID, fn func(store.FlowRow) error) error
 	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
+	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
 }
 
 // rollbackReason is the CANCEL reason of an aborted take (grab-service's

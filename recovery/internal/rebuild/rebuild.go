@@ -14,7 +14,9 @@
 //     shard has none. If they do not drain the run refuses, unless forced.
 //  4. Wait until the flow sink has stored everything Kafka holds (flowlag): a grant
 //     Kafka acknowledged but MySQL does not hold yet would otherwise be lost. If
-//     that cannot be confirmed the run refuses, unless forced.
+//     that cannot be confirmed the run refuses, unless forced. Then write into the
+//     flow log the owed CANCELs whose GRAB is there now (store.SettleOwedCancels):
+//     a debt a lost shard took along is not restored as a grant.
 //  5. Per shard: drop its built marker, restore each promotion (staged, then swapped
 //     in atomically), write the built marker, lift the fence.
 package rebuild
@@ -32,6 +34,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
@@ -137,6 +140,10 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 		}
 		sum.CatchUp = "NOT CONFIRMED (forced): " + err.Error()
 		d.Log.Warn("rebuilding without the flow sink's catch-up confirmed (--force)", "err", err.Error())
+	}
+
+	if sum.OwedSettled, err = d.Record.SettleOwedCancels(ctx, flow.RequestIndexTTL); err != nil {
+		return sum, err
 	}
 
 	// Read again: what the drain settled reached MySQL only now.

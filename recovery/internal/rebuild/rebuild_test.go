@@ -300,3 +300,49 @@ func TestRebuildRefusesWhileTheSinkIsBehind(t *testing.T) {
 		t.Fatalf("unbuilt shards %v, %v; want none", left, err)
 	}
 }
+
+// A double fault: Kafka's acknowledgement of a GRAB is lost, so grab-service rolls
+// the take back and owes its CANCEL, which Kafka refuses too while the GRAB is not in
+// MySQL yet; then the shard dies with the debt in its ledger. The GRAB reaches the
+// record through the sink; the rebuild settles the owed copy first, so the unit is
+// not restored as granted to a buyer who was told it was not.
+func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	own := rt.StartRedis(t)
+	shards := rt.Shards(t, map[int]string{lostShard: own.Addr})
+	kf := rt.Kafka(t)
+	brokers := kf.ListenAddrs()
+	db := rt.OpenStore(t)
+	const group = "sink-owed"
+	rt.RunSink(t, brokers, group, db)
+	suffix := testenv.Suffix()
+	key := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("owed-"+suffix, lostShard), Total: 10, PerPin: 5})
+	s := rt.NewSale(shards, brokers)
+	defer s.Close()
+
+	rid, pin := "owed-"+suffix, "pin-owed"
+	if ok, code, err := s.Grab(ctx, rid, pin, "10.3.0.1", key, 2); !ok || err != nil {
+		t.Fatalf("grab: %v %v", code, err)
+	}
+	id, typ, _ := promo.ParseKey(key)
+	if err := db.OweCancels(ctx, []flow.Event{{EventID: "owed-cancel-" + suffix, Kind: flow.Cancel, RequestID: rid, Pin: pin, IP: "10.3.0.1",
+		Items: []flow.Item{{PromoID: id, Type: typ, Num: 2, Shard: lostShard}}, OccurredAt: flow.Stamp(time.Now()), Reason: "ROLLBACK"}}); err != nil {
+		t.Fatal(err)
+	}
+	own.Kill()
+	own.Start()
+
+	sum, err := rebuild.Run(ctx, rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, group), Log: quiet()}, options(lostShard))
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	if sum.OwedSettled != 1 {
+		t.Errorf("the rebuild settled %d owed CANCELs; want 1", sum.OwedSettled)
+	}
+	snap := rt.Take(t, shards[lostShard], key)
+	if snap.Remaining != 10 || snap.Pins[pin] != "" || snap.Ledger[rid].State != lua.LedgerAbortRecorded {
+		t.Fatalf("rebuilt: remaining %d, pin holds %q, ledger %+v; want 10, nothing and %s", snap.Remaining, snap.Pins[pin], snap.Ledger[rid], lua.LedgerAbortRecorded)
+	}
+	rt.RecordAgrees(t, db, shards[lostShard], key)
+}

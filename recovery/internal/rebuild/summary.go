@@ -31,15 +31,21 @@ func (s *ShardSummary) add(r Restored) {
 
 // Summary is a run's report.
 type Summary struct {
-	Shards   []ShardSummary
-	CatchUp  string
-	Warnings []string
+	Shards  []ShardSummary
+	CatchUp string
+	// OwedSettled counts owed CANCELs written into the flow log before the read
+	// (store.SettleOwedCancels): debts a lost shard may have taken along.
+	OwedSettled int
+	Warnings    []string
 	Elapsed  time.Duration
 }
 
 // Print writes the report: one line per shard, the totals, then every warning.
 func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "rebuild: flow sink catch-up: %s\n", s.CatchUp)
+	if s.OwedSettled > 0 {
+		fmt.Fprintf(w, "rebuild: %d owed CANCELs written into the flow log first (their GRAB had arrived)\n", s.OwedSettled)
+	}
 	fmt.Fprintf(w, "%5s  %10s  %8s  %8s  %13s  %13s\n", "shard", "promotions", "pins", "ips", "ledger", "request index")
 	var t ShardSummary
 	for _, sh := range s.Shards {

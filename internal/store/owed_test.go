@@ -1,0 +1,69 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/store"
+)
+
+func owed(t *testing.T, s *store.Store) int {
+	t.Helper()
+	var n int
+	if err := s.DB().QueryRow("SELECT COUNT(*) FROM owed_cancel").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// An owed CANCEL waits until its GRAB is in the log, is then written once, and is
+// forgotten; one whose GRAB never comes is forgotten once it is older than keep.
+func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := context.Background()
+	create(t, s, spec("O", 100), time.Now())
+	late := flowEvent(flow.Cancel, "late", "O", 2)
+	late.Reason = "ROLLBACK"
+	if err := s.OweCancels(ctx, []flow.Event{late, flowEvent(flow.Cancel, "never", "O", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OweCancels(ctx, []flow.Event{late}); err != nil { // the reconciler's next try
+		t.Fatalf("owing a CANCEL again: %v", err)
+	}
+	if err := s.OweCancels(ctx, []flow.Event{flowEvent(flow.Grab, "g", "O", 1)}); err == nil {
+		t.Fatal("a GRAB was taken as an owed CANCEL")
+	}
+	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 || owed(t, s) != 2 {
+		t.Fatalf("before any GRAB: settled %d (%v), %d owed; want 0 and 2", n, err, owed(t, s))
+	}
+
+	// The sink writes the GRAB of "late": its CANCEL is then written and forgotten.
+	if _, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "late", "O", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
+		t.Fatalf("with late's GRAB logged: settled %d (%v); want 1", n, err)
+	}
+	if g, err := s.GrantedByRecord(ctx, "O", 1); err != nil || g != 0 || remaining(t, s, "O") != 100 {
+		t.Fatalf("the record grants %d (%v), remaining %d; want the GRAB netted by its CANCEL", g, err, remaining(t, s, "O"))
+	}
+	var reason string
+	if err := s.DB().QueryRow("SELECT reason FROM grab_flow WHERE request_id = 'late' AND kind = 'CANCEL'").Scan(&reason); err != nil || reason != "ROLLBACK" {
+		t.Fatalf("late's CANCEL in the log: reason %q (%v); want ROLLBACK", reason, err)
+	}
+	if n := owed(t, s); n != 1 {
+		t.Fatalf("%d owed after settling late; want never's alone", n)
+	}
+	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("settling again: %d (%v); want nothing", n, err)
+	}
+
+	// The GRAB of "never" does not come: after keep, its copy goes.
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := s.SettleOwedCancels(ctx, time.Second); err != nil || owed(t, s) != 0 {
+		t.Fatalf("a copy older than keep is still owed (%v)", err)
+	}
+}
