@@ -94,3 +94,21 @@ func (s *Store) SettleOwedCancels(ctx context.Context, keep time.Duration) (int,
 	}
 	return written, nil
 }
+
+// Granted reports whether the record holds requestID's take of the promotion as
+// granted: its GRAB is in the log, and its CANCEL is neither there nor owed. The
+// reconciler asks it of a take left open: a Redis failover can lose the abort of a
+// take whose GRAB reached the record, and bring the take back pending; its CANCEL,
+// sunk or owed, says the buyer was told no, so the take is returned, not committed.
+func (s *Store) Granted(ctx context.Context, requestID, promoID string, typ int) (bool, error) {
+	var granted bool
+	err := s.db.GetContext(ctx, &granted, `SELECT EXISTS (SELECT 1 FROM grab_flow
+   WHERE request_id = ? AND kind = 'GRAB' AND promo_id = ? AND promo_type = ?)
+ AND NOT EXISTS (SELECT 1 FROM grab_flow WHERE request_id = ? AND kind = 'CANCEL' AND promo_id = ? AND promo_type = ?)
+ AND NOT EXISTS (SELECT 1 FROM owed_cancel WHERE request_id = ? AND promo_id = ? AND promo_type = ?)`,
+		requestID, promoID, typ, requestID, promoID, typ, requestID, promoID, typ)
+	if err != nil {
+		return false, fmt.Errorf("granted %s: %w", requestID, err)
+	}
+	return granted, nil
+}

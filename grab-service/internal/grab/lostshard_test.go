@@ -31,7 +31,7 @@ type grabRecord struct {
 	items   []flow.Item
 }
 
-func (r grabRecord) HasGrab(context.Context, string, string, int) (bool, error) { return true, nil }
+func (r grabRecord) Granted(context.Context, string, string, int) (bool, error) { return true, nil }
 func (r grabRecord) GrabItems(context.Context, string) (string, string, []flow.Item, error) {
 	return r.pin, r.ip, r.items, nil
 }

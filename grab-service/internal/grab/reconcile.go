@@ -17,9 +17,10 @@ import (
 // The reconciler closes the crash window. A take is written "pending" with a
 // deadline before its GRAB event is sent; a process killed before the commit leaves
 // it open. Past deadline + ReconcileMargin the reconciler asks the record (the dtm
-// back-query): a GRAB in the flow log means the grab committed, so the take is
-// marked granted and never returned; otherwise it is aborted (stock back) and a
-// CANCEL is published, which nets out a GRAB that reached Kafka but not yet MySQL.
+// back-query): a GRAB in the flow log, with no CANCEL there or owed, means the grab
+// committed, so the take is marked granted and never returned; otherwise it is
+// aborted (stock back) and a CANCEL is published, which nets out a GRAB that reached
+// Kafka but not yet MySQL (and is skipped as a repeat where the CANCEL is there).
 // It also publishes every CANCEL still owed by an abort or a cancel.
 
 // ReconcileStats counts one pass.
@@ -110,7 +111,7 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 	return debts, iter.Err()
 }
 
-// settlePending commits a take whose GRAB is in the record, or aborts it; it
+// settlePending commits a take the record holds as granted, or aborts it; it
 // reports whether a CANCEL is now owed.
 func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, key, promoID string, typ int, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
 	inRecord := false
@@ -122,7 +123,7 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 		}
 		hctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 		var err error
-		inRecord, err = s.Record.HasGrab(hctx, rid, promoID, typ)
+		inRecord, err = s.Record.Granted(hctx, rid, promoID, typ)
 		cancel()
 		if err != nil {
 			st.recordDown = fmt.Errorf("the record did not answer this pass: %w", err)

@@ -20,7 +20,7 @@ import (
 // only the caller's deadline ends the wait.
 type hungRecord struct{ asked atomic.Int32 }
 
-func (h *hungRecord) HasGrab(ctx context.Context, _, _ string, _ int) (bool, error) {
+func (h *hungRecord) Granted(ctx context.Context, _, _ string, _ int) (bool, error) {
 	h.asked.Add(1)
 	<-ctx.Done()
 	return false, ctx.Err()

@@ -22,7 +22,7 @@ import (
 // reached the flow log (the reconciler's back-query), and a granted request's items
 // (the cancel path's fallback when the request index in Redis is gone).
 type Record interface {
-	HasGrab(ctx context.Context, requestID, promoID string, typ int) (bool, error)
+	Granted(ctx context.Context, requestID, promoID string, typ int) (bool, error)
 	GrabItems(ctx context.Context, requestID string) (pin, ip string, items []flow.Item, err error)
 }
 

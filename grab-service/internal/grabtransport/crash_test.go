@@ -108,6 +108,55 @@ func TestCrashAfterPublishIsCommittedFromTheRecord(t *testing.T) {
 	}
 }
 
+// A take the record holds as returned is returned, though its GRAB is there: a
+// Redis failover lost the abort of the take (the replica brings it back pending),
+// whose rollback CANCEL is in the log (d-1) or still owed, copied to the owed list
+// (d-2). Committing it would keep a unit the buyer was told he did not get.
+func TestPendingTakeWithARecordedCancelIsReturned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, crashAt("after-publish"))
+	ctx := context.Background()
+	id := e.promotion("crash-d", spec{total: 5})
+	e.grab(grabBody("d-1", "dora", "10.8.0.4", id, 1))
+	e.grab(grabBody("d-2", "dan", "10.8.0.5", id, 2))
+	grabs := e.pub.events()
+	if _, err := e.db.InsertFlows(ctx, grabs); err != nil { // the flow sink's write
+		t.Fatal(err)
+	}
+	rollback := func(ev flow.Event) flow.Event {
+		ev.EventID, ev.Kind, ev.Reason, ev.BodyHash = ev.EventID+"-rb", flow.Cancel, "ROLLBACK", ""
+		return ev
+	}
+	for _, ev := range grabs {
+		switch ev.RequestID {
+		case e.rid("d-1"):
+			if _, err := e.db.InsertFlows(ctx, []flow.Event{rollback(ev)}); err != nil {
+				t.Fatal(err)
+			}
+		case e.rid("d-2"):
+			if err := e.db.OweCancels(ctx, []flow.Event{rollback(ev)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.pastDeadline()
+	if st := e.reconcile(); st.Committed != 0 || st.Aborted != 2 {
+		t.Fatalf("reconcile: %+v, want both takes returned", st)
+	}
+	if h := e.hash(id); h.Remaining != 5 {
+		t.Fatalf("remaining %d after both takes were returned, want 5", h.Remaining)
+	}
+	if _, err := e.db.InsertFlows(ctx, e.pub.events()); err != nil { // the sink writes the reconciler's CANCELs
+		t.Fatal(err)
+	}
+	if _, err := e.db.SettleOwedCancels(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.db.GrantedByRecord(ctx, id, 1); n != 0 {
+		t.Fatalf("record grants %d, want 0", n)
+	}
+}
+
 // Killed after the ack while the record lags: the take is returned and the CANCEL
 // nets out the GRAB once the sink writes both, so record and Redis agree.
 func TestCrashAfterPublishWithLaggingRecordNetsOut(t *testing.T) {
