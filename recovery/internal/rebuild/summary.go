@@ -37,7 +37,7 @@ type Summary struct {
 	// (store.SettleOwedCancels): debts a lost shard may have taken along.
 	OwedSettled int
 	Warnings    []string
-	Elapsed  time.Duration
+	Elapsed     time.Duration
 }
 
 // Print writes the report: one line per shard, the totals, then every warning.
