@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/flashsale/platform/internal/promo"
 )
@@ -45,4 +46,32 @@ func (s *Store) PromotionKeys(ctx context.Context) ([]string, error) {
 		keys[i] = promo.Key(r.PromoID, r.Type)
 	}
 	return keys, nil
+}
+
+// PendingChange is an admin change recorded but not yet promoted or discarded.
+type PendingChange struct {
+	ID ID
+	Op Op
+	At time.Time // pending_at, by promo-admin's clock
+}
+
+// PendingChanges lists every pending admin change, creates included. The rebuild
+// waits on those of its shards that the request which made them may still promote.
+func (s *Store) PendingChanges(ctx context.Context) ([]PendingChange, error) {
+	var rows []struct {
+		PromoID string    `db:"promo_id"`
+		Type    int       `db:"promo_type"`
+		Op      string    `db:"op"`
+		At      time.Time `db:"pending_at"`
+	}
+	err := s.db.SelectContext(ctx, &rows, `SELECT promo_id, promo_type, JSON_VALUE(pending, '$.op') AS op, pending_at
+ FROM promotion WHERE pending_at IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending changes: %w", err)
+	}
+	out := make([]PendingChange, len(rows))
+	for i, r := range rows {
+		out[i] = PendingChange{ID: ID{r.PromoID, r.Type}, Op: Op(r.Op), At: r.At}
+	}
+	return out, nil
 }

@@ -20,6 +20,7 @@ type Record interface {
 	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
 	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
+	PendingChanges(ctx context.Context) ([]store.PendingChange, error)
 }
 
 // rollbackReason is the CANCEL reason of an aborted take (grab-service's

@@ -17,7 +17,12 @@
 //     that cannot be confirmed the run refuses, unless forced. Then write into the
 //     flow log the owed CANCELs whose GRAB is there now (store.SettleOwedCancels):
 //     a debt a lost shard took along is not restored as a grant.
-//  5. Per shard: drop its built marker, restore each promotion (staged, then swapped
+//  5. Wait until no admin change of the shards' promotions can still be promoted by
+//     the promo-admin request that made it (AdminGrace after it was recorded): a
+//     patch whose script reached the hash just before the fence, promoted in MySQL
+//     after the record was read, would be overwritten by the older row. A change
+//     older than that is the repairer's, which resolves it against the rebuilt hash.
+//  6. Per shard: drop its built marker, restore each promotion (staged, then swapped
 //     in atomically), write the built marker, lift the fence.
 package rebuild
 
@@ -56,6 +61,9 @@ type Options struct {
 	Force   bool
 	// FenceTTL is how long a fence outlives a killed rebuild.
 	FenceTTL time.Duration
+	// AdminGrace is how long after it was recorded an admin change may still be
+	// promoted by its request: promo-admin's RepairGrace plus clock skew.
+	AdminGrace time.Duration
 	// Batch is the most commands per pipeline.
 	Batch int
 	// Progress receives the progress bar (stderr); nil for none.
@@ -64,7 +72,8 @@ type Options struct {
 
 // Defaults are safe for production and the local stack alike.
 func Defaults() Options {
-	return Options{Settle: 3500 * time.Millisecond, Drain: 15 * time.Second, CatchUp: time.Minute, FenceTTL: time.Minute, Batch: 300}
+	return Options{Settle: 3500 * time.Millisecond, Drain: 15 * time.Second, CatchUp: time.Minute, FenceTTL: time.Minute,
+		AdminGrace: 17 * time.Second, Batch: 300}
 }
 
 // Deps are the connections of a run.
@@ -143,6 +152,9 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 	}
 
 	if sum.OwedSettled, err = d.Record.SettleOwedCancels(ctx, flow.RequestIndexTTL); err != nil {
+		return sum, err
+	}
+	if err := awaitAdminChanges(ctx, d, o.Promo, clients, o.AdminGrace); err != nil {
 		return sum, err
 	}
 
@@ -266,6 +278,41 @@ func drain(ctx context.Context, clients map[int]redis.UniversalClient, byShard m
 		if time.Now().After(deadline) {
 			sort.Strings(open)
 			return fmt.Errorf("takes still open after %s (%s)", timeout, strings.Join(open, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// awaitAdminChanges waits until every pending admin change of the shards'
+// promotions is older than grace (or gone): none can then be promoted by its
+// request after the record is read. Under the fence a new change is refused.
+func awaitAdminChanges(ctx context.Context, d Deps, only *store.ID, clients map[int]redis.UniversalClient, grace time.Duration) error {
+	logged := false
+	for {
+		changes, err := d.Record.PendingChanges(ctx)
+		if err != nil {
+			return err
+		}
+		var youngest *store.PendingChange
+		for i, c := range changes {
+			if (only != nil && c.ID != *only) || clients[ring.Default.Shard(c.ID.Key())] == nil {
+				continue
+			}
+			if youngest == nil || c.At.After(youngest.At) {
+				youngest = &changes[i]
+			}
+		}
+		if youngest == nil || time.Since(youngest.At) >= grace {
+			return nil
+		}
+		if !logged {
+			d.Log.Info("waiting for an admin change in flight to be promoted or discarded", "promotion", youngest.ID.String(),
+				"op", string(youngest.Op), "pendingSince", youngest.At, "grace", grace.String())
+			logged = true
 		}
 		select {
 		case <-ctx.Done():

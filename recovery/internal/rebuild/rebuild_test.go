@@ -346,3 +346,54 @@ func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
 	}
 	rt.RecordAgrees(t, db, shards[lostShard], key)
 }
+
+// A patch reaches the hash just before the fence and is promoted in MySQL only
+// after the rebuild would have read the record: the rebuild waits for it, so the
+// rebuilt hash holds the patch, not the older row it replaced.
+func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	own := rt.StartRedis(t)
+	shards := rt.Shards(t, map[int]string{lostShard: own.Addr})
+	kf := rt.Kafka(t)
+	brokers := kf.ListenAddrs()
+	db := rt.OpenStore(t)
+	const group = "sink-admin"
+	rt.RunSink(t, brokers, group, db)
+	key := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("patched-"+testenv.Suffix(), lostShard), Total: 10})
+	id, typ, _ := promo.ParseKey(key)
+	sid := store.ID{PromoID: id, Type: typ}
+
+	// promo-admin's steps 1 and 2 of a patch of total 10 -> 20; step 3 comes late.
+	p, err := db.Update(ctx, sid, func(p *store.Promotion) error {
+		spec := p.Spec
+		spec.Total = 20
+		return p.Propose(store.OpPatch, spec, p.State, time.Now())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Pending.Spec
+	if r, err := lua.Patch(ctx, shards[lostShard], lostShard, key, lua.AdminSpec{Ver: 2, Total: 20, MaxPerGrab: s.MaxPerGrab,
+		StartMs: s.StartAt.UnixMilli(), EndMs: s.EndAt.UnixMilli(), State: "ACTIVE"}); err != nil || r.Code != lua.AdminOK {
+		t.Fatalf("patch: %+v %v", r, err)
+	}
+	promoted := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second) // well after the rebuild's settle below
+		_, err := db.Promote(ctx, sid, 2, time.Now())
+		promoted <- err
+	}()
+
+	o := options(lostShard)
+	o.AdminGrace = 20 * time.Second
+	if _, err := rebuild.Run(ctx, rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, group), Log: quiet()}, o); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	if err := <-promoted; err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+	if h := rt.Take(t, shards[lostShard], key); h.Total != 20 || h.Ver != 2 || h.Remaining != 20 {
+		t.Fatalf("rebuilt: total %d, ver %d, remaining %d; want the promoted patch: 20, 2, 20", h.Total, h.Ver, h.Remaining)
+	}
+}
