@@ -274,6 +274,37 @@ func (s *Sink) commit(ctx context.Context, batch []kafka.Message) {
 		"messages", len(batch), "err", err.Error())
 }
 
+// OwedLog is the record's list of owed CANCELs (*store.Store, store/owed.go).
+type OwedLog interface {
+	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
+}
+
+// RunOwed writes into the flow log, every interval until ctx ends, the owed CANCELs
+// whose GRAB the sink has stored since (the rebuild does it too): the record then
+// agrees with Redis, which gave the take back, without waiting for Kafka, and holds
+// the debt even if the shard holding it in Redis is lost. Copies older than keep go.
+func (s *Sink) RunOwed(ctx context.Context, owed OwedLog, every, keep time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		octx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+		n, err := owed.SettleOwedCancels(octx, keep)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("owed CANCELs not settled; next interval tries again", "err", err.Error())
+		case n > 0:
+			s.m.RowsWritten.Add(float64(n))
+			s.log.Info("owed CANCELs written into the flow log", "rows", n)
+		}
+	}
+}
+
 // RunLag refreshes the lag gauge every interval until ctx ends.
 func (s *Sink) RunLag(ctx context.Context, meter *flowlag.Meter, every time.Duration) error {
 	t := time.NewTicker(every)

@@ -6,6 +6,7 @@ package flowsink_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -239,4 +240,35 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 		t.Fatal("the sink never retried a MySQL write: the outage was not exercised")
 	}
 	t.Logf("granted %d, cancelled %d; mysql retries %v", granted, cancelled, testutil.ToFloat64(m.Retries.WithLabelValues("mysql")))
+}
+
+// An owed CANCEL (Kafka refused it while its GRAB was not in MySQL) is written into
+// the log soon after the sink stores its GRAB, without a rebuild.
+func TestSinkSettlesOwedCancels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kf := rt.Kafka(t)
+	brokers := kf.ListenAddrs()
+	db := rt.OpenStore(t)
+	rt.RunSink(t, brokers, "sink-owed", db)
+	suffix := testenv.Suffix()
+	rid, promoID := "owed-"+suffix, "owed-promo-"+suffix
+	grab := flow.Event{EventID: "g-" + suffix, Kind: flow.Grab, RequestID: rid, Pin: "p", IP: "10.0.0.1",
+		Items: []flow.Item{{PromoID: promoID, Type: 1, Num: 2, Shard: 3}}, OccurredAt: flow.Stamp(time.Now()), BodyHash: "h"}
+	cancel := grab
+	cancel.EventID, cancel.Kind, cancel.Reason, cancel.BodyHash = "c-"+suffix, flow.Cancel, "ROLLBACK", ""
+	if err := db.OweCancels(ctx, []flow.Event{cancel}); err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	b, _ := json.Marshal(grab)
+	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte(rid), Value: b}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Within(t, 20*time.Second, "the GRAB stored and netted by its owed CANCEL", func() bool {
+		in, err1 := db.HasGrab(ctx, rid, promoID, 1)
+		n, err2 := db.GrantedByRecord(ctx, promoID, 1)
+		return err1 == nil && err2 == nil && in && n == 0
+	})
 }

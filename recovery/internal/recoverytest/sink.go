@@ -28,6 +28,9 @@ func RunSink(t testing.TB, brokers []string, group string, rec flowsink.Record) 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
+	if owed, ok := rec.(flowsink.OwedLog); ok { // as the sink command wires it, more often
+		go func() { _ = s.RunOwed(ctx, owed, 100*time.Millisecond, time.Hour) }()
+	}
 	stopped := false
 	stop = func() {
 		if stopped {
