@@ -28,6 +28,7 @@ import (
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
+	"github.com/flashsale/platform/recovery/internal/flowsink"
 	"github.com/flashsale/platform/recovery/internal/rebuild"
 	rt "github.com/flashsale/platform/recovery/internal/recoverytest"
 )
@@ -89,19 +90,41 @@ func options(shards ...int) rebuild.Options {
 	return o
 }
 
+// world is what a rebuild test runs against: a redis-server of the test's own as
+// shard lostShard (the stack's serve the others), a throwaway database, an
+// in-process Kafka cluster, a flow sink of its own group, and the rebuild's deps.
+type world struct {
+	own     *rt.Redis
+	shards  []redis.UniversalClient
+	brokers []string
+	db      *store.Store
+	deps    rebuild.Deps
+}
+
+// newWorld starts it; sinkRecord, when set, is what the sink writes into instead
+// of the database itself.
+func newWorld(t *testing.T, group string, sinkRecord func(*store.Store) flowsink.Record) world {
+	t.Helper()
+	w := world{own: rt.StartRedis(t), db: rt.OpenStore(t)}
+	w.shards = rt.Shards(t, map[int]string{lostShard: w.own.Addr})
+	w.brokers = rt.Kafka(t).ListenAddrs()
+	var rec flowsink.Record = w.db
+	if sinkRecord != nil {
+		rec = sinkRecord(w.db)
+	}
+	rt.RunSink(t, w.brokers, group, rec)
+	w.deps = rebuild.Deps{Shards: w.shards, Record: w.db, Lag: flowlag.NewMeter(w.brokers, flow.Topic, group), Log: quiet()}
+	return w
+}
+
 // A shard's redis-server is SIGKILLed mid-sale and comes back empty. Rebuilt from
 // MySQL, every promotion, pin and ip counter and the request ledger equal what they
 // were; the sale then goes on to sold out with no oversell.
 func TestKilledShardIsRebuiltExactly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	own := rt.StartRedis(t)
-	shards := rt.Shards(t, map[int]string{lostShard: own.Addr})
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
-	db := rt.OpenStore(t)
-	const group = "sink-rebuild"
-	rt.RunSink(t, brokers, group, db)
+	w := newWorld(t, "sink-rebuild", nil)
+	own, shards, brokers, db := w.own, w.shards, w.brokers, w.db
 	suffix := testenv.Suffix()
 
 	lost := []string{
@@ -143,7 +166,7 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 		t.Fatalf("the restarted server holds %d keys; want it empty", n)
 	}
 
-	sum, err := rebuild.Run(ctx, rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, group), Log: quiet()}, options(lostShard))
+	sum, err := rebuild.Run(ctx, w.deps, options(lostShard))
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
@@ -178,7 +201,7 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 
 	// The sale goes on to sold out: no oversell, and the record agrees.
 	sale(t, s, lost[:2], "two-"+suffix, 4, 150)
-	if err := flowlag.NewMeter(brokers, flow.Topic, group).WaitCaughtUp(ctx, 30*time.Second, 100*time.Millisecond); err != nil {
+	if err := w.deps.Lag.WaitCaughtUp(ctx, 30*time.Second, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range append(lost, other, dying) {
@@ -201,7 +224,7 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 	id, typ, _ := promo.ParseKey(key)
 	o := options()
 	o.Promo = &store.ID{PromoID: id, Type: typ}
-	if _, err := rebuild.Run(ctx, rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, group), Log: quiet()}, o); err != nil {
+	if _, err := rebuild.Run(ctx, w.deps, o); err != nil {
 		t.Fatalf("rebuild --promo: %v", err)
 	}
 	if have := rt.Take(t, shards[lostShard], key); !reflect.DeepEqual(want, have) {
@@ -316,13 +339,9 @@ func (f flowsOnly) InsertFlows(ctx context.Context, events []flow.Event) (int, e
 func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	own := rt.StartRedis(t)
-	shards := rt.Shards(t, map[int]string{lostShard: own.Addr})
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
-	db := rt.OpenStore(t)
-	const group = "sink-owed"
-	rt.RunSink(t, brokers, group, flowsOnly{db}) // the rebuild's settle is what is checked here
+	// The sink settles no owed CANCELs here: the rebuild's settle is what is checked.
+	w := newWorld(t, "sink-owed", func(db *store.Store) flowsink.Record { return flowsOnly{db} })
+	own, shards, brokers, db := w.own, w.shards, w.brokers, w.db
 	suffix := testenv.Suffix()
 	key := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("owed-"+suffix, lostShard), Total: 10, PerPin: 5})
 	s := rt.NewSale(shards, brokers)
@@ -340,7 +359,7 @@ func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
 	own.Kill()
 	own.Start()
 
-	sum, err := rebuild.Run(ctx, rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, group), Log: quiet()}, options(lostShard))
+	sum, err := rebuild.Run(ctx, w.deps, options(lostShard))
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
@@ -360,13 +379,8 @@ func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
 func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	own := rt.StartRedis(t)
-	shards := rt.Shards(t, map[int]string{lostShard: own.Addr})
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
-	db := rt.OpenStore(t)
-	const group = "sink-admin"
-	rt.RunSink(t, brokers, group, db)
+	w := newWorld(t, "sink-admin", nil)
+	shards, db := w.shards, w.db
 	key := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("patched-"+testenv.Suffix(), lostShard), Total: 10})
 	id, typ, _ := promo.ParseKey(key)
 	sid := store.ID{PromoID: id, Type: typ}
@@ -394,7 +408,7 @@ func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
 
 	o := options(lostShard)
 	o.AdminGrace = 20 * time.Second
-	if _, err := rebuild.Run(ctx, rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, group), Log: quiet()}, o); err != nil {
+	if _, err := rebuild.Run(ctx, w.deps, o); err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
 	if err := <-promoted; err != nil {
