@@ -22,14 +22,20 @@ func flowEvent(kind flow.Kind, rid, promoID string, num int64) flow.Event {
 	return e
 }
 
-// remaining reads the promotion row's remaining, which InsertFlows keeps in step.
-func remaining(t *testing.T, s *store.Store, promoID string) int64 {
+// scalar reads one number.
+func scalar(t *testing.T, s *store.Store, query string, args ...any) int64 {
 	t.Helper()
 	var n int64
-	if err := s.DB().QueryRow("SELECT remaining FROM promotion WHERE promo_id = ? AND promo_type = 1", promoID).Scan(&n); err != nil {
+	if err := s.DB().QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// remaining reads the promotion row's remaining, which InsertFlows keeps in step.
+func remaining(t *testing.T, s *store.Store, promoID string) int64 {
+	t.Helper()
+	return scalar(t, s, "SELECT remaining FROM promotion WHERE promo_id = ? AND promo_type = 1", promoID)
 }
 
 func TestInsertFlowsIsIdempotentAndNetsOnlyWhatItWrites(t *testing.T) {

@@ -9,13 +9,9 @@ import (
 	"github.com/flashsale/platform/internal/store"
 )
 
-func owed(t *testing.T, s *store.Store) int {
+func owed(t *testing.T, s *store.Store) int64 {
 	t.Helper()
-	var n int
-	if err := s.DB().QueryRow("SELECT COUNT(*) FROM owed_cancel").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return scalar(t, s, "SELECT COUNT(*) FROM owed_cancel")
 }
 
 // An owed CANCEL waits until its GRAB is in the log, is then written once, and is
