@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -72,7 +73,11 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			return 0, fmt.Errorf("insert flows: %d rows from %s %s: %w", len(chunk), chunk[0].key.kind, chunk[0].key.requestID, err)
 		}
 	}
-	for id, d := range delta {
+	// In key order, so two writers (the sink's batches, its owed-CANCEL pass) lock the
+	// promotion rows in the same order and cannot deadlock on them.
+	ids := slices.SortedFunc(maps.Keys(delta), func(a, b ID) int { return strings.Compare(a.Key(), b.Key()) })
+	for _, id := range ids {
+		d := delta[id]
 		if _, err := tx.ExecContext(ctx, `UPDATE promotion SET remaining = remaining + ? WHERE promo_id = ? AND promo_type = ?`, d, id.PromoID, id.Type); err != nil {
 			return 0, fmt.Errorf("insert flows: remaining of %s: %w", id, err)
 		}

@@ -37,7 +37,9 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 	}
 
 	// The sink writes the GRAB of "late": its CANCEL is then written and forgotten.
-	if _, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "late", "O", 2)}); err != nil {
+	grabLate := flowEvent(flow.Grab, "late", "O", 2)
+	grabLate.OccurredAt = flow.Stamp(time.Now().Add(-time.Second)) // the GRAB its CANCEL gave back
+	if _, err := s.InsertFlows(ctx, []flow.Event{grabLate}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
@@ -57,7 +59,50 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 		t.Fatalf("settling again: %d (%v); want nothing", n, err)
 	}
 
-	// The GRAB of "never" does not come: after keep, its copy goes.
+	// A two-item CANCEL owed whose items' GRABs arrive one at a time: each item is
+	// settled against its own GRAB.
+	create(t, s, spec("P", 100), time.Now())
+	two := flowEvent(flow.Cancel, "two", "O", 1)
+	two.Items = append(two.Items, flow.Item{PromoID: "P", Type: 1, Num: 3, Shard: 4})
+	if err := s.OweCancels(ctx, []flow.Event{two}); err != nil {
+		t.Fatal(err)
+	}
+	grabTwo := flowEvent(flow.Grab, "two", "P", 3)
+	grabTwo.OccurredAt = flow.Stamp(time.Now().Add(-time.Second)) // before its CANCEL
+	if _, err := s.InsertFlows(ctx, []flow.Event{grabTwo}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
+		t.Fatalf("with one item's GRAB logged: settled %d (%v); want that item alone", n, err)
+	}
+	if g, _ := s.GrantedByRecord(ctx, "P", 1); g != 0 || owed(t, s) != 2 {
+		t.Fatalf("P granted %d, %d owed; want 0, and never's and two's item of O still owed", g, owed(t, s))
+	}
+
+	// A requestId rolled back, retried and granted afresh: the later GRAB is not the
+	// one the copy gave back, so the copy does not net it out.
+	retried := flowEvent(flow.Cancel, "retried", "O", 1)
+	retried.OccurredAt = flow.Stamp(time.Now().Add(-time.Minute))
+	if err := s.OweCancels(ctx, []flow.Event{retried}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "retried", "O", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("a copy older than the GRAB: settled %d (%v); want 0", n, err)
+	}
+	if g, _ := s.GrantedByRecord(ctx, "O", 1); g != 1 {
+		t.Fatalf("O granted %d after the fresh grant; want 1", g)
+	}
+	if granted, err := s.Granted(ctx, "retried", "O", 1); err != nil || !granted {
+		t.Fatalf("Granted(retried) = %v (%v); want the fresh grant held", granted, err)
+	}
+	if granted, err := s.Granted(ctx, "late", "O", 1); err != nil || granted {
+		t.Fatalf("Granted(late) = %v (%v); want its GRAB netted", granted, err)
+	}
+
+	// The GRABs of the rest do not come: after keep, their copies go.
 	time.Sleep(1100 * time.Millisecond)
 	if _, err := s.SettleOwedCancels(ctx, time.Second); err != nil || owed(t, s) != 0 {
 		t.Fatalf("a copy older than keep is still owed (%v)", err)

@@ -64,7 +64,7 @@ func (s *Store) PendingChanges(ctx context.Context) ([]PendingChange, error) {
 		Op      string    `db:"op"`
 		At      time.Time `db:"pending_at"`
 	}
-	err := s.db.SelectContext(ctx, &rows, `SELECT promo_id, promo_type, JSON_VALUE(pending, '$.op') AS op, pending_at
+	err := s.db.SelectContext(ctx, &rows, `SELECT promo_id, promo_type, JSON_UNQUOTE(JSON_EXTRACT(pending, '$.op')) AS op, pending_at
  FROM promotion WHERE pending_at IS NOT NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending changes: %w", err)

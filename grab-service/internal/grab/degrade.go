@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -99,9 +100,16 @@ func (p *DegradePublisher) Publish(ctx context.Context, events ...flow.Event) er
 	return nil
 }
 
+// fallbackTimeout bounds the MySQL writes that follow a Kafka refusal. They get a
+// budget of their own: a Kafka attempt that timed out has used up the caller's, and
+// the copy written here may be the only one left of the debt.
+const fallbackTimeout = 2 * time.Second
+
 // recordCancels writes the items of CANCELs Kafka refused (kafkaErr) whose GRAB is
 // in MySQL; it returns nil only when every item is recorded.
 func (p *DegradePublisher) recordCancels(ctx context.Context, events []flow.Event, kafkaErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fallbackTimeout)
+	defer cancel()
 	toLog, behind, err := p.split(ctx, events)
 	if err != nil {
 		return errors.Join(kafkaErr, err)
@@ -119,6 +127,8 @@ func (p *DegradePublisher) recordCancels(ctx context.Context, events []flow.Even
 // take (cause) in the record's owed list. The error it returns still says they are
 // not committed, so the debt stays in the ledger too and the reconciler retries it.
 func (p *DegradePublisher) owe(ctx context.Context, cancels []flow.Event, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fallbackTimeout)
+	defer cancel()
 	if err := p.log.OweCancels(ctx, cancels); err != nil {
 		return fmt.Errorf("%d CANCEL events wait for their GRAB, not in MySQL yet, and no copy was kept: %w", len(cancels), errors.Join(cause, err))
 	}

@@ -48,7 +48,7 @@ holds, refusing unless --force.
 	fs.DurationVar(&o.CatchUp, "catchup-timeout", o.CatchUp, "how long to wait for the flow sink to store what Kafka holds")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "wait after fencing, so grab-service sees the fence and grabs in flight finish")
 	fs.DurationVar(&o.FenceTTL, "fence-ttl", o.FenceTTL, "how long a fence outlives a killed rebuild")
-	fs.DurationVar(&o.AdminGrace, "admin-grace", o.AdminGrace, "how long after it was recorded an admin change may still be promoted by its promo-admin request (its RepairGrace plus clock skew); younger changes of the shards are waited for")
+	fs.DurationVar(&o.AdminGrace, "admin-grace", o.AdminGrace, "how long after it was recorded an admin change may still be promoted by its promo-admin request: promo-admin's --repair-grace (15s) plus clock skew; raise it with that flag. Younger changes of the shards are waited for")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "most Redis commands per pipeline")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	_ = fs.Parse(args)

@@ -63,7 +63,7 @@ func Sink(args []string) int {
 	g.HTTP(svc.Server(f.Listen, mux, log))
 	g.Loop(sink.Run)
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
-	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db, 10*time.Second, flow.RequestIndexTTL) })
+	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db, 10*time.Second, store.OwedKeep) })
 	if err := g.Run(); err != nil {
 		return fail(log, "flow sink stopped", err)
 	}

@@ -8,6 +8,12 @@
 //     promotions instead of selling from a shard being rewritten.
 //  2. Wait Settle: grab-service sees a fence within its poll interval, and grabs that
 //     passed the fence before it was raised finish within their answer timeout.
+//     Then wait until no admin change of the shards' promotions can still be
+//     promoted by the promo-admin request that made it (AdminGrace after it was
+//     recorded): a patch whose script reached the hash just before the fence,
+//     promoted in MySQL after the record was read, would be overwritten by the older
+//     row. A change older than that is the repairer's, which resolves it against the
+//     rebuilt hash. Under the fence no new change lands.
 //  3. Wait until no take of the shards' promotions is open (their pending sets are
 //     empty): grab-service's reconciler settles takes left pending and pays the
 //     CANCELs owed by aborts and cancels, which live only in Redis until then. A lost
@@ -17,12 +23,7 @@
 //     that cannot be confirmed the run refuses, unless forced. Then write into the
 //     flow log the owed CANCELs whose GRAB is there now (store.SettleOwedCancels):
 //     a debt a lost shard took along is not restored as a grant.
-//  5. Wait until no admin change of the shards' promotions can still be promoted by
-//     the promo-admin request that made it (AdminGrace after it was recorded): a
-//     patch whose script reached the hash just before the fence, promoted in MySQL
-//     after the record was read, would be overwritten by the older row. A change
-//     older than that is the repairer's, which resolves it against the rebuilt hash.
-//  6. Per shard: drop its built marker, restore each promotion (staged, then swapped
+//  5. Per shard: drop its built marker, restore each promotion (staged, then swapped
 //     in atomically), write the built marker, lift the fence.
 package rebuild
 
@@ -39,7 +40,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
@@ -126,6 +126,10 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 		return sum, ctx.Err()
 	case <-time.After(o.Settle):
 	}
+	// Before the first read: a create promoted meanwhile must have its takes drained.
+	if err := awaitAdminChanges(ctx, d, o.Promo, clients, o.AdminGrace); err != nil {
+		return sum, err
+	}
 
 	live, err := d.Record.LivePromotions(ctx)
 	if err != nil {
@@ -151,10 +155,7 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 		d.Log.Warn("rebuilding without the flow sink's catch-up confirmed (--force)", "err", err.Error())
 	}
 
-	if sum.OwedSettled, err = d.Record.SettleOwedCancels(ctx, flow.RequestIndexTTL); err != nil {
-		return sum, err
-	}
-	if err := awaitAdminChanges(ctx, d, o.Promo, clients, o.AdminGrace); err != nil {
+	if sum.OwedSettled, err = d.Record.SettleOwedCancels(ctx, store.OwedKeep); err != nil {
 		return sum, err
 	}
 

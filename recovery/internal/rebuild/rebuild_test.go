@@ -399,16 +399,26 @@ func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
 		StartMs: s.StartAt.UnixMilli(), EndMs: s.EndAt.UnixMilli(), State: "ACTIVE"}); err != nil || r.Code != lua.AdminOK {
 		t.Fatalf("patch: %+v %v", r, err)
 	}
+	// Step 3 lands once the rebuild says it waits for it: a rebuild that read the
+	// record without waiting never says so, and restores the older row.
+	waiting, ran := make(chan struct{}), make(chan struct{})
 	promoted := make(chan error, 1)
 	go func() {
-		time.Sleep(time.Second) // well after the rebuild's settle below
-		_, err := db.Promote(ctx, sid, 2, time.Now())
-		promoted <- err
+		select {
+		case <-waiting:
+			_, err := db.Promote(ctx, sid, 2, time.Now())
+			promoted <- err
+		case <-ran:
+			promoted <- nil
+		}
 	}()
-
+	deps := w.deps
+	deps.Log = slog.New(&onMessage{msg: "waiting for an admin change in flight to be promoted or discarded", seen: waiting})
 	o := options(lostShard)
 	o.AdminGrace = 20 * time.Second
-	if _, err := rebuild.Run(ctx, w.deps, o); err != nil {
+	_, err = rebuild.Run(ctx, deps, o)
+	close(ran)
+	if err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
 	if err := <-promoted; err != nil {
@@ -417,4 +427,21 @@ func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
 	if h := rt.Take(t, shards[lostShard], key); h.Total != 20 || h.Ver != 2 || h.Remaining != 20 {
 		t.Fatalf("rebuilt: total %d, ver %d, remaining %d; want the promoted patch: 20, 2, 20", h.Total, h.Ver, h.Remaining)
 	}
+}
+
+// onMessage is a log handler that closes seen at the first record with msg.
+type onMessage struct {
+	msg  string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *onMessage) WithGroup(string) slog.Handler            { return h }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
 }
