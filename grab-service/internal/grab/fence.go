@@ -19,6 +19,7 @@ import (
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -93,18 +94,9 @@ func (f *Fence) Fenced(shard int) bool {
 	return f != nil && shard >= 0 && shard < ring.Shards && f.fenced[shard].Load()
 }
 
-// Run polls every interval until ctx ends.
+// Run polls at once and then every interval until ctx ends.
 func (f *Fence) Run(ctx context.Context, every time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		f.Poll(ctx, every*4)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return svc.Every(ctx, every, func(ctx context.Context) { f.Poll(ctx, every*4) })
 }
 
 // Poll reads every shard's markers once, all shards at once, each within timeout.

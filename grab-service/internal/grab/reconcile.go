@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -29,20 +30,13 @@ type ReconcileStats struct {
 	recordDown                    error // the record failed a back-query this pass
 }
 
-// RunReconciler runs a pass every interval until ctx ends.
+// RunReconciler runs a pass at once and then every interval until ctx ends.
 func (s *Service) RunReconciler(ctx context.Context, every time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if _, err := s.Reconcile(ctx); err != nil {
-				s.logErr("reconcile pass incomplete", err)
-			}
+	return svc.Every(ctx, every, func(ctx context.Context) {
+		if _, err := s.Reconcile(ctx); err != nil {
+			s.logErr("reconcile pass incomplete", err)
 		}
-	}
+	})
 }
 
 type owed struct {

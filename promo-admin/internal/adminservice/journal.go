@@ -31,6 +31,7 @@ import (
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -246,18 +247,11 @@ func (a *Admin) Repair(ctx context.Context) error {
 
 // RunRepairer runs Repair at once and then every RepairEvery until ctx is done.
 func (a *Admin) RunRepairer(ctx context.Context) error {
-	t := time.NewTicker(a.cfg.RepairEvery)
-	defer t.Stop()
-	for {
+	return svc.Every(ctx, a.cfg.RepairEvery, func(ctx context.Context) {
 		if err := a.Repair(ctx); err != nil && ctx.Err() == nil {
 			a.log.WarnContext(ctx, "repair left changes pending", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // writeHash is step 2: the admin script of ch.Op at ch.Version, on shard's client c.

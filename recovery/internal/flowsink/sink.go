@@ -21,6 +21,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
 )
 
@@ -279,19 +280,13 @@ type OwedLog interface {
 	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
 }
 
-// RunOwed writes into the flow log, every interval until ctx ends, the owed CANCELs
-// whose GRAB the sink has stored since (the rebuild does it too): the record then
-// agrees with Redis, which gave the take back, without waiting for Kafka, and holds
-// the debt even if the shard holding it in Redis is lost. Copies older than keep go.
+// RunOwed writes into the flow log, at once and then every interval until ctx ends,
+// the owed CANCELs whose GRAB the sink has stored since (the rebuild does it too):
+// the record then agrees with Redis, which gave the take back, without waiting for
+// Kafka, and holds the debt even if the shard holding it in Redis is lost. Copies
+// older than keep go.
 func (s *Sink) RunOwed(ctx context.Context, owed OwedLog, every, keep time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	return svc.Every(ctx, every, func(ctx context.Context) {
 		octx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 		n, err := owed.SettleOwedCancels(octx, keep)
 		cancel()
@@ -302,14 +297,12 @@ func (s *Sink) RunOwed(ctx context.Context, owed OwedLog, every, keep time.Durat
 			s.m.RowsWritten.Add(float64(n))
 			s.log.Info("owed CANCELs written into the flow log", "rows", n)
 		}
-	}
+	})
 }
 
-// RunLag refreshes the lag gauge every interval until ctx ends.
+// RunLag refreshes the lag gauge at once and then every interval until ctx ends.
 func (s *Sink) RunLag(ctx context.Context, meter *flowlag.Meter, every time.Duration) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	return svc.Every(ctx, every, func(ctx context.Context) {
 		mctx, cancel := context.WithTimeout(ctx, every)
 		ps, err := meter.Partitions(mctx)
 		cancel()
@@ -318,10 +311,5 @@ func (s *Sink) RunLag(ctx context.Context, meter *flowlag.Meter, every time.Dura
 		} else if ctx.Err() == nil {
 			s.log.Warn("consumer lag not measured", "err", err.Error())
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
 }
