@@ -51,7 +51,6 @@ func (s *Store) PromotionKeys(ctx context.Context) ([]string, error) {
 // PendingChange is an admin change recorded but not yet promoted or discarded.
 type PendingChange struct {
 	ID ID
-	Op Op
 	At time.Time // pending_at, by promo-admin's clock
 }
 
@@ -61,17 +60,15 @@ func (s *Store) PendingChanges(ctx context.Context) ([]PendingChange, error) {
 	var rows []struct {
 		PromoID string    `db:"promo_id"`
 		Type    int       `db:"promo_type"`
-		Op      string    `db:"op"`
 		At      time.Time `db:"pending_at"`
 	}
-	err := s.db.SelectContext(ctx, &rows, `SELECT promo_id, promo_type, JSON_UNQUOTE(JSON_EXTRACT(pending, '$.op')) AS op, pending_at
- FROM promotion WHERE pending_at IS NOT NULL`)
+	err := s.db.SelectContext(ctx, &rows, `SELECT promo_id, promo_type, pending_at FROM promotion WHERE pending_at IS NOT NULL`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending changes: %w", err)
 	}
 	out := make([]PendingChange, len(rows))
 	for i, r := range rows {
-		out[i] = PendingChange{ID: ID{r.PromoID, r.Type}, Op: Op(r.Op), At: r.At}
+		out[i] = PendingChange{ID: ID{r.PromoID, r.Type}, At: r.At}
 	}
 	return out, nil
 }

@@ -312,7 +312,7 @@ func awaitAdminChanges(ctx context.Context, d Deps, only *store.ID, clients map[
 		}
 		if !logged {
 			d.Log.Info("waiting for an admin change in flight to be promoted or discarded", "promotion", youngest.ID.String(),
-				"op", string(youngest.Op), "pendingSince", youngest.At, "grace", grace.String())
+				"pendingSince", youngest.At, "grace", grace.String())
 			logged = true
 		}
 		select {
