@@ -247,9 +247,7 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 func TestSinkSettlesOwedCancels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
-	db := rt.OpenStore(t)
+	brokers, db := rt.Kafka(t).ListenAddrs(), rt.OpenStore(t)
 	rt.RunSink(t, brokers, "sink-owed", db)
 	suffix := testenv.Suffix()
 	rid, promoID := "owed-"+suffix, "owed-promo-"+suffix
