@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,54 @@ func TestChartIsWellFormedSVG(t *testing.T) {
 	}
 	if !strings.Contains(sampleResults().html(svg), "<svg") {
 		t.Fatal("the HTML report does not embed the chart")
+	}
+}
+
+func TestCPUSinceCountsThisProcessAsTheLoadGenerator(t *testing.T) {
+	before := sampleCPU()
+	if _, ok := before[os.Getpid()]; !ok {
+		t.Fatalf("this process (pid %d) is not in the sample", os.Getpid())
+	}
+	// Burn 30 ticks (300 ms) of CPU, however long a busy machine takes to give them.
+	_, start, _ := procTicks(os.Getpid())
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		for i := 0; i < 1e5; i++ {
+			sink += i
+		}
+		if _, now, _ := procTicks(os.Getpid()); now-start >= 30 {
+			break
+		}
+	}
+	use := cpuSince(before)
+	if use[roleLoad] < 300*time.Millisecond {
+		t.Fatalf("load generator CPU %s after a 300 ms busy loop; by role: %v", use[roleLoad], use)
+	}
+	if use.total() < use[roleLoad] {
+		t.Fatalf("total %s below one of its parts %s", use.total(), use[roleLoad])
+	}
+}
+
+var sink int
+
+func TestCPUTableGivesTheRatioOfCPUPerAnswer(t *testing.T) {
+	ours := measured{Summary: loadgen.Summary{Calls: 100, ByResult: map[string]int{"GRANTED": 50, "SOLD_OUT": 50}},
+		CPU: cpuUse{roleGrab: 30 * time.Millisecond, roleLoad: 10 * time.Millisecond}}
+	base := measured{Summary: loadgen.Summary{Calls: 200, ByResult: map[string]int{"GRANTED": 200}},
+		CPU: cpuUse{roleRedis: 20 * time.Millisecond}}
+	res := &results{}
+	res.addCPU(1, ours, base, "ours", "base", "GRANTED")
+	// ours: 40 ms over 50 grants = 800 µs; base: 20 ms over 200 = 100 µs.
+	if got := res.CPU[0].ratio(); math.Abs(got-0.125) > 1e-9 {
+		t.Fatalf("ratio %v, want 0.125", got)
+	}
+	md := res.cpuTable().markdown()
+	for _, want := range []string{"| grab-service | 600 | 0 |", "| redis-server (all) | 0 | 100 |", "| all processes | 800 | 100 |", "| 0.12 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table lacks %q:\n%s", want, md)
+		}
+	}
+	res.addCPU(2, measured{Summary: loadgen.Summary{ByResult: map[string]int{}}}, base, "none", "base")
+	if len(res.CPU) != 1 {
+		t.Fatalf("a side without answers was recorded: %d comparisons", len(res.CPU))
 	}
 }

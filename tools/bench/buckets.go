@@ -59,7 +59,7 @@ func (b *bench) buckets(ctx context.Context) error {
 		}
 		b.settle(20 * time.Second)
 		s := measure(ctx, bucketRun(g, key, k, b.id+"-h", 0, nil), fmt.Sprintf("%d buckets", k), b.conc, b.dur)
-		report(s)
+		report(s.Summary)
 		busiest, err := busiestShard(ctx, b.shards, bucketRun(g, key, k, b.id+"-c", 0, nil), b.conc)
 		if err != nil {
 			return err
@@ -67,7 +67,7 @@ func (b *bench) buckets(ctx context.Context) error {
 		if err := bucket.Delete(ctx, shards, ring.Default, key, k); err != nil {
 			return err
 		}
-		row := bucketRow{K: k, F: figuresOf(s), Busiest: busiest}
+		row := bucketRow{K: k, F: figuresOf(s.Summary), Busiest: busiest}
 		if err := b.bucketSellOut(ctx, shards, k, &row); err != nil {
 			return err
 		}

@@ -105,7 +105,7 @@ const (
 // connections) run for at least a second and estimate the rate; the measured run's
 // count is sized from it, and run once more, resized, if it ended in under half of
 // dur (the estimate was off). Every run is cut at 3*dur+10s; answers never sent are dropped.
-func measure(ctx context.Context, r runner, label string, conc int, dur time.Duration) loadgen.Summary {
+func measure(ctx context.Context, r runner, label string, conc int, dur time.Duration) measured {
 	rate := 0.0
 	for round, warmed := 0, time.Duration(0); round < 5 && warmed < time.Second; round++ {
 		warmCtx, cancel := context.WithTimeout(ctx, dur+5*time.Second)
@@ -114,19 +114,21 @@ func measure(ctx context.Context, r runner, label string, conc int, dur time.Dur
 		warmed += elapsed
 		rate = float64(len(sent(answers))) / max(elapsed.Seconds(), 1e-3)
 	}
-	var s loadgen.Summary
+	var m measured
 	for round := 0; round < 2; round++ {
 		calls := min(max(int(rate*dur.Seconds()), minCalls, conc*4), maxCalls)
 		runCtx, cancel := context.WithTimeout(ctx, 3*dur+10*time.Second)
+		cpu := sampleCPU()
 		answers, elapsed := r(runCtx, label, conc, calls)
+		m.CPU = cpuSince(cpu)
 		cancel()
-		s = loadgen.Summarize(sent(answers), elapsed)
+		m.Summary = loadgen.Summarize(sent(answers), elapsed)
 		if elapsed >= dur/2 || calls == maxCalls {
 			break
 		}
-		rate = s.Throughput()
+		rate = m.Throughput()
 	}
-	return s
+	return m
 }
 
 // rounds is how many times each side of a comparison is measured, the two sides
@@ -137,29 +139,31 @@ const rounds = 3
 // turns measures each side rounds times, the sides taking turns, after the stack has
 // gone quiet before each run, and returns each side's median run by the rate of
 // results (all answers when none given), in the order of sides.
-func (b *bench) turns(ctx context.Context, results []string, sides ...func() loadgen.Summary) []loadgen.Summary {
-	runs := make([][]loadgen.Summary, len(sides))
+func (b *bench) turns(ctx context.Context, results []string, sides ...func() measured) []measured {
+	runs := make([][]measured, len(sides))
 	for round := 1; round <= rounds && ctx.Err() == nil; round++ {
 		fmt.Fprintf(os.Stderr, "   round %d/%d\n", round, rounds)
 		for i, side := range sides {
 			b.settle(20 * time.Second)
 			runs[i] = append(runs[i], side())
-			report(runs[i][len(runs[i])-1])
+			report(runs[i][len(runs[i])-1].Summary)
 		}
 	}
-	out := make([]loadgen.Summary, len(sides))
+	out := make([]measured, len(sides))
 	for i := range sides {
 		out[i] = medianRun(runs[i], results)
 	}
 	return out
 }
 
-func medianRun(runs []loadgen.Summary, results []string) loadgen.Summary {
+func medianRun(runs []measured, results []string) measured {
 	if len(runs) == 0 {
-		return loadgen.Summary{}
+		return measured{}
 	}
 	runs = slices.Clone(runs)
-	slices.SortFunc(runs, func(a, b loadgen.Summary) int { return cmp.Compare(perSecond(a, results...), perSecond(b, results...)) })
+	slices.SortFunc(runs, func(a, b measured) int {
+		return cmp.Compare(perSecond(a.Summary, results...), perSecond(b.Summary, results...))
+	})
 	return runs[len(runs)/2]
 }
 

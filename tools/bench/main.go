@@ -116,6 +116,8 @@ type bench struct {
 	shards   []*redis.Client
 	tally    *tally
 	res      *results
+	// hotMeasured is scenario 1's median run, scenario 3's "ours".
+	hotMeasured measured
 }
 
 func run(ctx context.Context, o options) error {

@@ -24,6 +24,7 @@ type results struct {
 	Latency           *latencyRow
 	Buckets           []bucketRow
 	Invariants        []invariantRow
+	CPU               []cpuComparison // scenarios 1 to 3 counted in CPU per answer
 }
 
 // ratioRow is one line of the main table: ours against a baseline of the same run.

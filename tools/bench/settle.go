@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -40,17 +38,8 @@ func stackTicks(pids map[string]int) int64 {
 		if pid <= 0 {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command name, which may hold spaces, start past the last ')'.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 12 {
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			k, _ := strconv.ParseInt(f[12], 10, 64)
-			sum += u + k
+		if _, t, ok := procTicks(pid); ok {
+			sum += t
 		}
 	}
 	return sum

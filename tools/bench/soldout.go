@@ -31,14 +31,15 @@ func (b *bench) soldOut(ctx context.Context) error {
 	}
 	defer stop()
 	m := b.turns(ctx, nil,
-		func() loadgen.Summary { return measure(ctx, r, "grab-service sold out", b.conc, b.dur) },
-		func() loadgen.Summary {
+		func() measured { return measure(ctx, r, "grab-service sold out", b.conc, b.dur) },
+		func() measured {
 			return measure(ctx, httpRun(base, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"x", id, n) }, nil),
 				"bare handler", b.conc, b.dur)
 		})
 	ours, bare := m[0], m[1]
-	b.res.add(ratioRow{N: 2, Scenario: "sold-out phase", Ours: perSecond(ours), OursUnit: "answers/s",
-		Base: perSecond(bare), BaseUnit: "answers/s of a bare Go handler", Target: 0.8,
-		Detail: resultMix(ours)})
+	b.res.add(ratioRow{N: 2, Scenario: "sold-out phase", Ours: perSecond(ours.Summary), OursUnit: "answers/s",
+		Base: perSecond(bare.Summary), BaseUnit: "answers/s of a bare Go handler", Target: 0.8,
+		Detail: resultMix(ours.Summary)})
+	b.res.addCPU(2, ours, bare, "2: grab-service sold out, per answer", "2: bare handler, per answer")
 	return nil
 }

@@ -38,11 +38,11 @@ func (b *bench) spread(ctx context.Context) error {
 		}
 		b.settle(5 * time.Second)
 		o := measure(ctx, one, fmt.Sprintf("c=%d 1 promotion", c), c, b.dur)
-		report(o)
+		report(o.Summary)
 		b.settle(5 * time.Second)
 		m := measure(ctx, many, fmt.Sprintf("c=%d 64 promotions", c), c, b.dur)
-		report(m)
-		b.res.Spread = append(b.res.Spread, spreadRow{Conc: c, One: figuresOf(o), Many: figuresOf(m)})
+		report(m.Summary)
+		b.res.Spread = append(b.res.Spread, spreadRow{Conc: c, One: figuresOf(o.Summary), Many: figuresOf(m.Summary)})
 	}
 	return nil
 }
