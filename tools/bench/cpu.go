@@ -162,6 +162,22 @@ func (r measured) cpuPer(results ...string) map[string]float64 {
 	return out
 }
 
+// reportCPU prints a run's CPU per answer by role under its progress bar: what
+// else was busy is the first question about a run that came out slow.
+func reportCPU(m measured, results ...string) {
+	per := m.cpuPer(results...)
+	if per == nil {
+		return
+	}
+	var parts []string
+	for _, role := range append(roles, cpuAll) {
+		if v := per[role]; v >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", role, v))
+		}
+	}
+	fmt.Fprintf(os.Stderr, "   µs of CPU per answer: %s\n", strings.Join(parts, ", "))
+}
+
 // cpuAll is the key of the sum over every role in cpuPer's map.
 const cpuAll = "all processes"
 

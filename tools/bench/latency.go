@@ -43,10 +43,13 @@ func (b *bench) latency(ctx context.Context) error {
 		runCtx, cancel := context.WithTimeout(ctx, 3*b.dur+10*time.Second)
 		k.Store(0)
 		start = time.Now()
+		cpu := sampleCPU()
 		answers, elapsed := paced(runCtx, fmt.Sprintf("paced %.0f/s, round %d/%d", rate, round, rounds), workers, calls)
+		m := measured{Summary: loadgen.Summarize(sent(answers), elapsed), CPU: cpuSince(cpu)}
 		cancel()
-		s := loadgen.Summarize(sent(answers), elapsed)
+		s := m.Summary
 		report(s)
+		reportCPU(m, "GRANTED")
 		runs = append(runs, figuresOf(s))
 	}
 	if len(runs) == 0 {

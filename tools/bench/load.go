@@ -146,7 +146,9 @@ func (b *bench) turns(ctx context.Context, results []string, sides ...func() mea
 		for i, side := range sides {
 			b.settle(20 * time.Second)
 			runs[i] = append(runs[i], side())
-			report(runs[i][len(runs[i])-1].Summary)
+			last := runs[i][len(runs[i])-1]
+			report(last.Summary)
+			reportCPU(last, results...)
 		}
 	}
 	out := make([]measured, len(sides))
