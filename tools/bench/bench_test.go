@@ -208,3 +208,13 @@ func TestCPUTableGivesTheRatioOfCPUPerAnswer(t *testing.T) {
 		t.Fatalf("a side without answers was recorded: %d comparisons", len(res.CPU))
 	}
 }
+
+func TestHTMLRendersBoldCellsAsStrong(t *testing.T) {
+	page := sampleResults().html("")
+	if strings.Contains(page, "**") || !strings.Contains(page, "<strong>no</strong>") {
+		t.Fatalf("the page should show the Markdown bold as <strong>:\n%s", page)
+	}
+	if htmlCell("**") != "**" || htmlCell("a<b") != "a&lt;b" {
+		t.Fatalf("htmlCell: %q %q", htmlCell("**"), htmlCell("a<b"))
+	}
+}

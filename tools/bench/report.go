@@ -45,12 +45,20 @@ func (t table) html() string {
 	for _, r := range t.rows {
 		b.WriteString("<tr>")
 		for _, c := range r {
-			b.WriteString("<td>" + html.EscapeString(c) + "</td>")
+			b.WriteString("<td>" + htmlCell(c) + "</td>")
 		}
 		b.WriteString("</tr>\n")
 	}
 	b.WriteString("</table>\n")
 	return b.String()
+}
+
+// htmlCell escapes a cell, rendering a cell that Markdown bolds (**no**) in bold.
+func htmlCell(c string) string {
+	if inner, ok := strings.CutPrefix(c, "**"); ok && strings.HasSuffix(inner, "**") && len(inner) > 2 {
+		return "<strong>" + html.EscapeString(strings.TrimSuffix(inner, "**")) + "</strong>"
+	}
+	return html.EscapeString(c)
 }
 
 // num formats a rate with thousands separators.
