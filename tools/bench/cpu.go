@@ -80,11 +80,14 @@ func procTicks(pid int) (string, int64, bool) {
 	return s[open+1 : shut], u + k, true
 }
 
-// cpuSample is the CPU time every process had used at one moment, by pid.
-type cpuSample map[int]struct {
+// procCPU is one process's role and the CPU time it had used, in clock ticks.
+type procCPU struct {
 	role  string
 	ticks int64
 }
+
+// cpuSample is the CPU time every process had used at one moment, by pid.
+type cpuSample map[int]procCPU
 
 func sampleCPU() cpuSample {
 	out := cpuSample{}
@@ -98,10 +101,7 @@ func sampleCPU() cpuSample {
 			continue
 		}
 		if comm, t, ok := procTicks(pid); ok {
-			out[pid] = struct {
-				role  string
-				ticks int64
-			}{roleOf(pid, comm), t}
+			out[pid] = procCPU{roleOf(pid, comm), t}
 		}
 	}
 	return out
