@@ -35,25 +35,18 @@ const (
 
 var roles = []string{roleLoad, roleBaseline, roleGrab, roleAdmin, roleSink, roleKafka, roleRedis, roleMySQL, roleOther}
 
-// roleOf names a process by its command name (at most 15 characters in /proc).
+// roleByComm names a process by its command name (at most 15 characters in /proc).
+var roleByComm = map[string]string{
+	"bench": roleBaseline, "grab-service": roleGrab, "promo-admin": roleAdmin, "recovery": roleSink,
+	"kafka-broker": roleKafka, "redis-server": roleRedis, "mariadbd": roleMySQL, "mysqld": roleMySQL,
+}
+
 func roleOf(pid int, comm string) string {
-	switch {
-	case pid == os.Getpid():
-		return roleLoad
-	case comm == "bench":
-		return roleBaseline
-	case comm == "grab-service":
-		return roleGrab
-	case comm == "promo-admin":
-		return roleAdmin
-	case comm == "recovery":
-		return roleSink
-	case comm == "kafka-broker":
-		return roleKafka
-	case comm == "redis-server":
-		return roleRedis
-	case comm == "mariadbd" || comm == "mysqld":
-		return roleMySQL
+	if pid == os.Getpid() {
+		return roleLoad // a bench process too, but the one generating the load
+	}
+	if r, ok := roleByComm[comm]; ok {
+		return r
 	}
 	return roleOther
 }
@@ -170,7 +163,7 @@ func reportCPU(m measured, results ...string) {
 		return
 	}
 	var parts []string
-	for _, role := range append(roles, cpuAll) {
+	for _, role := range rowsOfCPU {
 		if v := per[role]; v >= 0.5 {
 			parts = append(parts, fmt.Sprintf("%s %.0f", role, v))
 		}
@@ -180,6 +173,9 @@ func reportCPU(m measured, results ...string) {
 
 // cpuAll is the key of the sum over every role in cpuPer's map.
 const cpuAll = "all processes"
+
+// rowsOfCPU is every role, then the sum: the rows of cpuPer's map in report order.
+var rowsOfCPU = append(slices.Clone(roles), cpuAll)
 
 // cpuColumn is one side of one comparison in the CPU table.
 type cpuColumn struct {
@@ -216,9 +212,9 @@ func (res *results) cpuTable() table {
 	for _, c := range cols {
 		t.head = append(t.head, c.Title)
 	}
-	for _, role := range roles {
+	for _, role := range rowsOfCPU {
 		row := []string{role}
-		used := false
+		used := role == cpuAll // the sum always shows; a role only where it spent something
 		for _, c := range cols {
 			v := c.Per[role]
 			used = used || v >= 0.5
@@ -228,13 +224,11 @@ func (res *results) cpuTable() table {
 			t.rows = append(t.rows, row)
 		}
 	}
-	all := []string{cpuAll}
 	ratio := []string{"baseline ÷ ours (the main table's ratio, in CPU)"}
 	for _, c := range res.CPU {
-		all = append(all, fmt.Sprintf("%.0f", c.Ours.Per[cpuAll]), fmt.Sprintf("%.0f", c.Base.Per[cpuAll]))
 		ratio = append(ratio, ratioText(c.ratio()), "")
 	}
-	t.rows = append(t.rows, all, ratio)
+	t.rows = append(t.rows, ratio)
 	return t
 }
 

@@ -47,10 +47,9 @@ func (b *bench) latency(ctx context.Context) error {
 		answers, elapsed := paced(runCtx, fmt.Sprintf("paced %.0f/s, round %d/%d", rate, round, rounds), workers, calls)
 		m := measured{Summary: loadgen.Summarize(sent(answers), elapsed), CPU: cpuSince(cpu)}
 		cancel()
-		s := m.Summary
-		report(s)
+		report(m.Summary)
 		reportCPU(m, "GRANTED")
-		runs = append(runs, figuresOf(s))
+		runs = append(runs, figuresOf(m.Summary))
 	}
 	if len(runs) == 0 {
 		return ctx.Err()
