@@ -89,9 +89,11 @@ func shardOf(id string) int { return ring.Default.Shard(promo.Key(id, 1)) }
 
 // grabCall is one single-item grab of promotion id by buyer n: a new requestId every
 // call, pins and ips drawn from large pools (the promotions have no limits).
+// grabCall is the n-th grab of a run: a requestId never sent before, so it says
+// it is the first attempt, as the checkout service says of a buyer's first press.
 func grabCall(token, run, id string, n int64) loadgen.Call {
 	body := grabBody(run, id, n)
-	return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: token, Body: body}
+	return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: token, Body: body, Attempt: 1}
 }
 
 // grabBody is built by hand: the load generator shares the cores with the service,

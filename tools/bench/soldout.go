@@ -30,16 +30,25 @@ func (b *bench) soldOut(ctx context.Context) error {
 		return err
 	}
 	defer stop()
+	// Retries (no attempt header) are the third side: each is looked up in the
+	// request index before the cached SOLD_OUT may answer it.
+	retry := httpRun(b.st.Grab, func(n int64) loadgen.Call {
+		c := grabCall(b.token, b.id+"t", id, n)
+		c.Attempt = 0
+		return c
+	}, func(n int64, a loadgen.Answer) { b.tally.seen(id, n, a) })
 	m := b.turns(ctx, nil,
 		func() measured { return measure(ctx, r, "grab-service sold out", b.conc, b.dur) },
 		func() measured {
 			return measure(ctx, httpRun(base, func(n int64) loadgen.Call { return grabCall(b.token, b.id+"x", id, n) }, nil),
 				"bare handler", b.conc, b.dur)
-		})
-	ours, bare := m[0], m[1]
-	b.res.add(ratioRow{N: 2, Scenario: "sold-out phase", Ours: perSecond(ours.Summary), OursUnit: "answers/s",
+		},
+		func() measured { return measure(ctx, retry, "grab-service sold out, retries", b.conc, b.dur) })
+	ours, bare, retries := m[0], m[1], m[2]
+	b.res.add(ratioRow{N: 2, Scenario: "sold-out phase (first attempts)", Ours: perSecond(ours.Summary), OursUnit: "answers/s",
 		Base: perSecond(bare.Summary), BaseUnit: "answers/s of a bare Go handler", Target: 0.8,
-		Detail: resultMix(ours.Summary)})
+		Detail: fmt.Sprintf("%s; retries (no X-Grab-Attempt: 1, so each looked up in the request index) %.0f answers/s, %.2f of the bare handler",
+			resultMix(ours.Summary), perSecond(retries.Summary), perSecond(retries.Summary)/perSecond(bare.Summary))})
 	b.res.addCPU(2, ours, bare, "2: grab-service sold out, per answer", "2: bare handler, per answer")
 	return nil
 }

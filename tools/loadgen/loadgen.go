@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ type Call struct {
 	Method, Path string
 	Body         any
 	Token        string
+	// Attempt, when above 0, is sent as X-Grab-Attempt: the caller's attempt number
+	// for the grab's requestId (1 for its first send).
+	Attempt int
 }
 
 // Answer is what came back for one call.
@@ -120,6 +124,9 @@ func Do(ctx context.Context, client *http.Client, base string, c Call) Answer {
 	}
 	if c.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Attempt > 0 {
+		req.Header["X-Grab-Attempt"] = []string{strconv.Itoa(c.Attempt)}
 	}
 	start := time.Now()
 	resp, err := client.Do(req)

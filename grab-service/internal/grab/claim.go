@@ -60,14 +60,16 @@ func (s *Service) checkClaim(req Request, c claim) (Result, bool) {
 // the promotion's shard. A requestId that holds a claim may hold a grant (a retry
 // after an answer was lost to a crash), and its first answer lives in the ledger, so
 // it goes the full way instead; that read is on the index shard of the requestId,
-// spread over every shard, never the hot promotion's.
+// spread over every shard, never the hot promotion's. A first attempt holds no
+// claim by the caller's word, so it is answered with no read at all: after a sell-out
+// that is most of the traffic, and the index shards' share of it.
 func (s *Service) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
 	for i, it := range req.Items {
 		o, ok := s.refusals.Get(promo.Key(it.PromoID, it.Type), now)
 		if !ok {
 			continue
 		}
-		if s.claimed(ctx, req.RequestID) {
+		if !req.FirstAttempt && s.claimed(ctx, req.RequestID) {
 			return Result{}, false
 		}
 		s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()

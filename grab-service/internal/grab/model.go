@@ -23,6 +23,12 @@ type Request struct {
 	Pin       string `json:"pin"`
 	IP        string `json:"ip"`
 	Items     []Item `json:"items"`
+	// FirstAttempt is the caller's word that it has never sent this requestId
+	// before (the X-Grab-Attempt header at 1), so the requestId holds nothing: a
+	// refusal the local cache knows is answered without looking it up in the
+	// request index. A caller that says so of a retry may be refused for a grant it
+	// holds; it is not part of the body, so not of the replay's identity.
+	FirstAttempt bool `json:"-"`
 }
 
 // bodyHash fingerprints the request so a replay with another body is told apart.

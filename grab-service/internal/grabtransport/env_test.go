@@ -219,6 +219,11 @@ type answer struct {
 }
 
 func (e *env) do(method, path, token string, body any) answer {
+	return e.send(method, path, token, nil, body)
+}
+
+// send is do with extra request headers.
+func (e *env) send(method, path, token string, header http.Header, body any) answer {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -231,6 +236,9 @@ func (e *env) do(method, path, token string, body any) answer {
 		rd = bytes.NewReader(j)
 	}
 	req, _ := http.NewRequest(method, e.srv.URL+path, rd)
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -253,10 +261,19 @@ func (e *env) rid(id string) string { return id + "-" + e.suffix }
 
 // grab sends body with its requestId made unique to this run (see rid).
 func (e *env) grab(body map[string]any) answer {
+	return e.grabAttempt(body, "")
+}
+
+// grabAttempt is grab with the attempt header (none when attempt is "").
+func (e *env) grabAttempt(body map[string]any, attempt string) answer {
 	if id, ok := body["requestId"].(string); ok && !strings.HasSuffix(id, "-"+e.suffix) {
 		body["requestId"] = e.rid(id)
 	}
-	return e.do("POST", "/v1/grab", checkoutToken, body)
+	var h http.Header
+	if attempt != "" {
+		h = http.Header{AttemptHeader: {attempt}}
+	}
+	return e.send("POST", "/v1/grab", checkoutToken, h, body)
 }
 
 func (e *env) cancel(rid, pin string) answer {

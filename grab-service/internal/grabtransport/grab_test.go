@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/internal/flow"
@@ -451,4 +453,89 @@ func TestReplayOfAGrantIsNotAnsweredFromTheSoldOutCache(t *testing.T) {
 	if r := e.grab(grabBody("rc-3", "carol", "10.11.0.3", id, 1)); r.res.Result != grab.SoldOut || !strings.Contains(r.res.Message, "cache") {
 		t.Fatalf("a new request: want SOLD_OUT from the cache, have %s", r.raw)
 	}
+}
+
+// A first attempt (X-Grab-Attempt: 1) is answered from the local SOLD_OUT cache
+// with no Redis call at all; without the header, or on a retry (2 and up), the
+// requestId is looked up first, so a retry of a grant still gets its first answer.
+// A caller that marks a retry of its grant as a first attempt is refused, and the
+// refusal changes nothing: the grant stands and a true retry gets it.
+func TestFirstAttemptIsAnsweredWithoutTheIndex(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, longCaches, func(_ *grab.Config, d *grab.Deps) { d.Metrics = grab.NewMetrics(reg) })
+	id := e.promotion("first-attempt", spec{total: 1})
+	first := grabBody("fa-1", "alice", "10.13.0.1", id, 1)
+	if r := e.grabAttempt(first, "1"); r.status != http.StatusOK || r.res.Result != grab.Granted {
+		t.Fatalf("first grab: %d %s", r.status, r.raw)
+	}
+	if r := e.grabAttempt(grabBody("fa-2", "bob", "10.13.0.2", id, 1), "1"); r.res.Result != grab.SoldOut {
+		t.Fatalf("second grab: want SOLD_OUT from Redis, have %s", r.raw)
+	}
+
+	before := redisCalls(t, reg)
+	if r := e.grabAttempt(grabBody("fa-3", "carol", "10.13.0.3", id, 1), "1"); r.status != http.StatusConflict ||
+		r.res.Result != grab.SoldOut || !strings.Contains(r.res.Message, "cache") {
+		t.Fatalf("a first attempt: want 409 SOLD_OUT from the cache, have %d %s", r.status, r.raw)
+	}
+	if have := redisCalls(t, reg); have != before {
+		t.Fatalf("a first attempt answered from the cache made %v Redis calls, want none", have-before)
+	}
+	for _, attempt := range []string{"", "2"} {
+		if r := e.grabAttempt(grabBody("fa-4"+attempt, "dave", "10.13.0.4", id, 1), attempt); r.res.Result != grab.SoldOut {
+			t.Fatalf("attempt %q: want SOLD_OUT, have %s", attempt, r.raw)
+		}
+	}
+	if have := redisCalls(t, reg); have != before+2 {
+		t.Fatalf("two grabs not known to be first made %v Redis calls, want 2 (the index lookups)", have-before)
+	}
+
+	if r := e.grabAttempt(first, "2"); r.status != http.StatusOK || r.res.Result != grab.Granted {
+		t.Fatalf("a retry of the grant while sold out: want its first answer GRANTED, have %d %s", r.status, r.raw)
+	}
+	if r := e.grabAttempt(first, "1"); r.res.Result != grab.SoldOut {
+		t.Fatalf("a retry marked first: want the cached SOLD_OUT, have %s", r.raw)
+	}
+	if h := e.hash(id); h.Remaining != 0 || e.held(id, "pin", "alice") != 1 {
+		t.Fatalf("the refused retry changed the grant: remaining %d, alice holds %d", h.Remaining, e.held(id, "pin", "alice"))
+	}
+	if r := e.grab(first); r.res.Result != grab.Granted {
+		t.Fatalf("the grant after a retry marked first: want GRANTED, have %s", r.raw)
+	}
+}
+
+// The attempt header, when sent, is a positive integer; anything else is a 400 that
+// names it and takes nothing.
+func TestAttemptHeaderIsValidated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.promotion("attempt-header", spec{total: 5})
+	for i, v := range []string{"0", "-1", "one", "1.0", "1000001", "99999999999999999999"} {
+		r := e.grabAttempt(grabBody(fmt.Sprintf("ah-%d", i), "a", "10.14.0.1", id, 1), v)
+		if r.status != http.StatusBadRequest || r.err.Code != "INVALID_REQUEST" || r.err.Field != AttemptHeader {
+			t.Errorf("attempt %q: want 400 INVALID_REQUEST on %s, have %d %s", v, AttemptHeader, r.status, r.raw)
+		}
+	}
+	if h := e.hash(id); h.Remaining != 5 {
+		t.Fatalf("refused headers took stock: remaining %d", h.Remaining)
+	}
+	if r := e.grabAttempt(grabBody("ah-ok", "a", "10.14.0.1", id, 1), "3"); r.res.Result != grab.Granted {
+		t.Fatalf("attempt 3: want GRANTED, have %d %s", r.status, r.raw)
+	}
+}
+
+// redisCalls is how many script and index calls the service has sent to Redis.
+func redisCalls(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "flashsale_grab_redis_pipeline_calls" {
+			return mf.GetMetric()[0].GetHistogram().GetSampleSum()
+		}
+	}
+	t.Fatal("no flashsale_grab_redis_pipeline_calls metric")
+	return 0
 }

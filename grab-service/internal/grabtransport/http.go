@@ -47,13 +47,40 @@ type wireGrab struct {
 	Items []json.RawMessage `json:"items"`
 }
 
+// AttemptHeader carries the checkout service's attempt number for the grab's
+// requestId: 1 for the first send, 2 and up for retries. It is optional; 1 lets a
+// refusal known locally (SOLD_OUT, say) be answered without looking the requestId
+// up (grab.Request.FirstAttempt).
+const AttemptHeader = "X-Grab-Attempt"
+
 func decodeGrab(_ context.Context, r *http.Request) (any, error) {
+	first, err := firstAttempt(r.Header.Get(AttemptHeader))
+	if err != nil {
+		return nil, err
+	}
 	body, err := httpx.ReadBody(nil, r)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeGrabBody(body)
+	req, err := DecodeGrabBody(body)
+	req.FirstAttempt = first
+	return req, err
 }
+
+// firstAttempt reads the attempt header: absent is "not known to be the first".
+func firstAttempt(v string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxAttempt {
+		return false, httpx.Invalid(AttemptHeader, "must be the attempt number of this requestId: 1 for the first send, 2 and up for retries")
+	}
+	return n == 1, nil
+}
+
+// maxAttempt bounds the attempt header to a sane number.
+const maxAttempt = 1_000_000
 
 // DecodeGrabBody parses and validates a grab body (the fuzz target's entry point).
 // A plain body (the checkout service's, every time) takes the one-pass scanner
