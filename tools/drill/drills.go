@@ -730,10 +730,10 @@ func (l *load) probe(rd *round, s sale) reply {
 	l.reqs = append(l.reqs, req)
 	l.mu.Unlock()
 	body := grabBody(req)
-	r := l.send("/v1/grab", body)
+	r := l.send("/v1/grab", body, 1)
 	final := r.result
 	if !grabDefinite(r) && !nothingTaken(r) {
-		final, _ = l.call("/v1/grab", body, grabDefinite)
+		final, _ = l.callFrom("/v1/grab", body, grabDefinite, 2)
 	}
 	l.mu.Lock()
 	req.Grab, req.Done = final, time.Now()

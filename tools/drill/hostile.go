@@ -211,6 +211,10 @@ func hostileCases(run, checkout, viewer, admin string, canary sale, g1, g2 *chec
 	}
 	cs = append(cs, hostileCase{name: "header block too large", service: "grab", method: "POST", path: "/v1/grab", token: checkout, body: valid,
 		header: map[string]string{"X-Padding": strings.Repeat("h", 40<<10)}, want: 431, plain: true})
+	for _, v := range []string{"0", "-1", "first", "1e3", "99999999999999999999"} {
+		cs = append(cs, hostileCase{name: "attempt header " + q(v), service: "grab", method: "POST", path: "/v1/grab", token: checkout, body: valid,
+			header: map[string]string{"X-Grab-Attempt": v}, want: 400})
+	}
 
 	// promo-admin: the merchandiser API refuses bad specs before any write.
 	adminCase := func(name, method, path, token string, body string, want int) {

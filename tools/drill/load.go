@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,22 +202,31 @@ func cancelDefinite(r reply) bool { return r.status != 0 && r.status < 500 }
 
 // call sends body to path until definite(reply) or the budget is spent, backing
 // off with jitter between attempts, and returns the final result (checker.Unknown
-// when none is definite) and the attempts made.
+// when none is definite) and the attempts made. A grab numbers its attempts
+// (X-Grab-Attempt), as a careful checkout service does: the first may then be
+// answered from grab-service's refusal cache, and every retry is looked up.
 func (l *load) call(path string, body []byte, definite func(reply) bool) (string, int) {
+	return l.callFrom(path, body, definite, 1)
+}
+
+// callFrom is call whose first send is attempt number first (the requestId was
+// sent first-1 times before).
+func (l *load) callFrom(path string, body []byte, definite func(reply) bool, first int) (string, int) {
 	deadline := time.Now().Add(l.budget)
 	var last reply
-	for attempt := 1; ; attempt++ {
-		last = l.send(path, body)
+	for attempt := first; ; attempt++ {
+		last = l.send(path, body, attempt)
+		sent := attempt - first + 1
 		if definite(last) {
-			return last.result, attempt
+			return last.result, sent
 		}
 		if time.Now().After(deadline) {
 			if nothingTaken(last) && path == "/v1/grab" {
-				return last.result, attempt
+				return last.result, sent
 			}
-			return checker.Unknown, attempt
+			return checker.Unknown, sent
 		}
-		time.Sleep(backoff(attempt))
+		time.Sleep(backoff(sent))
 	}
 }
 
@@ -228,10 +238,13 @@ func backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func (l *load) send(path string, body []byte) reply {
+func (l *load) send(path string, body []byte, attempt int) reply {
 	req, err := http.NewRequest(http.MethodPost, l.base+path, bytes.NewReader(body))
 	if err != nil {
 		return reply{}
+	}
+	if path == "/v1/grab" {
+		req.Header.Set("X-Grab-Attempt", strconv.Itoa(attempt))
 	}
 	req.Header.Set("Authorization", "Bearer "+l.token)
 	req.Header.Set("Content-Type", "application/json")
