@@ -65,6 +65,8 @@ func RequestIndexKey(requestID string) string { return "R_" + requestID }
 //   - BuiltKey says the shard's contents are whole: written when a rebuild of the whole
 //     shard commits (or by grab-service when the record holds no promotion of the shard,
 //     so there is nothing to rebuild). A server that lost its data lost this marker too.
+//     It names the server it was written on (internal/shardmark), so a replica promoted
+//     in a failover, which holds its master's marker, is not taken for whole.
 
 // FenceKey names the fence marker of a shard.
 func FenceKey(shard int) string { return "flashsale:fence:" + strconv.Itoa(shard) }

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/shardmark"
 	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/lua"
 )
@@ -31,7 +31,9 @@ import (
 // promo.BuiltKey, written by the rebuild, recovery/internal/rebuild/markers.go):
 //
 //   - flashsale:fence:<shard> present: a rebuild is at work. Fenced.
-//   - flashsale:built:<shard> present: the shard's contents are whole. Open.
+//   - flashsale:built:<shard> present: the shard's contents are whole. Open, unless
+//     the marker names another server (internal/shardmark): a replica promoted in a
+//     failover, which may lack the last acknowledged writes. Fenced until rebuilt.
 //   - neither: the server came back empty (a restart without persistence loses the
 //     marker with everything else). Fenced if the record holds a promotion (not
 //     deleted) of this shard, until a rebuild writes the marker. If it holds none,
@@ -116,20 +118,18 @@ func (f *Fence) Poll(ctx context.Context, timeout time.Duration) {
 
 func (f *Fence) pollShard(ctx context.Context, shard int) {
 	c := f.shards[shard]
-	var fence, built *redis.IntCmd
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		fence = p.Exists(ctx, promo.FenceKey(shard))
-		built = p.Exists(ctx, promo.BuiltKey(shard))
-		return nil
-	})
+	st, err := shardmark.Read(ctx, c, shard)
 	if err != nil {
 		f.pollErrors.Inc()
 		return
 	}
 	switch {
-	case fence.Val() > 0:
+	case st.Rebuilding:
 		f.set(shard, "rebuild in progress")
-	case built.Val() > 0:
+	case st.Built == shardmark.Moved:
+		f.set(shard, fmt.Sprintf("the server (run_id %s) holds the built marker of another (run_id %s): a replica promoted in a failover, "+
+			"which may lack the last acknowledged writes; fenced until rebuilt (run bin/recovery rebuild --shard %d)", st.ServerRunID, st.MarkerRunID, shard))
+	case st.Built == shardmark.Whole:
 		f.set(shard, "")
 	default:
 		has, err := f.recordHas(ctx, shard)
@@ -139,8 +139,7 @@ func (f *Fence) pollShard(ctx context.Context, shard int) {
 		case has:
 			f.set(shard, fmt.Sprintf("lost and not rebuilt: no built marker, and the record holds promotions of this shard (run bin/recovery rebuild --shard %d)", shard))
 		default:
-			val, _ := json.Marshal(map[string]any{"by": "grab-service", "at": time.Now().UTC().Format(time.RFC3339), "promotions": 0})
-			if err := c.SetNX(ctx, promo.BuiltKey(shard), val, 0).Err(); err != nil {
+			if err := shardmark.MarkBuilt(ctx, c, shard, "grab-service", 0, true); err != nil {
 				f.pollErrors.Inc()
 				return
 			}

@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/shardmark"
 	"github.com/flashsale/platform/internal/testenv"
 )
 
@@ -29,11 +32,7 @@ import (
 // logical shard, so a test may set markers or lose data without touching the stack.
 func privateShards(t *testing.T) (*redis.Client, []redis.UniversalClient) {
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
-	shards := make([]redis.UniversalClient, ring.Shards)
-	for i := range shards {
-		shards[i] = c
-	}
-	return c, shards
+	return c, allShards(c)
 }
 
 // idOnShard is a promotion id whose key (type 1) lives on shard.
@@ -125,4 +124,63 @@ func TestFenceFollowsTheMarkers(t *testing.T) {
 	if nilFence.Fenced(lost) || len(nilFence.Status()) != 0 {
 		t.Fatal("a nil fence fences nothing")
 	}
+}
+
+// After a failover the shard's clients reach a promoted replica, which holds the
+// built markers its master wrote (replicated) but may lack the master's last
+// acknowledged takes: every shard whose marker names the old master is fenced,
+// with the reason, until a rebuild writes a marker of the new server's own.
+func TestFenceFencesAPromotedReplica(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	master := testenv.StartRedis(t, testenv.Volatile)
+	replica := testenv.StartRedis(t, testenv.Volatile)
+	m, r := master.Client(), replica.Client()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	none := func(context.Context) ([]string, error) { return nil, nil }
+
+	f := NewFence(allShards(m), none, prometheus.NewRegistry(), log)
+	f.Poll(ctx, time.Second) // an empty record: the fence marks every shard built on the master
+	m.ConfigSet(ctx, "repl-diskless-sync-delay", "0")
+	host, port, _ := net.SplitHostPort(master.Addr)
+	if err := r.ReplicaOf(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for r.Exists(ctx, promo.BuiltKey(ring.Shards-1)).Val() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never received the markers")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	f = NewFence(allShards(r), none, prometheus.NewRegistry(), log)
+	f.Poll(ctx, time.Second)
+	for s := range ring.Shards {
+		if !f.Fenced(s) {
+			t.Fatalf("shard %d on the promoted replica is open", s)
+		}
+	}
+	if why := f.Status()[0].Why; !strings.Contains(why, "promoted") {
+		t.Fatalf("the reason does not say why: %q", why)
+	}
+	// The rebuild's marker (recovery/internal/rebuild) names the new server.
+	if err := shardmark.MarkBuilt(ctx, r, 2, "bin/recovery rebuild", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	f.Poll(ctx, time.Second)
+	if f.Fenced(2) || !f.Fenced(3) {
+		t.Fatalf("after shard 2's rebuild: shard 2 fenced %v (want open), shard 3 fenced %v (want fenced)", f.Fenced(2), f.Fenced(3))
+	}
+}
+
+func allShards(c redis.UniversalClient) []redis.UniversalClient {
+	shards := make([]redis.UniversalClient, ring.Shards)
+	for i := range shards {
+		shards[i] = c
+	}
+	return shards
 }

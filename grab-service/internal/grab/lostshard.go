@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/shardmark"
 )
 
 // A shard whose Redis server restarted empty answers every script as if the
@@ -15,16 +15,17 @@ import (
 // that still holds its built marker (fence.go); otherwise the answer is UNAVAILABLE
 // and the client retries. Found by the fault drills (tools/drill, the Redis drill).
 
-// shardLost reports whether shard lacks its built marker (or cannot tell), so that
-// a NOT_FOUND from it proves nothing. Without a fence every NOT_FOUND is believed.
+// shardLost reports whether shard is not whole (no built marker, or another
+// server's: internal/shardmark), or cannot tell, so that a NOT_FOUND from it proves
+// nothing. Without a fence every NOT_FOUND is believed.
 func (s *Service) shardLost(shard int) bool {
 	if s.Fence == nil {
 		return false
 	}
 	ctx, cancel := s.settleCtx()
 	defer cancel()
-	n, err := s.Shards[shard].Exists(ctx, promo.BuiltKey(shard)).Result()
-	if err != nil || n == 0 {
+	st, err := shardmark.Read(ctx, s.Shards[shard], shard)
+	if err != nil || st.Built != shardmark.Whole {
 		s.Fence.refused.WithLabelValues(strconv.Itoa(shard), "lost").Inc()
 		return true
 	}

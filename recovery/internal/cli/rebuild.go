@@ -41,7 +41,7 @@ holds, refusing unless --force.
 	o := rebuild.Defaults()
 	fs.Var(&shards, "shard", "logical shard(s) to rebuild whole: N or N,M (repeatable)")
 	all := fs.Bool("all", false, "rebuild all 16 shards")
-	missing := fs.Bool("missing", false, "rebuild the shards whose server lacks the built marker (lost and not rebuilt since)")
+	missing := fs.Bool("missing", false, "rebuild the shards whose server is not whole: no built marker (lost and not rebuilt since), or the marker of another server (a replica promoted in a failover)")
 	promoRef := fs.String("promo", "", "rebuild one promotion, <promoId>_<type>")
 	fs.BoolVar(&o.Force, "force", false, "rebuild even if open takes do not settle or the flow sink's catch-up cannot be confirmed")
 	fs.DurationVar(&o.Drain, "drain-timeout", o.Drain, "how long to wait for open takes of the shards (pending sets) to be settled by grab-service")

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/shardmark"
 )
 
 // The shard markers (promo.FenceKey, promo.BuiltKey; what each means is there).
@@ -104,25 +105,22 @@ func (f *fences) stop() {
 	f.done.Wait()
 }
 
-// markBuilt records that the shard's contents are whole.
+// markBuilt records that the shard's contents are whole, on this server.
 func markBuilt(ctx context.Context, c redis.UniversalClient, shard, promotions int) error {
-	val, _ := json.Marshal(map[string]any{"by": "bin/recovery rebuild", "at": time.Now().UTC().Format(time.RFC3339), "promotions": promotions})
-	if err := c.Set(ctx, promo.BuiltKey(shard), val, 0).Err(); err != nil {
-		return fmt.Errorf("mark shard %d built: %w", shard, err)
-	}
-	return nil
+	return shardmark.MarkBuilt(ctx, c, shard, "bin/recovery rebuild", promotions, false)
 }
 
-// Unbuilt lists, of the given shards, those whose server answers but holds no built
-// marker: lost and not rebuilt since (rebuild --missing).
+// Unbuilt lists, of the given shards, those whose server answers but is not whole:
+// no built marker (lost and not rebuilt since), or the marker of another server (a
+// replica promoted in a failover) (rebuild --missing).
 func Unbuilt(ctx context.Context, shards []redis.UniversalClient) ([]int, error) {
 	var out []int
 	for shard, c := range shards {
-		n, err := c.Exists(ctx, promo.BuiltKey(shard)).Result()
+		st, err := shardmark.Read(ctx, c, shard)
 		if err != nil {
-			return nil, fmt.Errorf("read the built marker of shard %d: %w", shard, err)
+			return nil, err
 		}
-		if n == 0 {
+		if st.Built != shardmark.Whole {
 			out = append(out, shard)
 		}
 	}

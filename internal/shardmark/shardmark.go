@@ -1,0 +1,119 @@
+// Package shardmark reads and writes a shard's markers (promo.FenceKey,
+// promo.BuiltKey): whether a rebuild is at work on the shard, and whether the
+// server's contents are whole. grab-service's fence and the rebuild both use it, so
+// the two agree on what "whole" means.
+//
+// The built marker names the server it was written on (its run_id). A server that
+// holds a marker naming another one did not build its contents itself: it is a
+// replica promoted in a failover (or a copy restored from another server's disk),
+// and Redis replication is asynchronous, so it may lack the last acknowledged takes
+// and returns of the server that failed. Selling from it could sell a unit the
+// record already granted. It is therefore treated as lost: fenced until a rebuild
+// from the record writes a marker of its own. A marker without a run_id (written
+// before the field existed) is trusted as it always was.
+package shardmark
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// Built is the value of a built marker.
+type Built struct {
+	By         string `json:"by"`
+	At         string `json:"at"`
+	Promotions int    `json:"promotions"`
+	// RunID is the run_id of the server the contents were built on.
+	RunID string `json:"runId,omitempty"`
+}
+
+// State is what a shard's markers say.
+type State int
+
+const (
+	// Whole: the built marker is there and names this server (or no server).
+	Whole State = iota
+	// Missing: no built marker; the server lost its data (or never had any).
+	Missing
+	// Moved: the built marker names another server: a promoted replica.
+	Moved
+)
+
+// Status is one read of a shard's markers.
+type Status struct {
+	Rebuilding bool  // the fence marker is set
+	Built      State // what the built marker says of this server
+	// MarkerRunID and ServerRunID tell a Moved shard's story in logs.
+	MarkerRunID, ServerRunID string
+}
+
+// Read reads a shard's markers and its server's run_id in one round trip.
+func Read(ctx context.Context, c redis.UniversalClient, shard int) (Status, error) {
+	var fence *redis.IntCmd
+	var built *redis.StringCmd
+	var info *redis.StringCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fence = p.Exists(ctx, promo.FenceKey(shard))
+		built = p.Get(ctx, promo.BuiltKey(shard))
+		info = p.Info(ctx, "server")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Status{}, fmt.Errorf("read the markers of shard %d: %w", shard, err)
+	}
+	st := Status{Rebuilding: fence.Val() > 0, ServerRunID: runID(info.Val())}
+	raw, err := built.Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		st.Built = Missing
+		return st, nil
+	case err != nil:
+		return Status{}, fmt.Errorf("read the built marker of shard %d: %w", shard, err)
+	}
+	var b Built
+	_ = json.Unmarshal([]byte(raw), &b) // a marker of another shape is a marker without a run_id
+	st.MarkerRunID = b.RunID
+	if b.RunID != "" && st.ServerRunID != "" && b.RunID != st.ServerRunID {
+		st.Built = Moved
+	}
+	return st, nil
+}
+
+// MarkBuilt writes the shard's built marker, naming the server it is written on.
+// With ifAbsent it writes only where no marker is (grab-service marking a shard
+// the record holds nothing of); otherwise it replaces any (a rebuild that
+// committed the whole shard).
+func MarkBuilt(ctx context.Context, c redis.UniversalClient, shard int, by string, promotions int, ifAbsent bool) error {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("mark shard %d built: read the server's run_id: %w", shard, err)
+	}
+	val, _ := json.Marshal(Built{By: by, At: time.Now().UTC().Format(time.RFC3339), Promotions: promotions, RunID: runID(info)})
+	if ifAbsent {
+		err = c.SetNX(ctx, promo.BuiltKey(shard), val, 0).Err()
+	} else {
+		err = c.Set(ctx, promo.BuiltKey(shard), val, 0).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("mark shard %d built: %w", shard, err)
+	}
+	return nil
+}
+
+// runID picks run_id out of INFO server ("" when absent).
+func runID(info string) string {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
