@@ -2,7 +2,6 @@ package shardmark
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -71,21 +70,7 @@ func TestAPromotedReplicaIsMoved(t *testing.T) {
 	if err := MarkBuilt(ctx, m, shard, "rebuild", 1, false); err != nil {
 		t.Fatal(err)
 	}
-	m.ConfigSet(ctx, "repl-diskless-sync-delay", "0") // start the full sync at once
-	host, port, _ := net.SplitHostPort(master.Addr)
-	if err := r.ReplicaOf(ctx, host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for r.Exists(ctx, promo.BuiltKey(shard)).Val() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica never received the marker")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := r.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil { // the failover
-		t.Fatal(err)
-	}
+	replica.FailOverFrom(master)
 	st := read(t, r)
 	if st.Built != Moved || st.MarkerRunID != read(t, m).ServerRunID {
 		t.Fatalf("promoted replica: %+v, want Moved with the master's run_id in the marker", st)

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -141,21 +140,7 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 
 	f := NewFence(allShards(m), none, prometheus.NewRegistry(), log)
 	f.Poll(ctx, time.Second) // an empty record: the fence marks every shard built on the master
-	m.ConfigSet(ctx, "repl-diskless-sync-delay", "0")
-	host, port, _ := net.SplitHostPort(master.Addr)
-	if err := r.ReplicaOf(ctx, host, port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for r.Exists(ctx, promo.BuiltKey(ring.Shards-1)).Val() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the replica never received the markers")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := r.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
-		t.Fatal(err)
-	}
+	replica.FailOverFrom(master)
 
 	f = NewFence(allShards(r), none, prometheus.NewRegistry(), log)
 	f.Poll(ctx, time.Second)
