@@ -106,12 +106,16 @@ func (e *shardExec) run(batch []*job) {
 		if err := j.cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			failed = true
 		}
-		close(j.done)
 	}
+	// Counted before the callers wake, so a caller's answer comes after its calls
+	// are in the metrics.
 	e.latency.Observe(time.Since(start).Seconds())
 	e.metrics.redisBatch.Observe(float64(len(batch)))
 	if failed {
 		e.errors.Inc()
+	}
+	for _, j := range batch {
+		close(j.done)
 	}
 }
 
