@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +175,64 @@ func TestCrashAfterPublishWithLaggingRecordNetsOut(t *testing.T) {
 	granted, _ := e.db.GrantedByRecord(context.Background(), id, 1)
 	if h := e.hash(id); granted != 0 || h.Remaining != 5 {
 		t.Fatalf("record grants %d, Redis remaining %d: want 0 and 5", granted, h.Remaining)
+	}
+}
+
+// ackLost hands every publish to the broker and then, for the first GRAB, says it
+// failed: an acknowledgement lost after the broker wrote the event (a timeout).
+type ackLost struct {
+	inner grab.Publisher
+	once  atomic.Bool
+}
+
+func (a *ackLost) Publish(ctx context.Context, events ...flow.Event) error {
+	err := a.inner.Publish(ctx, events...)
+	if err == nil && events[0].Kind == flow.Grab && a.once.CompareAndSwap(false, true) {
+		return errors.New("kafka: request timed out (the broker wrote the batch)")
+	}
+	return err
+}
+
+// The publish failed but the broker holds the GRAB (an ambiguous acknowledgement):
+// the grab is answered as not granted and its stock is back at once, and the
+// rollback is a recorded fact of its own, a ROLLBACK CANCEL after the GRAB under the
+// same key, so the record nets the grant out whichever way the acknowledgement went.
+// The failure does not poison the refusal cache: the next buyer is granted.
+func TestAmbiguousAcknowledgementIsNettedOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, longCaches, func(_ *grab.Config, d *grab.Deps) { d.Publisher = &ackLost{inner: d.Publisher} })
+	id := e.promotion("ambiguous", spec{total: 5})
+	if r := e.grab(grabBody("amb-1", "alice", "10.15.0.1", id, 2)); r.status != http.StatusServiceUnavailable || r.res.Result != grab.Unavailable {
+		t.Fatalf("grab whose acknowledgement was lost: want 503 UNAVAILABLE, have %d %s", r.status, r.raw)
+	}
+	if h := e.hash(id); h.Remaining != 5 {
+		t.Fatalf("remaining %d after the rollback, want 5 at once", h.Remaining)
+	}
+	if r := e.grab(grabBody("amb-2", "bob", "10.15.0.2", id, 1)); r.res.Result != grab.Granted {
+		t.Fatalf("the next buyer after a failed publish: want GRANTED, have %s", r.raw)
+	}
+	e.reconcile() // publishes the CANCEL the abort owes
+
+	var kinds []flow.Kind // in the order the broker took them; the message key is the requestId
+	for _, ev := range e.pub.events() {
+		if ev.RequestID == e.rid("amb-1") {
+			kinds = append(kinds, ev.Kind)
+			if ev.Kind == flow.Cancel && ev.Reason != "ROLLBACK" {
+				t.Errorf("the rollback's CANCEL has reason %q, want ROLLBACK", ev.Reason)
+			}
+		}
+	}
+	if len(kinds) != 2 || kinds[0] != flow.Grab || kinds[1] != flow.Cancel {
+		t.Fatalf("the broker holds %v for the rolled-back grab, want [GRAB CANCEL]", kinds)
+	}
+	if st := e.ledger(id, "amb-1").State; st != lua.LedgerAbortRecorded {
+		t.Errorf("ledger state %q, want X (aborted, its CANCEL recorded)", st)
+	}
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil {
+		t.Fatal(err)
+	}
+	granted, err := e.db.GrantedByRecord(context.Background(), id, 1)
+	if h := e.hash(id); err != nil || granted != 1 || h.Remaining != 4 {
+		t.Fatalf("record grants %d (%v), Redis remaining %d: want 1 and 4 (bob's unit alone)", granted, err, h.Remaining)
 	}
 }
