@@ -297,7 +297,10 @@ start_redis() {
 	dir="$RUN/redis/$port"
 	mkdir -p "$dir"
 	port_free_or_die "$name"
-	# No persistence: a killed shard comes back empty, as a lost master would.
+	# No persistence: a killed shard comes back empty, as a lost master would. A
+	# server that was once a replica may have left the RDB of its full sync here;
+	# it would be loaded at start, so it goes first.
+	rm -rf "$dir/dump.rdb" "$dir/appendonlydir"
 	launch "$name" redis-server --bind "$REDIS_HOST" --port "$port" --dir "$dir" \
 		--save "" --appendonly no --daemonize no --logfile ""
 }

@@ -55,7 +55,7 @@ func allDrills() []drill {
 		{"kafka", "Kafka broker killed mid-sale, back after a pause", true, kafkaDrill},
 		{"crash", "grab-service (now and then the flow sink too) SIGKILLed mid-load, restarted", true, crashDrill},
 		{"redis", "a Redis shard SIGKILLed, back empty, rebuilt under load", true, redisDrill},
-		{"replica", "a Redis shard's master lost, a lagging replica promoted in its place, rebuilt", false, replicaDrill},
+		{"replica", "a Redis shard's master lost, a lagging replica promoted in its place, rebuilt", true, replicaDrill},
 		{"mysql", "MariaDB stopped while the flow sink runs", false, mysqlDrill},
 		{"config", "switches flipped mid-load", true, configDrill},
 		{"failover", "two grab-services behind a proxy, one killed", false, failoverDrill},

@@ -157,6 +157,11 @@ func (r *replica) stop() {
 // of its own, as if the replica had been failed over to at the shard's address.
 func copyFrom(ctx context.Context, c redis.UniversalClient, from *replica) error {
 	_ = from.c.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err()
+	// Loaded from the socket, not through a dump.rdb in the shard's directory: the
+	// stack's servers keep nothing, and a later restart must come back empty.
+	if err := c.ConfigSet(ctx, "repl-diskless-load", "swapdb").Err(); err != nil {
+		return err
+	}
 	host, port, _ := net.SplitHostPort(from.addr)
 	if err := c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
 		return err
