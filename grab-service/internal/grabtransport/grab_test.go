@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/grab-service/internal/grab"
@@ -538,4 +539,47 @@ func redisCalls(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	t.Fatal("no flashsale_grab_redis_pipeline_calls metric")
 	return 0
+}
+
+// A shard that fails rather than refuses (its server does not answer) during a
+// multi-shard grab: the answer is 503 UNAVAILABLE naming that item, and the take on
+// the shard that answered is undone at once (stock back, its ledger forgets it), so
+// a later grab of the same request runs afresh.
+func TestMultiShardGrabWithAFailingShardTakesNothing(t *testing.T) {
+	t.Parallel()
+	const down = 9
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	e := newEnv(t, func(_ *grab.Config, d *grab.Deps) {
+		d.Shards = append([]redis.UniversalClient(nil), d.Shards...)
+		d.Shards[down] = dead
+	})
+	onShard := func(prefix string, want func(int) bool) string {
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("%s%d", prefix, i)
+			if want(ring.Default.Shard(promo.Key(name+"-"+e.suffix, 1))) {
+				return name
+			}
+		}
+	}
+	up := e.promotion(onShard("up", func(s int) bool { return s != down }), spec{total: 10})
+	gone := e.promotion(onShard("gone", func(s int) bool { return s == down }), spec{total: 10})
+	rid := "fail-0"
+	for i := 1; ring.Default.Shard(promo.RequestIndexKey(e.rid(rid))) == down; i++ { // its claim must land
+		rid = fmt.Sprintf("fail-%d", i)
+	}
+
+	r := e.grab(grabBody(rid, "dana", "10.16.0.1", up, 2, gone, 1))
+	if r.status != http.StatusServiceUnavailable || r.res.Result != grab.Unavailable || r.res.FailedItem == nil || *r.res.FailedItem != 1 {
+		t.Fatalf("want 503 UNAVAILABLE failedItem 1, have %d %s", r.status, r.raw)
+	}
+	if h := e.hash(up); h.Remaining != 10 || e.held(up, "pin", "dana") != 0 {
+		t.Fatalf("the answering shard kept the take: remaining %d, dana holds %d", h.Remaining, e.held(up, "pin", "dana"))
+	}
+	if _, found, _ := lua.ReadLedger(context.Background(), e.shard(promo.Key(up, 1)), promo.Key(up, 1), e.rid(rid)); found {
+		t.Fatal("the ledger still holds the undone take")
+	}
+	if r := e.grab(grabBody(rid, "dana", "10.16.0.1", up, 2)); r.res.Result != grab.Granted {
+		t.Fatalf("the same requestId alone on the answering shard afterwards: want GRANTED, have %s", r.raw)
+	}
 }
