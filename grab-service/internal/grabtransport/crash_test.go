@@ -211,7 +211,7 @@ func TestAmbiguousAcknowledgementIsNettedOut(t *testing.T) {
 	if r := e.grab(grabBody("amb-2", "bob", "10.15.0.2", id, 1)); r.res.Result != grab.Granted {
 		t.Fatalf("the next buyer after a failed publish: want GRANTED, have %s", r.raw)
 	}
-	e.reconcile() // publishes the CANCEL the abort owes
+	st := e.reconcile() // publishes the CANCEL the abort owes
 
 	var kinds []flow.Kind // in the order the broker took them; the message key is the requestId
 	for _, ev := range e.pub.events() {
@@ -223,7 +223,7 @@ func TestAmbiguousAcknowledgementIsNettedOut(t *testing.T) {
 		}
 	}
 	if len(kinds) != 2 || kinds[0] != flow.Grab || kinds[1] != flow.Cancel {
-		t.Fatalf("the broker holds %v for the rolled-back grab, want [GRAB CANCEL]", kinds)
+		t.Fatalf("the broker holds %v for the rolled-back grab, want [GRAB CANCEL] (reconcile %+v)", kinds, st)
 	}
 	if st := e.ledger(id, "amb-1").State; st != lua.LedgerAbortRecorded {
 		t.Errorf("ledger state %q, want X (aborted, its CANCEL recorded)", st)
