@@ -357,23 +357,10 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	if n, err := d.shards[shard].Exists(ctx, promo.BuiltKey(shard)).Result(); err != nil || n != 0 {
 		out.fail("%s came back with its built marker (err %v): it did not lose its data", name, err)
 	}
-	// grab-service finds the lost marker within its poll interval; a busy machine
-	// may take longer, so ask until it does (or plainly never will).
-	var fenced []int
-	for start := time.Now(); time.Since(start) < 5*time.Second && ctx.Err() == nil; sleep(ctx, 100*time.Millisecond) {
-		if fenced, err = fencedShards(d.ctl.st.Grab); err == nil && contains(fenced, shard) {
-			break
-		}
-	}
-	if err != nil || !contains(fenced, shard) {
-		out.fail("grab-service does not fence the lost shard %d within 5 s (fenced %v, err %v)", shard, fenced, err)
-	}
+	d.awaitFenced(ctx, shard, fmt.Sprintf("the lost shard %d", shard), out)
 	sleep(ctx, d.o.hold/2)
 	t := time.Now()
-	cmd := exec.CommandContext(ctx, filepath.Join(d.o.root, "bin", "recovery"), "rebuild", "--shard", fmt.Sprint(shard), "--stack", d.o.stackFile, "--quiet")
-	cmd.Dir = d.o.root
-	outb, err := cmd.CombinedOutput()
-	d.logf("rebuild of shard %d (%s):\n%s", shard, time.Since(t).Round(time.Millisecond), outb)
+	outb, err := d.recovery(ctx, "rebuild", "--shard", fmt.Sprint(shard), "--quiet")
 	if err != nil {
 		out.fail("bin/recovery rebuild --shard %d: %v: %s", shard, err, lastLine(outb))
 		return
@@ -383,15 +370,36 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	// The grabs' request index entries that lived on the lost server are back: a
 	// retry of a grant must not meet the sold-out short-circuit without its claim.
 	// The promotions' counters are the final checker's business (the load still runs).
-	cmd = exec.CommandContext(ctx, filepath.Join(d.o.root, "bin", "recovery"), "verify", "--shard", fmt.Sprint(shard), "--index", "--stack", d.o.stackFile)
-	cmd.Dir = d.o.root
-	outb, err = cmd.CombinedOutput()
-	d.logf("verify --index of shard %d: %v\n%s", shard, err, outb)
+	outb, _ = d.recovery(ctx, "verify", "--shard", fmt.Sprint(shard), "--index")
 	for _, line := range strings.Split(string(outb), "\n") {
 		if strings.HasPrefix(line, "DRIFT  request index") {
 			out.fail("after the rebuild: %s", line)
 		}
 	}
+}
+
+// awaitFenced asks grab-service until it fences shard: it finds a marker change
+// within its poll interval, which a busy machine may stretch, so ask for up to 5 s
+// (or until it plainly never will).
+func (d *drillEnv) awaitFenced(ctx context.Context, shard int, what string, out *outcome) {
+	var fenced []int
+	var err error
+	for start := time.Now(); time.Since(start) < 5*time.Second && ctx.Err() == nil; sleep(ctx, 100*time.Millisecond) {
+		if fenced, err = fencedShards(d.ctl.st.Grab); err == nil && contains(fenced, shard) {
+			return
+		}
+	}
+	out.fail("grab-service does not fence %s within 5 s (fenced %v, err %v)", what, fenced, err)
+}
+
+// recovery runs bin/recovery args against the stack and logs what it printed.
+func (d *drillEnv) recovery(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(d.o.root, "bin", "recovery"), append(args, "--stack", d.o.stackFile)...)
+	cmd.Dir = d.o.root
+	t := time.Now()
+	outb, err := cmd.CombinedOutput()
+	d.logf("recovery %s (%s, err %v):\n%s", strings.Join(args, " "), time.Since(t).Round(time.Millisecond), err, outb)
+	return outb, err
 }
 
 func lastLine(b []byte) string {

@@ -72,21 +72,10 @@ func replicaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	if err != nil || st.Built != shardmark.Moved {
 		out.fail("the promoted data at %s: markers %+v (err %v), want another server's built marker", name, st, err)
 	}
-	var fenced []int
-	for start := time.Now(); time.Since(start) < 5*time.Second && ctx.Err() == nil; sleep(ctx, 100*time.Millisecond) {
-		if fenced, err = fencedShards(d.ctl.st.Grab); err == nil && contains(fenced, shard) {
-			break
-		}
-	}
-	if err != nil || !contains(fenced, shard) {
-		out.fail("grab-service does not fence shard %d, promoted from a stale replica, within 5 s (fenced %v, err %v)", shard, fenced, err)
-	}
+	d.awaitFenced(ctx, shard, fmt.Sprintf("shard %d, promoted from a stale replica,", shard), out)
 	sleep(ctx, d.o.hold/2)
 	t := time.Now()
-	cmd := exec.CommandContext(ctx, filepath.Join(d.o.root, "bin", "recovery"), "rebuild", "--missing", "--stack", d.o.stackFile, "--quiet")
-	cmd.Dir = d.o.root
-	outb, err := cmd.CombinedOutput()
-	d.logf("rebuild --missing after the failover of shard %d (%s):\n%s", shard, time.Since(t).Round(time.Millisecond), outb)
+	outb, err := d.recovery(ctx, "rebuild", "--missing", "--quiet")
 	if err != nil {
 		out.fail("bin/recovery rebuild --missing: %v: %s", err, lastLine(outb))
 		return
