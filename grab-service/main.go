@@ -41,6 +41,8 @@ func run(logger *slog.Logger) error {
 	nacos := configcenter.RegisterNacosFlags(fs)
 	batch := fs.Duration("kafka-batch-timeout", 2*time.Millisecond, "longest a flow event waits for others to share its Kafka batch")
 	reconcileEvery := fs.Duration("reconcile-every", time.Second, "interval of the reconciler's passes")
+	fs.DurationVar(&cfg.ReconcileSweepEvery, "reconcile-sweep-every", cfg.ReconcileSweepEvery,
+		"how often a reconciler pass scans every shard's whole keyspace for pending takes, rather than visiting the promotions MySQL lists")
 	fs.DurationVar(&cfg.AnswerTimeout, "answer-timeout", cfg.AnswerTimeout, "bound on a grab or cancel, end to end")
 	fs.IntVar(&cfg.Workers, "shard-workers", cfg.Workers, "pipelines in flight per shard")
 	fs.IntVar(&cfg.MaxBatch, "shard-batch", cfg.MaxBatch, "most script calls coalesced into one pipeline (1 = no coalescing)")
@@ -87,7 +89,7 @@ func run(logger *slog.Logger) error {
 	service, err := grab.New(cfg, grab.Deps{
 		// kafkaDegrade routes flows straight into MySQL (grab/degrade.go).
 		Shards: shards, Publisher: grab.NewDegradePublisher(publisher, db, switches, reg), Record: db, Switches: switches,
-		Metrics: grab.NewMetrics(reg), Logger: logger, Fence: fence,
+		Metrics: grab.NewMetrics(reg), Logger: logger, Fence: fence, PromotionKeys: db.PromotionKeys,
 	})
 	if err != nil {
 		return err

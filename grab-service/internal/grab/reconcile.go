@@ -3,8 +3,10 @@ package grab
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,8 +54,15 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	var st ReconcileStats
 	var firstErr error
 	var debts []owed
+	listed, sweep := s.passes.next(ctx, s)
 	for shard, c := range s.Shards {
-		d, err := s.reconcileShard(ctx, shard, c, &st)
+		var pendingKeys func(yield func(string) bool)
+		if sweep {
+			pendingKeys = s.sweepPending(ctx, c, &firstErr)
+		} else {
+			pendingKeys = slices.Values(listed[shard])
+		}
+		d, err := s.reconcileShard(ctx, shard, c, pendingKeys, &st)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -65,12 +74,66 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	return st, firstErr
 }
 
-func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, st *ReconcileStats) ([]owed, error) {
+// reconcilePasses decides what a pass visits. Sweeping a shard (SCAN) costs in
+// proportion to all its keys, and the request index keeps a month of entries on
+// every shard: at a few million keys a shard, a sweep every second by every
+// instance would keep the shard's one core busy. So a pass visits the pending sets
+// of the promotions the record lists, and sweeps only every ReconcileSweepEvery (and
+// at start), which also finds a pending set the record does not list (a promotion
+// deleted while takes of it were open). Without a record listing, every pass sweeps.
+type reconcilePasses struct {
+	mu        sync.Mutex
+	lastSweep time.Time
+	listed    []string // the record's last answer, kept while it does not answer
+}
+
+// next returns the promotion pending keys to visit by shard, or sweep.
+func (p *reconcilePasses) next(ctx context.Context, s *Service) (map[int][]string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := s.Clock()
+	if s.PromotionKeys == nil || p.lastSweep.IsZero() || now.Sub(p.lastSweep) >= s.cfg.ReconcileSweepEvery {
+		p.lastSweep = now
+		return nil, true
+	}
+	keys, err := s.PromotionKeys(ctx)
+	switch {
+	case err == nil:
+		p.listed = keys
+	case p.listed == nil:
+		s.logErr("the record lists no promotions; sweeping the shards instead", err)
+		return nil, true
+	default:
+		s.logErr("the record lists no promotions; visiting its last list", err)
+	}
+	byShard := map[int][]string{}
+	for _, k := range p.listed {
+		shard := s.ring.Shard(k)
+		byShard[shard] = append(byShard[shard], promo.PendingKey(k))
+	}
+	return byShard, false
+}
+
+// sweepPending yields every pending set of the shard matching ReconcileMatch; a
+// failed SCAN ends it and is kept in *errp.
+func (s *Service) sweepPending(ctx context.Context, c redis.UniversalClient, errp *error) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
+		for iter.Next(ctx) {
+			if !yield(iter.Val()) {
+				return
+			}
+		}
+		if err := iter.Err(); err != nil && *errp == nil {
+			*errp = err
+		}
+	}
+}
+
+func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, pendingKeys func(yield func(string) bool), st *ReconcileStats) ([]owed, error) {
 	due := s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli()
 	var debts []owed
-	iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
-	for iter.Next(ctx) {
-		pendingKey := iter.Val()
+	for pendingKey := range pendingKeys {
 		key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
 		promoID, typ, ok := promo.ParseKey(key)
 		if !ok || s.ring.Shard(key) != shard {
@@ -102,7 +165,7 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 			}
 		}
 	}
-	return debts, iter.Err()
+	return debts, nil
 }
 
 // settlePending commits a take the record holds as granted, or aborts it; it

@@ -40,9 +40,14 @@ type Config struct {
 	StatusTTL time.Duration
 	// RedisTimeout bounds one pipeline round trip.
 	RedisTimeout time.Duration
-	// ReconcileMatch is the SCAN pattern of the pending sets the reconciler visits:
-	// every promotion by default; narrower to confine it to some promotions.
+	// ReconcileMatch is the SCAN pattern of the pending sets a reconciler sweep
+	// visits: every promotion by default; narrower to confine it to some promotions.
 	ReconcileMatch string
+	// ReconcileSweepEvery is how often a reconciler pass sweeps each shard's whole
+	// keyspace (SCAN) rather than visiting the pending sets of the promotions the
+	// record lists (Deps.PromotionKeys): a sweep's cost grows with every key of the
+	// shard, the request index's month of entries included (reconcile.go).
+	ReconcileSweepEvery time.Duration
 	// Workers per shard, calls per pipeline, and the bounded queue in front of them.
 	Workers, MaxBatch, Queue int
 }
@@ -50,15 +55,16 @@ type Config struct {
 // Defaults are sized for the local stack and the contract.
 func Defaults() Config {
 	return Config{
-		AnswerTimeout:   3 * time.Second,
-		ReconcileMargin: 5 * time.Second,
-		RefusalTTL:      500 * time.Millisecond,
-		StatusTTL:       500 * time.Millisecond,
-		RedisTimeout:    time.Second,
-		ReconcileMatch:  "{C_*}:pending",
-		Workers:         4,
-		MaxBatch:        64,
-		Queue:           4096,
+		AnswerTimeout:       3 * time.Second,
+		ReconcileMargin:     5 * time.Second,
+		RefusalTTL:          500 * time.Millisecond,
+		StatusTTL:           500 * time.Millisecond,
+		RedisTimeout:        time.Second,
+		ReconcileMatch:      "{C_*}:pending",
+		ReconcileSweepEvery: 10 * time.Minute,
+		Workers:             4,
+		MaxBatch:            64,
+		Queue:               4096,
 	}
 }
 
@@ -76,6 +82,10 @@ type Deps struct {
 	Fault func(point string) error
 	// Fence, when set, refuses grabs and cancels on shards being rebuilt (fence.go).
 	Fence *Fence
+	// PromotionKeys, when set, lists the promotion keys the record holds
+	// (store.PromotionKeys): the reconciler visits their pending sets instead of
+	// sweeping every shard's keyspace on each pass.
+	PromotionKeys func(ctx context.Context) ([]string, error)
 }
 
 // Service implements grab, cancel, status and the reconciler.
@@ -86,6 +96,7 @@ type Service struct {
 	execs    []*shardExec
 	refusals refusalCache
 	status   statusCache
+	passes   reconcilePasses
 }
 
 // New builds the service and starts its shard executors.
