@@ -131,38 +131,65 @@ func (s *Service) sweepPending(ctx context.Context, c redis.UniversalClient, err
 }
 
 func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, pendingKeys func(yield func(string) bool), st *ReconcileStats) ([]owed, error) {
-	due := s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli()
-	var debts []owed
+	var sets []string
 	for pendingKey := range pendingKeys {
 		key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
-		promoID, typ, ok := promo.ParseKey(key)
-		if !ok || s.ring.Shard(key) != shard {
-			continue // a key of another layout, or of another shard sharing this server
+		if _, _, ok := promo.ParseKey(key); ok && s.ring.Shard(key) == shard { // not a key of another layout, or of another shard sharing this server
+			sets = append(sets, pendingKey)
 		}
-		rids, err := c.ZRangeByScore(ctx, pendingKey, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(due, 10), Count: 200}).Result()
-		if err != nil {
+	}
+	due := strconv.FormatInt(s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli(), 10)
+	var debts []owed
+	// The due entries of many sets in one round trip: most sets hold none.
+	for chunk := range slices.Chunk(sets, dueReadsPerPipeline) {
+		reads := make([]*redis.StringSliceCmd, len(chunk))
+		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, pendingKey := range chunk {
+				reads[i] = p.ZRangeByScore(ctx, pendingKey, &redis.ZRangeBy{Min: "-inf", Max: due, Count: 200})
+			}
+			return nil
+		}); err != nil {
 			return debts, err
 		}
-		for _, rid := range rids {
-			e, found, err := lua.ReadLedger(ctx, c, key, rid)
+		for i, pendingKey := range chunk {
+			d, err := s.settleDue(ctx, shard, c, pendingKey, reads[i].Val(), st)
+			debts = append(debts, d...)
 			if err != nil {
 				return debts, err
 			}
-			switch {
-			case !found:
-				c.ZRem(ctx, pendingKey, rid)
-			case e.State == lua.LedgerPending:
-				if d, err := s.settlePending(ctx, c, key, promoID, typ, rid, e, st); err != nil {
-					s.logErr("settle pending take", err, "key", key, "requestId", rid)
-				} else if d {
-					e.State = lua.LedgerAborted
-					debts = append(debts, owed{shard, key, rid, e})
-				}
-			case e.State == lua.LedgerAborted || e.State == lua.LedgerCancelled:
+		}
+	}
+	return debts, nil
+}
+
+// dueReadsPerPipeline bounds one pipeline of the reconciler's reads of due entries.
+const dueReadsPerPipeline = 500
+
+// settleDue settles the due entries rids of one pending set and returns the
+// CANCELs they owe.
+func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, rids []string, st *ReconcileStats) ([]owed, error) {
+	key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
+	promoID, typ, _ := promo.ParseKey(key)
+	var debts []owed
+	for _, rid := range rids {
+		e, found, err := lua.ReadLedger(ctx, c, key, rid)
+		if err != nil {
+			return debts, err
+		}
+		switch {
+		case !found:
+			c.ZRem(ctx, pendingKey, rid)
+		case e.State == lua.LedgerPending:
+			if d, err := s.settlePending(ctx, c, key, promoID, typ, rid, e, st); err != nil {
+				s.logErr("settle pending take", err, "key", key, "requestId", rid)
+			} else if d {
+				e.State = lua.LedgerAborted
 				debts = append(debts, owed{shard, key, rid, e})
-			default: // settled entries do not belong in the set
-				c.ZRem(ctx, pendingKey, rid)
 			}
+		case e.State == lua.LedgerAborted || e.State == lua.LedgerCancelled:
+			debts = append(debts, owed{shard, key, rid, e})
+		default: // settled entries do not belong in the set
+			c.ZRem(ctx, pendingKey, rid)
 		}
 	}
 	return debts, nil
