@@ -338,15 +338,9 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		d.hang(ctx, name, d.o.hang, out)
 		sleep(ctx, d.o.hold)
 	}
-	pid, err := d.ctl.kill(name, syscall.SIGKILL)
-	if err != nil {
-		out.fail("kill %s: %v", name, err)
+	if !d.killHard(name, out) {
 		return
 	}
-	if !waitGone(pid, 5*time.Second) {
-		out.fail("%s pid %d survived SIGKILL", name, pid)
-	}
-	out.faults++
 	sleep(ctx, time.Second)
 	// Restarted empty, as a lost master would be (markers included); the rebuild is
 	// left to this drill rather than to stack.sh up, so the load meets the lost shard.
@@ -376,6 +370,21 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 			out.fail("after the rebuild: %s", line)
 		}
 	}
+}
+
+// killHard SIGKILLs component name and waits until it is gone (a fault counted); it
+// reports whether the kill was sent.
+func (d *drillEnv) killHard(name string, out *outcome) bool {
+	pid, err := d.ctl.kill(name, syscall.SIGKILL)
+	if err != nil {
+		out.fail("kill %s: %v", name, err)
+		return false
+	}
+	if !waitGone(pid, 5*time.Second) {
+		out.fail("%s pid %d survived SIGKILL", name, pid)
+	}
+	out.faults++
+	return true
 }
 
 // awaitFenced asks grab-service until it fences shard: it finds a marker change

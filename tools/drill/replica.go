@@ -44,15 +44,9 @@ func replicaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		return
 	}
 	sleep(ctx, d.o.hold)
-	pid, err := d.ctl.kill(name, syscall.SIGKILL)
-	if err != nil {
-		out.fail("kill %s: %v", name, err)
+	if !d.killHard(name, out) {
 		return
 	}
-	if !waitGone(pid, 5*time.Second) {
-		out.fail("%s pid %d survived SIGKILL", name, pid)
-	}
-	out.faults++
 	_ = rep.cmd.Process.Signal(syscall.SIGCONT)
 	if err := rep.c.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		out.fail("promote the replica: %v", err)
