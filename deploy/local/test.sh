@@ -5,14 +5,14 @@
 # The stack is stopped whatever happens; the exit code is the first failing step's.
 #
 # FUZZ_TARGETS: space-separated "pkg:FuzzName" (e.g. ./internal/ring:FuzzShard), each run
-# for FUZZTIME (10s).
+# for FUZZTIME (go test -fuzztime: 20000x inputs; see the Makefile for why a count).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
 FUZZ_TARGETS="${FUZZ_TARGETS:-}"
-FUZZTIME="${FUZZTIME:-10s}"
+FUZZTIME="${FUZZTIME:-20000x}"
 # Every module of go.work; in workspace mode one `go test` takes them all from the root.
 GO_PKGS=(./... ./promo-admin/... ./grab-service/... ./recovery/...)
 
