@@ -89,7 +89,11 @@ func run(logger *slog.Logger) error {
 	service, err := grab.New(cfg, grab.Deps{
 		// kafkaDegrade routes flows straight into MySQL (grab/degrade.go).
 		Shards: shards, Publisher: grab.NewDegradePublisher(publisher, db, switches, reg), Record: db, Switches: switches,
-		Metrics: grab.NewMetrics(reg), Logger: logger, Fence: fence, PromotionKeys: db.PromotionKeys,
+		Metrics: grab.NewMetrics(reg), Logger: logger, Fence: fence,
+		// The reconciler's list each second: what ended over a day ago is the sweep's.
+		PromotionKeys: func(ctx context.Context) ([]string, error) {
+			return db.PromotionKeysEndingAfter(ctx, time.Now().Add(-24*time.Hour))
+		},
 	})
 	if err != nil {
 		return err

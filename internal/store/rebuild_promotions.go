@@ -34,11 +34,23 @@ func (s *Store) LivePromotions(ctx context.Context) ([]Promotion, error) {
 // not deleted, a create still pending included. grab-service's fence asks it
 // whether a shard that lost its "built" marker had anything to lose.
 func (s *Store) PromotionKeys(ctx context.Context) ([]string, error) {
+	return s.promotionKeys(ctx, `SELECT promo_id, promo_type FROM promotion WHERE state <> ?`, string(promo.Deleted))
+}
+
+// PromotionKeysEndingAfter is PromotionKeys of the promotions whose sale ends after
+// t: grab-service's reconciler visits their pending sets every second, and leaves
+// those of promotions ended long before to its rarer sweep, so the list does not
+// grow with every promotion ever run.
+func (s *Store) PromotionKeysEndingAfter(ctx context.Context, t time.Time) ([]string, error) {
+	return s.promotionKeys(ctx, `SELECT promo_id, promo_type FROM promotion WHERE state <> ? AND end_at > ?`, string(promo.Deleted), t.UTC())
+}
+
+func (s *Store) promotionKeys(ctx context.Context, query string, args ...any) ([]string, error) {
 	var rows []struct {
 		PromoID string `db:"promo_id"`
 		Type    int    `db:"promo_type"`
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT promo_id, promo_type FROM promotion WHERE state <> ?`, string(promo.Deleted)); err != nil {
+	if err := s.db.SelectContext(ctx, &rows, query, args...); err != nil {
 		return nil, fmt.Errorf("store: promotion keys: %w", err)
 	}
 	keys := make([]string, len(rows))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -396,5 +397,38 @@ func TestListPagesNewestFirstAndFiltersByState(t *testing.T) {
 	}
 	if _, err := s.List(ctx, store.ListQuery{Now: now, Limit: 501}); err == nil {
 		t.Error("limit 501: want an error")
+	}
+}
+
+// The reconciler's list keeps to promotions whose sale ends after the given time:
+// one ended long ago, and a deleted one, are not in it; PromotionKeys has all but
+// the deleted.
+func TestPromotionKeysEndingAfter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t)
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := spec("OLD", 1)
+	old.StartAt, old.EndAt = at.Add(-72*time.Hour), at.Add(-48*time.Hour)
+	create(t, s, old, at)
+	create(t, s, spec("NOW", 1), at)
+	gone := create(t, s, spec("GONE", 1), at)
+	if _, err := s.DB().ExecContext(ctx, `UPDATE promotion SET state = ? WHERE promo_id = ?`, string(promo.Deleted), gone.Spec.PromoID); err != nil {
+		t.Fatal(err)
+	}
+	recent, err := s.PromotionKeysEndingAfter(ctx, at.Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{promo.Key("NOW", 1)}; !slices.Equal(recent, want) {
+		t.Fatalf("ending after a day ago: %v, want %v", recent, want)
+	}
+	all, err := s.PromotionKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(all)
+	if want := []string{promo.Key("NOW", 1), promo.Key("OLD", 1)}; !slices.Equal(all, want) {
+		t.Fatalf("all not deleted: %v, want %v", all, want)
 	}
 }

@@ -99,9 +99,9 @@ func (r *RedisServer) Addrs() []string {
 	return out
 }
 
-// FailOverFrom makes r a replica of master, waits until r holds everything master
-// acknowledged so far, then promotes r (REPLICAOF NO ONE), as a failover would:
-// r keeps master's data, and whatever master writes later is not r's.
+// FailOverFrom makes r a replica of master, waits until its full sync is done (it
+// then holds every write master took before), then promotes r (REPLICAOF NO ONE), as
+// a failover would: r keeps master's data, and whatever master writes later is not r's.
 func (r *RedisServer) FailOverFrom(master *RedisServer) {
 	r.t.Helper()
 	ctx := context.Background()
@@ -111,7 +111,8 @@ func (r *RedisServer) FailOverFrom(master *RedisServer) {
 	if err := c.ReplicaOf(ctx, host, port).Err(); err != nil {
 		r.t.Fatal(err)
 	}
-	// WAIT answers once the replica acknowledged every write before it.
+	// WAIT counts only replicas online, that is past their full sync, whose snapshot
+	// holds every write before REPLICAOF (it waits for no write of its own client).
 	if n, err := m.Do(ctx, "WAIT", 1, 20_000).Int(); err != nil || n != 1 {
 		r.t.Fatalf("the replica did not catch up with %s within 20 s (%d acknowledged, %v)", master.Addr, n, err)
 	}

@@ -82,9 +82,10 @@ type Deps struct {
 	Fault func(point string) error
 	// Fence, when set, refuses grabs and cancels on shards being rebuilt (fence.go).
 	Fence *Fence
-	// PromotionKeys, when set, lists the promotion keys the record holds
-	// (store.PromotionKeys): the reconciler visits their pending sets instead of
-	// sweeping every shard's keyspace on each pass.
+	// PromotionKeys, when set, lists the promotion keys whose takes may still be
+	// open or owe a CANCEL (store.PromotionKeysEndingAfter): the reconciler visits
+	// their pending sets instead of sweeping every shard's keyspace on each pass;
+	// its rarer sweep finds the rest.
 	PromotionKeys func(ctx context.Context) ([]string, error)
 }
 
