@@ -33,7 +33,8 @@ import (
 //   - flashsale:fence:<shard> present: a rebuild is at work. Fenced.
 //   - flashsale:built:<shard> present: the shard's contents are whole. Open, unless
 //     the marker names another server (internal/shardmark): a replica promoted in a
-//     failover, which may lack the last acknowledged writes. Fenced until rebuilt.
+//     failover, which may lack the last acknowledged writes. Then as for a missing
+//     marker, below.
 //   - neither: the server came back empty (a restart without persistence loses the
 //     marker with everything else). Fenced if the record holds a promotion (not
 //     deleted) of this shard, until a rebuild writes the marker. If it holds none,
@@ -126,20 +127,22 @@ func (f *Fence) pollShard(ctx context.Context, shard int) {
 	switch {
 	case st.Rebuilding:
 		f.set(shard, "rebuild in progress")
-	case st.Built == shardmark.Moved:
-		f.set(shard, fmt.Sprintf("the server (run_id %s) holds the built marker of another (run_id %s): a replica promoted in a failover, "+
-			"which may lack the last acknowledged writes; fenced until rebuilt (run bin/recovery rebuild --shard %d)", st.ServerRunID, st.MarkerRunID, shard))
 	case st.Built == shardmark.Whole:
 		f.set(shard, "")
-	default:
+	default: // Missing or Moved: whole only if the record holds nothing of the shard
+		lost := "lost and not rebuilt: no built marker"
+		if st.Built == shardmark.Moved {
+			lost = fmt.Sprintf("the server (run_id %s) holds the built marker of another (run_id %s): a replica promoted in a failover, "+
+				"which may lack the last acknowledged writes", st.ServerRunID, st.MarkerRunID)
+		}
 		has, err := f.recordHas(ctx, shard)
 		switch {
 		case err != nil:
-			f.set(shard, "no built marker, and the record cannot tell whether the shard held promotions: "+err.Error())
+			f.set(shard, lost+", and the record cannot tell whether the shard held promotions: "+err.Error())
 		case has:
-			f.set(shard, fmt.Sprintf("lost and not rebuilt: no built marker, and the record holds promotions of this shard (run bin/recovery rebuild --shard %d)", shard))
+			f.set(shard, fmt.Sprintf("%s, and the record holds promotions of this shard (run bin/recovery rebuild --shard %d)", lost, shard))
 		default:
-			if err := shardmark.MarkBuilt(ctx, c, shard, "grab-service", 0, true); err != nil {
+			if err := shardmark.MarkBuilt(ctx, c, shard, "grab-service", 0, st.Built == shardmark.Missing); err != nil {
 				f.pollErrors.Inc()
 				return
 			}

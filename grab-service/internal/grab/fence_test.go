@@ -137,12 +137,17 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 	m, r := master.Client(), replica.Client()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	none := func(context.Context) ([]string, error) { return nil, nil }
+	var onEvery []string // the record holds a promotion of every shard
+	for s := range ring.Shards {
+		onEvery = append(onEvery, promo.Key(idOnShard(s), 1))
+	}
+	every := func(context.Context) ([]string, error) { return onEvery, nil }
 
 	f := NewFence(allShards(m), none, prometheus.NewRegistry(), log)
 	f.Poll(ctx, time.Second) // an empty record: the fence marks every shard built on the master
 	replica.FailOverFrom(master)
 
-	f = NewFence(allShards(r), none, prometheus.NewRegistry(), log)
+	f = NewFence(allShards(r), every, prometheus.NewRegistry(), log)
 	f.Poll(ctx, time.Second)
 	for s := range ring.Shards {
 		if !f.Fenced(s) {
@@ -159,6 +164,13 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 	f.Poll(ctx, time.Second)
 	if f.Fenced(2) || !f.Fenced(3) {
 		t.Fatalf("after shard 2's rebuild: shard 2 fenced %v (want open), shard 3 fenced %v (want fenced)", f.Fenced(2), f.Fenced(3))
+	}
+	// A shard of which the record holds nothing had nothing to lose: its marker is
+	// written anew for this server and the shard opens, as a lost one does.
+	f = NewFence(allShards(r), none, prometheus.NewRegistry(), log)
+	f.Poll(ctx, time.Second)
+	if st, err := shardmark.Read(ctx, r, 3); f.Fenced(3) || err != nil || st.Built != shardmark.Whole {
+		t.Fatalf("a promoted shard the record holds nothing of: fenced %v, markers %+v (%v); want open and marked for this server", f.Fenced(3), st, err)
 	}
 }
 

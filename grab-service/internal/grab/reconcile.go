@@ -54,7 +54,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	var st ReconcileStats
 	var firstErr error
 	var debts []owed
-	listed, sweep := s.passes.next(ctx, s)
+	listed, sweep, now := s.passes.next(ctx, s)
 	for shard, c := range s.Shards {
 		var pendingKeys func(yield func(string) bool)
 		if sweep {
@@ -67,6 +67,9 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 			firstErr = err
 		}
 		debts = append(debts, d...)
+	}
+	if sweep && firstErr == nil {
+		s.passes.swept(now) // a shard whose sweep failed is swept again next pass
 	}
 	if err := s.payDebts(ctx, debts, &st); err != nil && firstErr == nil {
 		firstErr = err
@@ -87,14 +90,14 @@ type reconcilePasses struct {
 	listed    []string // the record's last answer, kept while it does not answer
 }
 
-// next returns the promotion pending keys to visit by shard, or sweep.
-func (p *reconcilePasses) next(ctx context.Context, s *Service) (map[int][]string, bool) {
+// next returns the promotion pending keys to visit by shard, or sweep, and the
+// pass's time.
+func (p *reconcilePasses) next(ctx context.Context, s *Service) (map[int][]string, bool, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := s.Clock()
 	if s.PromotionKeys == nil || p.lastSweep.IsZero() || now.Sub(p.lastSweep) >= s.cfg.ReconcileSweepEvery {
-		p.lastSweep = now
-		return nil, true
+		return nil, true, now
 	}
 	keys, err := s.PromotionKeys(ctx)
 	switch {
@@ -102,7 +105,7 @@ func (p *reconcilePasses) next(ctx context.Context, s *Service) (map[int][]strin
 		p.listed = keys
 	case p.listed == nil:
 		s.logErr("the record lists no promotions; sweeping the shards instead", err)
-		return nil, true
+		return nil, true, now
 	default:
 		s.logErr("the record lists no promotions; visiting its last list", err)
 	}
@@ -111,7 +114,14 @@ func (p *reconcilePasses) next(ctx context.Context, s *Service) (map[int][]strin
 		shard := s.ring.Shard(k)
 		byShard[shard] = append(byShard[shard], promo.PendingKey(k))
 	}
-	return byShard, false
+	return byShard, false, now
+}
+
+// swept records a sweep of every shard that completed.
+func (p *reconcilePasses) swept(at time.Time) {
+	p.mu.Lock()
+	p.lastSweep = at
+	p.mu.Unlock()
 }
 
 // sweepPending yields every pending set of the shard matching ReconcileMatch; a
