@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/testenv"
 )
 
 // A script's work per call must stay small and bounded (the pitfalls: rate-limit
@@ -58,7 +59,7 @@ func TestScriptWorkDoesNotGrowWithThePromotion(t *testing.T) {
 			NowMs: now, Keys: []string{k}}); err != nil || r.Code != ReturnReturned {
 			t.Fatalf("cancel %s: %+v %v", rid, r, err)
 		}
-		return commandCalls(t)
+		return testenv.CommandCalls(t, rdb)
 	}
 	spec := baseSpec()
 	spec.Total = 1_000_000
@@ -85,26 +86,4 @@ func TestScriptWorkDoesNotGrowWithThePromotion(t *testing.T) {
 	if len(small) == 0 || !maps.Equal(small, large) {
 		t.Fatalf("commands run by a grab, commit and cancel:\n  fresh promotion %v\n  large promotion %v", small, large)
 	}
-}
-
-// commandCalls reads INFO commandstats: command -> calls, the statistics commands aside.
-func commandCalls(t *testing.T) map[string]string {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		name = strings.TrimPrefix(name, "cmdstat_")
-		if name == "config|resetstat" || name == "config" || name == "info" {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-		out[name] = calls
-	}
-	return out
 }

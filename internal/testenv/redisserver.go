@@ -5,11 +5,14 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/ring"
 )
 
 // RedisServer is a redis-server of the test's own, for tests that kill, restart or
@@ -119,4 +122,38 @@ func (r *RedisServer) FailOverFrom(master *RedisServer) {
 	if err := c.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		r.t.Fatal(err)
 	}
+}
+
+// OneServer is c as every logical shard: the 16-shard client list of a test whose
+// shards all live on one server of its own.
+func OneServer(c redis.UniversalClient) []redis.UniversalClient {
+	shards := make([]redis.UniversalClient, ring.Shards)
+	for i := range shards {
+		shards[i] = c
+	}
+	return shards
+}
+
+// CommandCalls reads INFO commandstats of c's server: command -> calls, the
+// statistics commands themselves (config, info) aside.
+func CommandCalls(t testing.TB, c redis.UniversalClient) map[string]string {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		name = strings.TrimPrefix(name, "cmdstat_")
+		if name == "config|resetstat" || name == "config" || name == "info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		out[name] = calls
+	}
+	return out
 }

@@ -31,7 +31,7 @@ import (
 // logical shard, so a test may set markers or lose data without touching the stack.
 func privateShards(t *testing.T) (*redis.Client, []redis.UniversalClient) {
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
-	return c, allShards(c)
+	return c, testenv.OneServer(c)
 }
 
 // idOnShard is a promotion id whose key (type 1) lives on shard.
@@ -143,11 +143,11 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 	}
 	every := func(context.Context) ([]string, error) { return onEvery, nil }
 
-	f := NewFence(allShards(m), none, prometheus.NewRegistry(), log)
+	f := NewFence(testenv.OneServer(m), none, prometheus.NewRegistry(), log)
 	f.Poll(ctx, time.Second) // an empty record: the fence marks every shard built on the master
 	replica.FailOverFrom(master)
 
-	f = NewFence(allShards(r), every, prometheus.NewRegistry(), log)
+	f = NewFence(testenv.OneServer(r), every, prometheus.NewRegistry(), log)
 	f.Poll(ctx, time.Second)
 	for s := range ring.Shards {
 		if !f.Fenced(s) {
@@ -167,17 +167,9 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 	}
 	// A shard of which the record holds nothing had nothing to lose: its marker is
 	// written anew for this server and the shard opens, as a lost one does.
-	f = NewFence(allShards(r), none, prometheus.NewRegistry(), log)
+	f = NewFence(testenv.OneServer(r), none, prometheus.NewRegistry(), log)
 	f.Poll(ctx, time.Second)
 	if st, err := shardmark.Read(ctx, r, 3); f.Fenced(3) || err != nil || st.Built != shardmark.Whole {
 		t.Fatalf("a promoted shard the record holds nothing of: fenced %v, markers %+v (%v); want open and marked for this server", f.Fenced(3), st, err)
 	}
-}
-
-func allShards(c redis.UniversalClient) []redis.UniversalClient {
-	shards := make([]redis.UniversalClient, ring.Shards)
-	for i := range shards {
-		shards[i] = c
-	}
-	return shards
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
@@ -173,10 +172,7 @@ func TestUnfinishedRollbackSaysToAskAgain(t *testing.T) {
 	ctx := context.Background()
 	srv := testenv.StartRedis(t, testenv.Volatile)
 	c := srv.Client()
-	shards := make([]redis.UniversalClient, ring.Shards)
-	for i := range shards {
-		shards[i] = c
-	}
+	shards := testenv.OneServer(c)
 	id := idOnShard(4)
 	now := time.Now()
 	if code, err := lua.Create(ctx, c, 4, promo.Key(id, 1), lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1,

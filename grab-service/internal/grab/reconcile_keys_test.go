@@ -5,16 +5,15 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -67,13 +66,14 @@ func TestReconcilerVisitsTheListedPromotionsAndSweepsRarely(t *testing.T) {
 	}
 	pass := func(wantPublished int, wantScan bool, why string) {
 		t.Helper()
-		before := scans(t, c)
+		before := testenv.CommandCalls(t, c)["scan"]
 		st, err := svc.Reconcile(ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", why, err)
 		}
-		if st.Published != wantPublished || (scans(t, c) > before) != wantScan {
-			t.Fatalf("%s: published %d (want %d), scanned %v (want %v)", why, st.Published, wantPublished, scans(t, c) > before, wantScan)
+		scanned := testenv.CommandCalls(t, c)["scan"] != before
+		if st.Published != wantPublished || scanned != wantScan {
+			t.Fatalf("%s: published %d (want %d), scanned %v (want %v)", why, st.Published, wantPublished, scanned, wantScan)
 		}
 	}
 
@@ -92,20 +92,4 @@ func TestReconcilerVisitsTheListedPromotionsAndSweepsRarely(t *testing.T) {
 	pass(1, false, "a pass while the record does not answer visits its last list")
 	clock = clock.Add(time.Minute)
 	pass(1, true, "the sweep after ReconcileSweepEvery finds the unlisted promotion's debt")
-}
-
-// scans is how many SCAN commands the server has run.
-func scans(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_scan:calls="); ok {
-			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			return n
-		}
-	}
-	return 0
 }

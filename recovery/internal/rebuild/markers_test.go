@@ -5,10 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/testenv"
 )
 
@@ -18,9 +15,8 @@ func TestUnbuiltTakesLostAndPromotedShards(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
-	shards := make([]redis.UniversalClient, ring.Shards)
+	shards := testenv.OneServer(c)
 	for i := range shards {
-		shards[i] = c
 		if i != 3 && i != 7 {
 			if err := markBuilt(ctx, c, i, 0); err != nil {
 				t.Fatal(err)
