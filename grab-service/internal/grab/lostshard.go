@@ -3,6 +3,7 @@ package grab
 import (
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/flashsale/platform/internal/shardmark"
 )
@@ -22,14 +23,64 @@ func (s *Service) shardLost(shard int) bool {
 	if s.Fence == nil {
 		return false
 	}
-	ctx, cancel := s.settleCtx()
-	defer cancel()
-	st, err := shardmark.Read(ctx, s.Shards[shard], shard)
-	if err != nil || st.Built != shardmark.Whole {
+	lost := s.markerReads[shard].lost(func() bool {
+		ctx, cancel := s.settleCtx()
+		defer cancel()
+		st, err := shardmark.Read(ctx, s.Shards[shard], shard)
+		return err != nil || st.Built != shardmark.Whole
+	})
+	if lost {
 		s.Fence.refused.WithLabelValues(strconv.Itoa(shard), "lost").Inc()
-		return true
 	}
-	return false
+	return lost
+}
+
+// markerReads coalesces one shard's marker reads. A NOT_FOUND is judged only by a
+// read that started after it came back (an earlier read may have seen the server
+// before it restarted), and every NOT_FOUND that came back while a read was in
+// flight shares the next read. A flood of grabs naming promotions that do not
+// exist, each a key of its own and so never answered from the refusal cache, then
+// costs the shard one marker read (with its INFO) a round trip, not one a grab.
+type markerReads struct {
+	mu   sync.Mutex
+	busy bool        // a read is in flight
+	next *markerRead // the read that starts when it ends, with its waiters
+}
+
+type markerRead struct {
+	done chan struct{}
+	lost bool
+}
+
+// lost waits for a read of the shard that starts after the call, and answers it.
+func (m *markerReads) lost(read func() bool) bool {
+	m.mu.Lock()
+	if m.next == nil {
+		m.next = &markerRead{done: make(chan struct{})}
+	}
+	r := m.next
+	if !m.busy {
+		m.start(read)
+	}
+	m.mu.Unlock()
+	<-r.done
+	return r.lost
+}
+
+// start runs the next read; the one after it starts when it ends. m.mu is held.
+func (m *markerReads) start(read func() bool) {
+	r := m.next
+	m.next, m.busy = nil, true
+	go func() {
+		r.lost = read()
+		close(r.done)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.busy = false
+		if m.next != nil {
+			m.start(read)
+		}
+	}()
 }
 
 func lostMessage(shard int) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +197,110 @@ func TestUnfinishedRollbackSaysToAskAgain(t *testing.T) {
 	if err != nil || res.Result != Unavailable || !strings.Contains(res.Message, "same requestId") {
 		t.Fatalf("grab: %+v %v; want UNAVAILABLE telling the buyer to ask again", res, err)
 	}
+}
+
+// A NOT_FOUND that comes back while a marker read is in flight must not take that
+// read's answer: the read may have seen the server before it restarted empty. It
+// waits for the next read, which it shares with every NOT_FOUND that came back
+// meanwhile.
+func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
+	t.Parallel()
+	var m markerReads
+	started := make(chan int, 4)
+	release := make(chan bool, 4)
+	reads := 0
+	read := func() bool { // reads run one at a time: reads needs no lock
+		reads++
+		started <- reads
+		return <-release
+	}
+	first := make(chan bool)
+	go func() { first <- m.lost(read) }()
+	if n := <-started; n != 1 {
+		t.Fatalf("read %d started; want 1", n)
+	}
+	// Two NOT_FOUNDs come back while read 1 (of the server before the restart) is in flight.
+	later := make(chan bool, 2)
+	for range 2 {
+		go func() { later <- m.lost(read) }()
+	}
+	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		waiting = m.next != nil
+		m.mu.Unlock()
+	}
+	time.Sleep(20 * time.Millisecond) // the second of them joins the same next read
+	release <- false                  // read 1: whole
+	if lost := <-first; lost {
+		t.Fatal("the first caller got lost; want read 1's answer, whole")
+	}
+	if n := <-started; n != 2 {
+		t.Fatalf("read %d started; want 2", n)
+	}
+	release <- true // read 2: the server restarted empty
+	for range 2 {
+		if lost := <-later; !lost {
+			t.Fatal("a caller that came back during read 1 took its answer; want read 2's, lost")
+		}
+	}
+	select {
+	case n := <-started:
+		t.Fatalf("read %d started; the two later callers must share read 2", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// A flood of grabs naming promotions that do not exist (each its own key, so the
+// refusal cache never answers them) is answered NOT_FOUND with far fewer marker
+// reads than grabs: without the coalescing every one read the markers and INFO.
+func TestNotFoundFloodSharesMarkerReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, shards := privateShards(t)
+	const shard, grabs = 9, 300
+	for s := 0; s < ring.Shards; s++ {
+		c.Set(ctx, promo.BuiltKey(s), "built", 0)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := NewFence(shards, func(context.Context) ([]string, error) { return nil, nil }, prometheus.NewRegistry(), log)
+	f.Poll(ctx, time.Second)
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: ackPublisher{}, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	var ids []string
+	for n := 0; len(ids) < grabs; n++ {
+		if id := "nowhere-" + strconv.Itoa(n); ring.Default.Shard(promo.Key(id, 1)) == shard {
+			ids = append(ids, id)
+		}
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]Outcome, grabs)
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := svc.Grab(ctx, Request{RequestID: "flood-" + id, Pin: "p" + id, IP: "1.1.1.1", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res.Result
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r != NotFound {
+			t.Fatalf("grab %d of a promotion that does not exist: %s; want NOT_FOUND", i, r)
+		}
+	}
+	markerReads, _ := strconv.Atoi(testenv.CommandCalls(t, c)["get"])
+	if markerReads == 0 || markerReads > grabs/2 {
+		t.Fatalf("%d marker reads for %d NOT_FOUND grabs; want them shared (at most %d)", markerReads, grabs, grabs/2)
+	}
+	t.Logf("%d marker reads for %d NOT_FOUND grabs", markerReads, grabs)
 }

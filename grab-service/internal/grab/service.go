@@ -98,6 +98,8 @@ type Service struct {
 	refusals refusalCache
 	status   statusCache
 	passes   reconcilePasses
+	// markerReads coalesce each shard's reads of its markers (lostshard.go).
+	markerReads [ring.Shards]markerReads
 }
 
 // New builds the service and starts its shard executors.
