@@ -307,7 +307,10 @@ start_redis() {
 
 start_kafka() {
 	port_free_or_die kafka
-	launch kafka "$BIN/kafka-broker" -addr "$KAFKA_ADDR"
+	# The broker keeps its log and the sink's offsets here, so a killed broker comes
+	# back with every event it acknowledged, as Kafka does.
+	mkdir -p "$RUN/kafka"
+	launch kafka "$BIN/kafka-broker" -addr "$KAFKA_ADDR" -data-dir "$RUN/kafka"
 }
 
 # service_available NAME: its binary exists (and, for the sink, knows the subcommand).

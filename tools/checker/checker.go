@@ -82,32 +82,7 @@ func (r Request) Held() (held, known bool) {
 	return r.Cancel != "RETURNED" && r.Cancel != "ALREADY_RETURNED", true
 }
 
-// Outage is a period in which the Kafka broker lost what it held: the local stack's
-// broker keeps its log in memory only, so a restart drops every event it had not yet
-// handed to the flow sink. Down is when it was stopped, Up when it answered again.
-type Outage struct {
-	Down, Up time.Time
-}
-
-// Exposure is how long before an outage a request's events may still have been in
-// the broker only (the flow sink stores within milliseconds; a sink this far behind
-// is itself a finding).
-const Exposure = 10 * time.Second
-
-// exposed reports whether a request lived while a broker restart could drop its events.
-func exposed(r *Request, outages []Outage) bool {
-	if r == nil {
-		return false
-	}
-	for _, o := range outages {
-		if !r.Sent.After(o.Up) && !r.Done.Before(o.Down.Add(-Exposure)) {
-			return true
-		}
-	}
-	return false
-}
-
-// Report is the checker's verdict. Every count but Excused must be 0.
+// Report is the checker's verdict. Every count must be 0.
 type Report struct {
 	Promotions, Requests int
 	// Oversold: units granted beyond a promotion's total, by any witness, plus units
@@ -126,11 +101,6 @@ type Report struct {
 	Drift int64
 	// Unresolved: requests whose client never got a definite answer.
 	Unresolved int
-	// Excused: requests on which record and Redis disagree only because the broker
-	// dropped their flow events on restart (see Outage); reported, not failed.
-	Excused int
-	// ExcusedIDs names the first excused requests, for the log.
-	ExcusedIDs []string
 	// Findings describe the first failures, for the log.
 	Findings []string
 	// Overflow counts findings not kept.
@@ -158,8 +128,8 @@ func (r *Report) Summary() string {
 	if r.Failed() {
 		verdict = "FAIL"
 	}
-	return fmt.Sprintf("%s: %d promotions, %d requests; oversold %d, leaked %d, lost %d, limit-breached %d, record drift %d, unresolved %d (excused %d: flow events the in-memory broker dropped on restart)",
-		verdict, r.Promotions, r.Requests, r.Oversold, r.Leaked, r.Lost, r.LimitBreached, r.Drift, r.Unresolved, r.Excused)
+	return fmt.Sprintf("%s: %d promotions, %d requests; oversold %d, leaked %d, lost %d, limit-breached %d, record drift %d, unresolved %d",
+		verdict, r.Promotions, r.Requests, r.Oversold, r.Leaked, r.Lost, r.LimitBreached, r.Drift, r.Unresolved)
 }
 
 // String lists the summary and the findings.

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"fmt"
 
 	"github.com/flashsale/platform/lua"
 )
@@ -63,7 +62,7 @@ func (f flows) held(rid string) bool {
 
 // Verify reconciles told answers with a snapshot. It is pure, so the checker's own
 // rules have table tests.
-func Verify(promos []Promotion, reqs []Request, outages []Outage, snap Snapshot) Report {
+func Verify(promos []Promotion, reqs []Request, snap Snapshot) Report {
 	rep := Report{Promotions: len(promos), Requests: len(reqs)}
 	byID := make(map[string]*Request, len(reqs))
 	toldOn := map[string][]*Request{} // promotion key -> requests naming it
@@ -80,7 +79,6 @@ func Verify(promos []Promotion, reqs []Request, outages []Outage, snap Snapshot)
 		}
 	}
 	rep.Unresolved = len(unresolved)
-	excused := map[string]bool{}
 	breached := map[string]bool{}
 
 	for _, p := range promos {
@@ -153,13 +151,7 @@ func Verify(promos []Promotion, reqs []Request, outages []Outage, snap Snapshot)
 					rep.find("%s %s: ledger holds %d, client was granted %d", key, rid, e.Num, n)
 				}
 			}
-			// The record's sums (for oversell and limits) count an excused request as the
-			// broker would have delivered it: as Redis holds it.
-			lostWithBroker := !open && ledgerHeld != recHeld && exposed(r, outages)
-			switch {
-			case lostWithBroker && ledgerHeld:
-				add(&record, e.Pin, e.IP, e.Num)
-			case recHeld && !lostWithBroker:
+			if recHeld {
 				g := rec.grab[rid]
 				add(&record, g.Pin, g.IP, g.Num)
 			}
@@ -170,14 +162,6 @@ func Verify(promos []Promotion, reqs []Request, outages []Outage, snap Snapshot)
 				rep.find("%s %s: take still open (ledger %s) after the stack settled", key, rid, e.State)
 			case !known:
 				// counted once as unresolved above
-			case toldHeld != ledgerHeld && ledgerHeld == recHeld && exposed(r, outages):
-				// The broker dropped the event and a rebuild of the shard since restored
-				// the ledger from the record that lacks it: a double fault (a broker that
-				// loses acknowledged events, then a lost shard) no real Kafka produces.
-				if !excused[rid] && len(rep.ExcusedIDs) < maxFindings {
-					rep.ExcusedIDs = append(rep.ExcusedIDs, fmt.Sprintf("%s %s (client holds it %v; Redis ledger %q, rebuilt from the record)", key, rid, toldHeld, e.State))
-				}
-				excused[rid] = true
 			case toldHeld && !ledgerHeld:
 				rep.Lost += n
 				rep.find("%s %s: client holds %d (grab %s, cancel %q) but the Redis ledger says %q", key, rid, n, r.Grab, r.Cancel, e.State)
@@ -191,15 +175,8 @@ func Verify(promos []Promotion, reqs []Request, outages []Outage, snap Snapshot)
 			}
 			if !open && ledgerHeld != recHeld {
 				drifted[rid] = true
-				if exposed(r, outages) {
-					if !excused[rid] && len(rep.ExcusedIDs) < maxFindings {
-						rep.ExcusedIDs = append(rep.ExcusedIDs, fmt.Sprintf("%s %s (Redis ledger %q, record holds it %v)", key, rid, e.State, recHeld))
-					}
-					excused[rid] = true
-				} else {
-					rep.Drift += n
-					rep.find("%s %s: Redis ledger %q (held %v) but the record holds it %v", key, rid, e.State, ledgerHeld, recHeld)
-				}
+				rep.Drift += n
+				rep.find("%s %s: Redis ledger %q (held %v) but the record holds it %v", key, rid, e.State, ledgerHeld, recHeld)
 			}
 		}
 
@@ -299,7 +276,6 @@ func Verify(promos []Promotion, reqs []Request, outages []Outage, snap Snapshot)
 		}
 	}
 	rep.LimitBreached += len(breached)
-	rep.Excused = len(excused)
 	return rep
 }
 

@@ -212,8 +212,6 @@ type drillEnv struct {
 	db                      *store.Store
 	src                     checker.Sources
 	rounds                  []*round
-	outages                 []checker.Outage
-	excused                 int // requests excused so far (the checker counts over the whole run)
 	extra                   *instance
 }
 

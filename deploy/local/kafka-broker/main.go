@@ -1,7 +1,12 @@
-// Command kafka-broker is the local stack's Kafka-protocol broker: one in-memory
-// franz-go kfake broker with the platform's topics seeded, so the stack needs no JVM.
-// Data lives only as long as the process (the local stack never keeps flows across a
-// restart of the broker; MySQL is the system of record).
+// Command kafka-broker is the local stack's Kafka-protocol broker: one franz-go kfake
+// broker with the platform's topics seeded, so the stack needs no JVM.
+//
+// With -data-dir it keeps its log, its topics and the consumer groups' offsets in
+// that directory, written before each produce is acknowledged: a broker killed and
+// started again on the same directory serves every event it acknowledged, and the
+// flow sink resumes from its committed offsets, as with Kafka. (Like Kafka by
+// default, it does not fsync each write: what it acknowledged survives the process,
+// not the machine.) Without it, everything lives only as long as the process.
 package main
 
 import (
@@ -14,6 +19,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -32,6 +38,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:9092", "host:port to listen on")
 	port := flag.Int("port", 0, "port to listen on (overrides the port of -addr when non-zero)")
 	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
+	dataDir := flag.String("data-dir", "", "directory that keeps the log and the groups' offsets across restarts (default: memory only)")
 	flag.Parse()
 
 	var lvl slog.Level
@@ -50,22 +57,44 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	cluster, err := Start(host, p, logger)
+	cluster, err := Start(host, p, *dataDir, logger)
 	if err != nil {
 		logger.Error("start broker", "err", err)
 		os.Exit(1)
 	}
-	logger.Info("kafka broker listening", "addrs", cluster.ListenAddrs(),
+	logger.Info("kafka broker listening", "addrs", cluster.ListenAddrs(), "dataDir", *dataDir,
 		"topics", map[string]int{flowTopic: flowPartitions, deadTopic: deadPartitions})
 
-	<-ctx.Done()
+	// Retention is applied on a timer of ours: kfake runs its own only for topics
+	// that name a retention setting, and the seeded ones cannot.
+	tick := time.NewTicker(retentionEvery)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			cluster.ApplyRetention()
+		}
+	}
 	logger.Info("shutting down")
 	cluster.Close()
 	logger.Info("stopped")
 }
 
-// Start runs a single-broker kfake cluster on host:port (port 0 picks a free one).
-func Start(host string, port int, logger *slog.Logger) (*kfake.Cluster, error) {
+// What the broker keeps: each partition's log up to retentionBytes, in segments of
+// segmentBytes, for at most a week. The flow sink stores an event within
+// milliseconds; the rest is for reading back (kcat, drills), and a restart loads it
+// all, so it is kept small: 16 partitions of 16 MiB, a few hundred thousand events.
+const (
+	retentionBytes = 16 << 20
+	segmentBytes   = 4 << 20
+	retentionMs    = 7 * 24 * time.Hour / time.Millisecond
+	retentionEvery = 10 * time.Minute
+)
+
+// Start runs a single-broker kfake cluster on host:port (port 0 picks a free one),
+// keeping its data in dataDir ("" for memory only).
+func Start(host string, port int, dataDir string, logger *slog.Logger) (*kfake.Cluster, error) {
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
@@ -82,6 +111,14 @@ func Start(host string, port int, logger *slog.Logger) (*kfake.Cluster, error) {
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(defaultAutoPart),
 		kfake.WithLogger(slogAdapter{logger}),
+		kfake.BrokerConfigs(map[string]string{
+			"log.retention.bytes": strconv.Itoa(retentionBytes),
+			"log.segment.bytes":   strconv.Itoa(segmentBytes),
+			"log.retention.ms":    strconv.FormatInt(int64(retentionMs), 10),
+		}),
+	}
+	if dataDir != "" {
+		opts = append(opts, kfake.DataDir(dataDir))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
