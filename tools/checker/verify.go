@@ -1,7 +1,6 @@
 package checker
 
 import (
-
 	"github.com/flashsale/platform/lua"
 )
 

@@ -76,21 +76,25 @@ func main() {
 			cluster.ApplyRetention()
 		}
 	}
+	stop() // a second signal during the shutdown below ends the process at once
 	logger.Info("shutting down")
 	cluster.Close()
 	logger.Info("stopped")
 }
 
 // What the broker keeps: each partition's log up to retentionBytes, in segments of
-// segmentBytes, for at most a week. The flow sink stores an event within
-// milliseconds; the rest is for reading back (kcat, drills), and a restart loads it
-// all, so it is kept small: 16 partitions of 16 MiB, a few hundred thousand events.
+// segmentBytes, for at most a week (Kafka's default). The flow sink stores an event
+// within milliseconds; the rest is for reading back (kcat, drills) and for a sink or
+// MySQL that is down: 16 partitions of 64 MiB are about 2.5 million events, a quarter
+// of an hour of the local stack's peak. Beyond that the oldest events go, stored or
+// not, and the checker would report them as drift. A restart loads what is kept.
 const (
-	retentionBytes = 16 << 20
-	segmentBytes   = 4 << 20
-	retentionMs    = 7 * 24 * time.Hour / time.Millisecond
+	retentionBytes = 64 << 20
+	segmentBytes   = 8 << 20
 	retentionEvery = 10 * time.Minute
 )
+
+var retentionMs = (7 * 24 * time.Hour).Milliseconds()
 
 // Start runs a single-broker kfake cluster on host:port (port 0 picks a free one),
 // keeping its data in dataDir ("" for memory only).
@@ -114,7 +118,7 @@ func Start(host string, port int, dataDir string, logger *slog.Logger) (*kfake.C
 		kfake.BrokerConfigs(map[string]string{
 			"log.retention.bytes": strconv.Itoa(retentionBytes),
 			"log.segment.bytes":   strconv.Itoa(segmentBytes),
-			"log.retention.ms":    strconv.FormatInt(int64(retentionMs), 10),
+			"log.retention.ms":    strconv.FormatInt(retentionMs, 10),
 		}),
 	}
 	if dataDir != "" {

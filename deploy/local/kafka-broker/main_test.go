@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,7 +148,7 @@ func TestBrokerKeepsAcknowledgedEventsAcrossAKill(t *testing.T) {
 	if err := child.Process.Kill(); err != nil { // SIGKILL: no shutdown of any kind
 		t.Fatal(err)
 	}
-	_ = child.Wait()
+	waitClosed(t, addr)
 	startChild(t, addr, dir)
 
 	all := readGroup(ctx, t, addr, "after-restart", n)
@@ -164,6 +165,21 @@ func TestBrokerKeepsAcknowledgedEventsAcrossAKill(t *testing.T) {
 	}
 }
 
+// waitClosed waits until nothing accepts on addr: the killed broker is gone.
+func waitClosed(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			return
+		}
+		conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still accepts connections 10s after SIGKILL", addr)
+		}
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -174,16 +190,21 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startChild runs the broker on addr with dataDir and waits until it answers.
+// startChild runs the broker on addr with dataDir and waits until it answers. The
+// child dies with the test process (Pdeathsig), and a child that exits early (its
+// port taken meanwhile) fails the test at once.
 func startChild(t *testing.T, addr, dataDir string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-addr", addr, "-data-dir", dataDir, "-log-level", "warn")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		conn, err := kafka.Dial("tcp", addr)
@@ -194,10 +215,15 @@ func startChild(t *testing.T, addr, dataDir string) *exec.Cmd {
 				return cmd
 			}
 		}
+		select {
+		case werr := <-exited:
+			exited <- werr // for the cleanup
+			t.Fatalf("broker on %s exited before answering: %v", addr, werr)
+		case <-time.After(50 * time.Millisecond):
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("broker on %s not answering: %v", addr, err)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -48,8 +48,9 @@ type markerReads struct {
 }
 
 type markerRead struct {
-	done chan struct{}
-	lost bool
+	done    chan struct{}
+	lost    bool
+	waiters int // callers answered by it (under markerReads.mu)
 }
 
 // lost waits for a read of the shard that starts after the call, and answers it.
@@ -59,6 +60,7 @@ func (m *markerReads) lost(read func() bool) bool {
 		m.next = &markerRead{done: make(chan struct{})}
 	}
 	r := m.next
+	r.waiters++
 	if !m.busy {
 		m.start(read)
 	}
@@ -68,6 +70,7 @@ func (m *markerReads) lost(read func() bool) bool {
 }
 
 // start runs the next read; the one after it starts when it ends. m.mu is held.
+// Every read of a shard is the same, so the next one reuses this read func.
 func (m *markerReads) start(read func() bool) {
 	r := m.next
 	m.next, m.busy = nil, true

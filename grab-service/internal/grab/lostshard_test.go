@@ -216,7 +216,7 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 	}
 	first := make(chan bool)
 	go func() { first <- m.lost(read) }()
-	if n := <-started; n != 1 {
+	if n := recv(t, started); n != 1 {
 		t.Fatalf("read %d started; want 1", n)
 	}
 	// Two NOT_FOUNDs come back while read 1 (of the server before the restart) is in flight.
@@ -224,22 +224,27 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 	for range 2 {
 		go func() { later <- m.lost(read) }()
 	}
-	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		m.mu.Lock()
-		waiting = m.next != nil
+		joined := m.next != nil && m.next.waiters == 2
 		m.mu.Unlock()
+		if joined {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the two later callers did not wait for a next read within 5s")
+		}
 	}
-	time.Sleep(20 * time.Millisecond) // the second of them joins the same next read
-	release <- false                  // read 1: whole
-	if lost := <-first; lost {
+	release <- false // read 1: whole
+	if lost := recv(t, first); lost {
 		t.Fatal("the first caller got lost; want read 1's answer, whole")
 	}
-	if n := <-started; n != 2 {
+	if n := recv(t, started); n != 2 {
 		t.Fatalf("read %d started; want 2", n)
 	}
 	release <- true // read 2: the server restarted empty
 	for range 2 {
-		if lost := <-later; !lost {
+		if lost := recv(t, later); !lost {
 			t.Fatal("a caller that came back during read 1 took its answer; want read 2's, lost")
 		}
 	}
@@ -248,6 +253,19 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 		t.Fatalf("read %d started; the two later callers must share read 2", n)
 	case <-time.After(50 * time.Millisecond):
 	}
+}
+
+// recv receives from c, failing the test after 5 s rather than hanging it.
+func recv[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing received within 5s")
+	}
+	var zero T
+	return zero
 }
 
 // A flood of grabs naming promotions that do not exist (each its own key, so the
