@@ -58,7 +58,10 @@ func stagingOf(key string) staging {
 // once and into the counters; a CANCEL only into the counters, and after the pass
 // the few cancelled requests are looked up by key and their entries rewritten as
 // returned (a later HSET of the same field wins).
-func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, p store.Promotion, batch int) (Restored, error) {
+//
+// rowsRead (may be nil) is told how many flow rows were read so far, every
+// flowBatch rows: a promotion of tens of millions of grants takes minutes.
+func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, p store.Promotion, batch int, rowsRead func(int)) (Restored, error) {
 	id := p.ID()
 	key := id.Key()
 	out := Restored{Key: key}
@@ -72,7 +75,7 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 
 	t := flowTally{pins: map[string]int64{}, ips: map[string]int64{}}
 	req := &hset{w: w, key: st.req}
-	if err := readFlows(ctx, rec, id, &t, req, &out); err != nil {
+	if err := readFlows(ctx, rec, id, &t, req, &out, rowsRead); err != nil {
 		return out, err
 	}
 	for chunk := range slices.Chunk(t.cancels, cancelLookup) {
@@ -135,7 +138,7 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 // readFlows reads the promotion's flow log once. The rows go in batches to two
 // goroutines, one summing them into t and one staging the ledger entries of the
 // GRAB rows, so reading, summing and encoding share the machine's cores.
-func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *hset, out *Restored) error {
+func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	toTally, toLedger := make(chan []store.FlowRow, 4), make(chan []store.FlowRow, 4)
@@ -162,9 +165,13 @@ func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *
 		staged <- err
 	}()
 	batch := make([]store.FlowRow, 0, flowBatch)
+	rows := 0
 	send := func() {
 		toTally <- batch
 		toLedger <- batch
+		if rows += len(batch); rowsRead != nil {
+			rowsRead(rows)
+		}
 		batch = make([]store.FlowRow, 0, flowBatch) // the two readers share the old one
 	}
 	err := rec.EachFlow(ctx, id, func(r store.FlowRow) error {

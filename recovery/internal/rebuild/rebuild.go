@@ -230,7 +230,12 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 
 func restorePromotions(ctx context.Context, d Deps, o Options, c redis.UniversalClient, ps []store.Promotion, bar *progressbar.ProgressBar, ss *ShardSummary) error {
 	for _, p := range ps {
-		r, err := restorePromotion(ctx, c, d.Record, p, o.Batch)
+		var rowsRead func(int)
+		if bar != nil { // the bar counts promotions; the description, the rows of this one
+			key := p.ID().Key()
+			rowsRead = func(n int) { bar.Describe(fmt.Sprintf("shard %2d %s: %d flow rows", ss.Shard, key, n)) }
+		}
+		r, err := restorePromotion(ctx, c, d.Record, p, o.Batch, rowsRead)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ package rebuild_test
 // database, and an in-process Kafka cluster with a flow sink per test.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,12 +167,18 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 		t.Fatalf("the restarted server holds %d keys; want it empty", n)
 	}
 
-	sum, err := rebuild.Run(ctx, w.deps, options(lostShard))
+	shardRun := options(lostShard)
+	var progress bytes.Buffer
+	shardRun.Progress = &progress
+	sum, err := rebuild.Run(ctx, w.deps, shardRun)
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
 	if len(sum.Shards) != 1 || sum.Shards[0].Promotions != len(lost)+1 {
 		t.Fatalf("summary %+v; want one shard with %d promotions", sum.Shards, len(lost)+1)
+	}
+	if out := progress.String(); !strings.Contains(out, "4/4") || !strings.Contains(out, " flow rows") {
+		t.Errorf("progress %q; want the promotions counted and the flow rows read", out)
 	}
 	for _, key := range lost {
 		after := rt.Take(t, shards[lostShard], key)
