@@ -374,7 +374,7 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	// The grabs' request index entries that lived on the lost server are back: a
 	// retry of a grant must not meet the sold-out short-circuit without its claim.
 	// The promotions' counters are the final checker's business (the load still runs).
-	outb, _ = d.recovery(ctx, "verify", "--shard", fmt.Sprint(shard), "--index")
+	outb, _ = d.recovery(ctx, "verify", "--shard", fmt.Sprint(shard), "--index", "--quiet")
 	for _, line := range strings.Split(string(outb), "\n") {
 		if strings.HasPrefix(line, "DRIFT  request index") {
 			out.fail("after the rebuild: %s", line)

@@ -38,12 +38,16 @@ say a shard holds is there.
 	fs.DurationVar(&o.RecheckDelay, "recheck-delay", o.RecheckDelay, "wait before each recheck")
 	fs.BoolVar(&o.Index, "index", o.Index, "also check every shard's request index against the record's GRAB rows of the last 30 days")
 	verbose := fs.Bool("v", false, "also print a line per promotion checked")
+	quiet := fs.Bool("quiet", false, "no progress bar")
 	_ = fs.Parse(args)
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return exitUsage
 	}
 	o.Shards = shards
+	if !*quiet {
+		o.Progress = os.Stderr
+	}
 	if err := c.resolve(fs, log); err != nil {
 		fail(log, "verify not started", err)
 		return exitUsage

@@ -44,6 +44,7 @@ import (
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
+	"github.com/flashsale/platform/recovery/internal/progress"
 )
 
 // Options say what to rebuild and how carefully.
@@ -171,7 +172,7 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 	for _, ps := range byShard {
 		total += len(ps)
 	}
-	bar := newBar(o.Progress, total)
+	bar := progress.New(o.Progress, total, "rebuild", "promotions")
 
 	for _, s := range targets {
 		ss, err := rebuildShard(ctx, d, o, s, clients[s], byShard[s], bar)
@@ -334,22 +335,6 @@ func catchUp(ctx context.Context, lag *flowlag.Meter, timeout time.Duration) err
 		return errors.New("no Kafka brokers configured to ask")
 	}
 	return lag.WaitCaughtUp(ctx, timeout, 200*time.Millisecond)
-}
-
-func newBar(w io.Writer, total int) *progressbar.ProgressBar {
-	if w == nil || total == 0 {
-		return nil
-	}
-	return progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("rebuild"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetItsString("promotions"),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
-	)
 }
 
 func uniqueSorted(in []int) []int {

@@ -15,6 +15,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strconv"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
+	"github.com/flashsale/platform/recovery/internal/progress"
 )
 
 // Record is what verify reads from the system of record (*store.Store).
@@ -43,6 +45,8 @@ type Options struct {
 	// Index also checks every shard's request index against the record's GRAB rows
 	// (it reads every GRAB row of the last 30 days: a heavier job).
 	Index bool
+	// Progress receives the progress bar (stderr); nil for none.
+	Progress io.Writer
 }
 
 // Defaults suit a periodic job.
@@ -139,12 +143,15 @@ func Run(ctx context.Context, d Deps, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	var mine []store.Promotion
 	for _, p := range live {
-		key := p.ID().Key()
-		shard := ring.Default.Shard(key)
-		if len(want) > 0 && !want[shard] {
-			continue
+		if len(want) == 0 || want[ring.Default.Shard(p.ID().Key())] {
+			mine = append(mine, p)
 		}
+	}
+	bar := progress.New(o.Progress, len(mine), "verify", "promotions")
+	for _, p := range mine {
+		shard := ring.Default.Shard(p.ID().Key())
 		c, err := check(ctx, d.Shards[shard], d.Record, p, shard)
 		for n := 0; err == nil && len(c.Drifts) > 0 && n < o.Rechecks; n++ {
 			select {
@@ -159,19 +166,29 @@ func Run(ctx context.Context, d Deps, o Options) (Report, error) {
 			return rep, err
 		}
 		rep.Promotions = append(rep.Promotions, c)
+		if bar != nil {
+			_ = bar.Add(1)
+		}
 	}
 	if o.Index {
 		rep.IndexChecked = true
+		var shards []int
 		for s := range ring.Shards {
-			if len(want) > 0 && !want[s] {
-				continue
+			if len(want) == 0 || want[s] {
+				shards = append(shards, s)
 			}
+		}
+		bar := progress.New(o.Progress, len(shards), "verify the request index", "shards")
+		for _, s := range shards {
 			drift, err := checkIndex(ctx, d.Shards[s], d.Record, s, time.Now())
 			if err != nil {
 				return rep, err
 			}
 			if drift != nil {
 				rep.IndexDrifts = append(rep.IndexDrifts, *drift)
+			}
+			if bar != nil {
+				_ = bar.Add(1)
 			}
 		}
 	}

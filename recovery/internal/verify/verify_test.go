@@ -110,9 +110,15 @@ func TestVerifyReportsThePlantedDriftAndOnlyIt(t *testing.T) {
 		rids = append(rids, rid)
 	}
 	o.Index = true
+	var bar bytes.Buffer
+	o.Progress = &bar
 	if rep, err = verify.Run(ctx, d, o); err != nil || len(rep.IndexDrifts) != 0 {
 		t.Fatalf("every index entry present: want no index drift, have %+v (%v)", rep.IndexDrifts, err)
 	}
+	if p := bar.String(); !strings.Contains(p, fmt.Sprintf("%d/%d", len(keys), len(keys))) || !strings.Contains(p, "16/16") {
+		t.Errorf("progress %q; want the %d promotions and the 16 index shards counted to the end", p, len(keys))
+	}
+	o.Progress = nil
 	lost := promo.RequestIndexKey(rids[7])
 	lostShard := ring.Default.Shard(lost)
 	shards[lostShard].Del(ctx, lost)
