@@ -1,0 +1,205 @@
+package grab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/flashsale/platform/internal/flow"
+)
+
+func publishCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, flow.Topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	return cluster
+}
+
+func grabEvent(rid string) flow.Event {
+	return flow.Event{EventID: newEventID(), Kind: flow.Grab, RequestID: rid, Pin: "p", IP: "10.0.0.1",
+		Items: []flow.Item{{PromoID: "A", Type: 1, Num: 1}}, OccurredAt: flow.Stamp(time.Now())}
+}
+
+// Concurrent publishes batched across partitions: every event acknowledged is on
+// the topic once, in the partition kafka-go's Hash balancer gives its requestId
+// (as the Writer placed them before, so a request's GRAB and CANCEL share a
+// partition across a rolling upgrade), and a request's events in the order sent.
+func TestKafkaPublisherPlacesEveryEventByItsKey(t *testing.T) {
+	t.Parallel()
+	cluster := publishCluster(t)
+	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	const callers, each = 32, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				rid := fmt.Sprintf("r-%d-%d", c, i)
+				grab, cancelEv := grabEvent(rid), grabEvent(rid)
+				cancelEv.Kind = flow.Cancel
+				if err := p.Publish(ctx, grab); err != nil {
+					errs <- err
+					return
+				}
+				if i%4 == 0 { // some requests are returned: their CANCEL follows the GRAB
+					if err := p.Publish(ctx, cancelEv); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// One call holding events of several partitions (the reconciler's debts).
+	var debts []flow.Event
+	for i := range 40 {
+		debts = append(debts, grabEvent(fmt.Sprintf("debt-%d", i)))
+	}
+	if err := p.Publish(ctx, debts...); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := make([]int, 16)
+	for i := range ids {
+		ids[i] = i
+	}
+	var balancer kafka.Hash
+	seen := map[string][]string{} // requestId -> kinds in topic order
+	client := &kafka.Client{Addr: kafka.TCP(cluster.ListenAddrs()...)}
+	for part := range 16 {
+		res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: flow.Topic, Partition: part, Offset: 0, MaxBytes: 16 << 20})
+		if err != nil || res.Error != nil {
+			t.Fatalf("fetch partition %d: %v %v", part, err, res.Error)
+		}
+		for {
+			r, err := res.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("read partition %d: %v", part, err)
+			}
+			key, _ := io.ReadAll(r.Key)
+			value, _ := io.ReadAll(r.Value)
+			ev, err := flow.Decode(value)
+			if err != nil {
+				t.Fatalf("partition %d: %v", part, err)
+			}
+			if want := balancer.Balance(kafka.Message{Key: key}, ids...); want != part {
+				t.Fatalf("%s in partition %d; the Hash balancer gives %d", key, part, want)
+			}
+			seen[ev.RequestID] = append(seen[ev.RequestID], string(ev.Kind))
+		}
+	}
+	if want := callers*each + 40; len(seen) != want {
+		t.Fatalf("%d requests on the topic; want %d", len(seen), want)
+	}
+	for c := range callers {
+		for i := range each {
+			rid, want := fmt.Sprintf("r-%d-%d", c, i), "GRAB"
+			if i%4 == 0 {
+				want = "GRAB CANCEL"
+			}
+			if got := fmt.Sprint(seen[rid]); got != "["+want+"]" {
+				t.Fatalf("%s on the topic: %s; want [%s]", rid, got, want)
+			}
+		}
+	}
+}
+
+// A broker that is gone fails the publish within its bounds (the grab then rolls
+// back), a caller's deadline ends its wait, and a closed publisher refuses at once.
+func TestKafkaPublisherFailsWithoutABroker(t *testing.T) {
+	t.Parallel()
+	cluster := publishCluster(t)
+	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	ctx := context.Background()
+	if err := p.Publish(ctx, grabEvent("before")); err != nil {
+		t.Fatalf("publish with the broker up: %v", err)
+	}
+	cluster.Close()
+	start := time.Now()
+	if err := p.Publish(ctx, grabEvent("after")); err == nil {
+		t.Fatal("publish with the broker gone: acknowledged")
+	}
+	if took := time.Since(start); took > publishTimeout+time.Second {
+		t.Fatalf("publish with the broker gone took %s; want within %s", took, publishTimeout)
+	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := p.Publish(short, grabEvent("deadline")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("publish past the caller's deadline: %v; want its deadline", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Close() }()
+	select {
+	case <-done:
+	case <-time.After(publishTimeout + 2*time.Second):
+		t.Fatal("Close did not return after the batches in flight ended")
+	}
+	if err := p.Publish(ctx, grabEvent("closed")); !errors.Is(err, errPublisherClosed) {
+		t.Fatalf("publish after Close: %v; want errPublisherClosed", err)
+	}
+}
+
+// A produce request whose connection drops is sent again, and the events the retry
+// writes are whole. Found by the kafka drill: the first version reused the records
+// of the failed attempt, whose key and value readers that attempt had consumed, so
+// the retry had empty events acknowledged and the grants never reached the record.
+func TestKafkaPublisherRetriesWholeEvents(t *testing.T) {
+	t.Parallel()
+	cluster := publishCluster(t)
+	dropped := 0
+	cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		dropped++
+		return nil, errors.New("connection dropped by the test"), true // one produce request
+	})
+	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Publish(ctx, grabEvent("retried")); err != nil {
+		t.Fatalf("publish once the dropped request is retried: %v", err)
+	}
+	if dropped != 1 {
+		t.Fatalf("%d produce requests dropped; want the first", dropped)
+	}
+	var balancer kafka.Hash
+	part := balancer.Balance(kafka.Message{Key: []byte("retried")}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+	client := &kafka.Client{Addr: kafka.TCP(cluster.ListenAddrs()...)}
+	res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: flow.Topic, Partition: part, Offset: 0, MaxBytes: 1 << 20})
+	if err != nil || res.Error != nil {
+		t.Fatalf("fetch partition %d: %v %v", part, err, res.Error)
+	}
+	r, err := res.Records.ReadRecord()
+	if err != nil {
+		t.Fatalf("partition %d holds no event: %v", part, err)
+	}
+	key, _ := io.ReadAll(r.Key)
+	value, _ := io.ReadAll(r.Value)
+	if ev, err := flow.Decode(value); err != nil || string(key) != "retried" || ev.RequestID != "retried" {
+		t.Fatalf("the retried event reads key %q, value %q (%v); want the whole GRAB of requestId retried", key, value, err)
+	}
+}
