@@ -28,20 +28,26 @@ type Publisher interface {
 // KafkaPublisher writes flow events to promo-grab-flow with kafka-go, batching
 // across partitions. kafka-go's Writer batches per partition: at the commit path's
 // rates a partition rarely sees two events within a batch timeout, so nearly every
-// event went to the broker as a produce request of its own. Here every event that
-// arrives within batchTimeout of the first goes in one produce request per
-// partition leader (acks=all), and each caller is answered by its partitions'
-// outcome. Partitions are chosen as kafka-go's Hash balancer chooses them (the
-// requestId key, over the sorted partition ids), so a request's events keep to one
-// partition, in order, whichever version of the service sent them.
+// event went to the broker as a produce request of its own. Here the events that
+// arrive while the batch timeout runs (and while the batch before is being sent) go
+// in one produce request per partition leader (acks=all), and each caller is
+// answered by its partitions' outcome.
+//
+// Order: a request's events keep to one partition (kafka-go's Hash balancer over
+// the sorted partition ids, the requestId key: where the Writer placed them), and
+// one batch is sent at a time, its retries included, so an event never overtakes
+// one published before it. A caller that gave up waiting (its deadline) and then
+// publishes the CANCEL of a GRAB still being sent gets that CANCEL in a later
+// batch, behind the GRAB, as the Writer's per-partition queue kept it.
 type KafkaPublisher struct {
-	brokers []string
-	client  *kafka.Client
-	linger  time.Duration
-	calls   chan *publishCall
-	closing chan struct{}
-	loop    sync.WaitGroup // the batching loop
-	sending sync.WaitGroup // batches in flight
+	brokers   []string
+	client    *kafka.Client
+	linger    time.Duration
+	calls     chan *publishCall
+	closing   chan struct{}
+	closeOnce sync.Once
+	stopped   chan struct{}        // the batching loop and its last send ended
+	send      func([]*publishCall) // writeBatch; a test's stand-in
 }
 
 // publishCall is one Publish waiting for its batch.
@@ -51,14 +57,12 @@ type publishCall struct {
 }
 
 // Bounds of a batch and of its write: maxBatchEvents flushes a batch early under
-// heavy load; a batch is tried publishAttempts times within publishTimeout, which
-// ends well inside the reconciler's margin (an event still being retried could
-// otherwise land after its own CANCEL).
+// heavy load; a batch is tried, every publishBackoff, until publishTimeout, which
+// ends well inside the reconciler's margin.
 const (
-	maxBatchEvents  = 2000
-	publishAttempts = 2
-	publishTimeout  = 2 * time.Second
-	publishBackoff  = 50 * time.Millisecond
+	maxBatchEvents = 2000
+	publishTimeout = 2 * time.Second
+	publishBackoff = 100 * time.Millisecond
 )
 
 var errPublisherClosed = errors.New("kafka publisher closed")
@@ -66,16 +70,25 @@ var errPublisherClosed = errors.New("kafka publisher closed")
 // NewKafkaPublisher starts the publisher of the commit path. batchTimeout bounds
 // how long a lone event waits for company.
 func NewKafkaPublisher(brokers []string, batchTimeout time.Duration) *KafkaPublisher {
-	p := &KafkaPublisher{
+	p := newPublisher(brokers, batchTimeout)
+	p.send = p.writeBatch
+	go p.batch()
+	return p
+}
+
+func newPublisher(brokers []string, batchTimeout time.Duration) *KafkaPublisher {
+	// Leaders move in a failover, and kafka-go's Transport learns of it only by
+	// its periodic metadata refresh: every second rather than its default 6 s, so a
+	// moved partition fails grabs for at most about that long.
+	transport := &kafka.Transport{MetadataTTL: time.Second, MetadataTopics: []string{flow.Topic}}
+	return &KafkaPublisher{
 		brokers: brokers,
-		client:  &kafka.Client{Addr: kafka.TCP(brokers...), Transport: &kafka.Transport{}, Timeout: publishTimeout},
+		client:  &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: publishTimeout},
 		linger:  batchTimeout,
 		calls:   make(chan *publishCall),
 		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
 	}
-	p.loop.Add(1)
-	go p.batch()
-	return p
 }
 
 // Publish sends events and waits for the acknowledgement. An error may still mean
@@ -108,10 +121,16 @@ func (p *KafkaPublisher) Publish(ctx context.Context, events ...flow.Event) erro
 	}
 }
 
-// batch gathers the calls that arrive within linger of the first into one batch,
-// and sends each batch in the background while the next one gathers.
+// batch gathers calls into batches and sends them one at a time: a batch gathers
+// for the linger after its first call and for as long as the batch before is being
+// sent, so under load batches grow rather than queue.
 func (p *KafkaPublisher) batch() {
-	defer p.loop.Done()
+	inFlight := make(chan struct{}) // closed when the batch in flight was sent
+	close(inFlight)
+	defer func() {
+		<-inFlight
+		close(p.stopped)
+	}()
 	for {
 		var batch []*publishCall
 		select {
@@ -122,46 +141,66 @@ func (p *KafkaPublisher) batch() {
 		}
 		n := len(batch[0].msgs)
 		linger := time.NewTimer(p.linger)
-	gather:
-		for n < maxBatchEvents {
+		lingered, sent, closing := false, inFlight, p.closing
+		for !lingered || sent != nil {
+			calls := p.calls
+			if n >= maxBatchEvents {
+				if sent == nil {
+					break
+				}
+				calls = nil // full: take no more, wait for the batch in flight
+			}
 			select {
-			case c := <-p.calls:
+			case c := <-calls:
 				batch, n = append(batch, c), n+len(c.msgs)
 			case <-linger.C:
-				break gather
-			case <-p.closing:
-				break gather
+				lingered = true
+			case <-sent:
+				sent = nil
+			case <-closing:
+				lingered, closing = true, nil
 			}
 		}
 		linger.Stop()
-		p.sending.Add(1)
+		done := make(chan struct{})
+		inFlight = done
 		go func() {
-			defer p.sending.Done()
+			defer close(done)
 			p.send(batch)
 		}()
 	}
 }
 
-// send writes a batch and answers each of its calls.
-func (p *KafkaPublisher) send(batch []*publishCall) {
+// writeBatch writes a batch and answers each of its calls. What a partition's
+// leader refuses, or a connection loses, is sent again (with the leaders read
+// afresh, as a failover moves them) until the batch's deadline.
+func (p *KafkaPublisher) writeBatch(batch []*publishCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
-	byPartition, leaders, err := p.place(ctx, batch)
+	ids, _, err := p.layout(ctx)
+	var unsent map[int][]*kafka.Message
 	failed := map[int]error{}
 	if err == nil {
-		for attempt := 1; attempt <= publishAttempts; attempt++ {
-			if failed = p.produce(ctx, byPartition, leaders); len(failed) == 0 || attempt == publishAttempts {
-				break
+		unsent = place(batch, ids)
+	}
+	for err == nil && len(unsent) > 0 {
+		var leaders map[int]int
+		if _, leaders, err = p.layout(ctx); err != nil {
+			break
+		}
+		failed = p.produce(ctx, unsent, leaders)
+		for part := range unsent {
+			if failed[part] == nil {
+				delete(unsent, part)
 			}
-			for part := range byPartition { // again, only what failed
-				if failed[part] == nil {
-					delete(byPartition, part)
-				}
-			}
-			select {
-			case <-time.After(publishBackoff):
-			case <-ctx.Done():
-			}
+		}
+		if len(unsent) == 0 {
+			break
+		}
+		select {
+		case <-time.After(publishBackoff):
+		case <-ctx.Done():
+			err = fmt.Errorf("not acknowledged within %s: %w", publishTimeout, failedError(failed))
 		}
 	}
 	for _, c := range batch {
@@ -175,29 +214,42 @@ func (p *KafkaPublisher) send(batch []*publishCall) {
 	}
 }
 
-// place chooses every message's partition and groups the messages by partition;
-// leaders maps each partition to its leader's broker id.
-func (p *KafkaPublisher) place(ctx context.Context, batch []*publishCall) (map[int][]*kafka.Message, map[int]int, error) {
+// failedError is one of the partitions' errors, for the message.
+func failedError(failed map[int]error) error {
+	for _, err := range failed {
+		return err
+	}
+	return errors.New("no partition error recorded")
+}
+
+// layout reads the topic's sorted partition ids and each one's leader (from the
+// Transport's cached metadata).
+func (p *KafkaPublisher) layout(ctx context.Context) ([]int, map[int]int, error) {
 	meta, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{flow.Topic}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("metadata of %s: %w", flow.Topic, err)
 	}
-	var topic *kafka.Topic
-	for i := range meta.Topics {
-		if meta.Topics[i].Name == flow.Topic {
-			topic = &meta.Topics[i]
+	for _, t := range meta.Topics {
+		if t.Name != flow.Topic {
+			continue
 		}
+		if t.Error != nil || len(t.Partitions) == 0 {
+			return nil, nil, fmt.Errorf("metadata of %s: no partitions (%v)", flow.Topic, t.Error)
+		}
+		ids := make([]int, 0, len(t.Partitions))
+		leaders := map[int]int{}
+		for _, part := range t.Partitions {
+			ids = append(ids, part.ID)
+			leaders[part.ID] = part.Leader.ID
+		}
+		slices.Sort(ids)
+		return ids, leaders, nil
 	}
-	if topic == nil || topic.Error != nil || len(topic.Partitions) == 0 {
-		return nil, nil, fmt.Errorf("metadata of %s: no partitions (%v)", flow.Topic, topic)
-	}
-	ids := make([]int, 0, len(topic.Partitions))
-	leaders := map[int]int{}
-	for _, part := range topic.Partitions {
-		ids = append(ids, part.ID)
-		leaders[part.ID] = part.Leader.ID
-	}
-	slices.Sort(ids)
+	return nil, nil, fmt.Errorf("metadata of %s: no such topic", flow.Topic)
+}
+
+// place chooses every message's partition and groups the messages by partition.
+func place(batch []*publishCall, ids []int) map[int][]*kafka.Message {
 	var balancer kafka.Hash
 	byPartition := map[int][]*kafka.Message{}
 	for _, c := range batch {
@@ -207,7 +259,7 @@ func (p *KafkaPublisher) place(ctx context.Context, batch []*publishCall) (map[i
 			byPartition[m.Partition] = append(byPartition[m.Partition], m)
 		}
 	}
-	return byPartition, leaders, nil
+	return byPartition
 }
 
 // produce sends one produce request per leader, at once, and returns the error of
@@ -260,6 +312,9 @@ func produceTo(ctx context.Context, c *kafka.Client, parts []produce.RequestPart
 		return errs
 	}
 	for _, t := range res.(*produce.Response).Topics {
+		if t.Topic != flow.Topic {
+			continue
+		}
 		for _, r := range t.Partitions {
 			if r.ErrorCode == 0 {
 				delete(errs, int(r.Partition))
@@ -271,13 +326,14 @@ func produceTo(ctx context.Context, c *kafka.Client, parts []produce.RequestPart
 	return errs
 }
 
-// Close stops taking events, waits for the batches in flight and closes the
-// connections.
+// Close stops taking events, waits for the batch in flight and closes the
+// connections. It may be called more than once.
 func (p *KafkaPublisher) Close() error {
-	close(p.closing)
-	p.loop.Wait()
-	p.sending.Wait()
-	p.client.Transport.(*kafka.Transport).CloseIdleConnections()
+	p.closeOnce.Do(func() {
+		close(p.closing)
+		<-p.stopped
+		p.client.Transport.(*kafka.Transport).CloseIdleConnections()
+	})
 	return nil
 }
 

@@ -203,3 +203,71 @@ func TestKafkaPublisherRetriesWholeEvents(t *testing.T) {
 		t.Fatalf("the retried event reads key %q, value %q (%v); want the whole GRAB of requestId retried", key, value, err)
 	}
 }
+
+// One batch is sent at a time: a call that comes while a batch is being sent (the
+// CANCEL of a caller that gave up waiting for its GRAB) goes in a later batch,
+// sent only once the one before is done; the calls that come meanwhile share it;
+// Close waits for the batch in flight and may be called twice.
+func TestKafkaPublisherSendsOneBatchAtATime(t *testing.T) {
+	t.Parallel()
+	p := newPublisher([]string{"127.0.0.1:1"}, time.Millisecond)
+	sends := make(chan []*publishCall)
+	release := make(chan struct{})
+	p.send = func(batch []*publishCall) {
+		sends <- batch
+		<-release
+		for _, c := range batch {
+			c.done <- nil
+		}
+	}
+	go p.batch()
+	ctx := context.Background()
+	published := make(chan string, 3)
+	publish := func(rid string) {
+		go func() {
+			if err := p.Publish(ctx, grabEvent(rid)); err != nil {
+				t.Error(err)
+			}
+			published <- rid
+		}()
+	}
+	publish("grab")
+	first := recv(t, sends)
+	if len(first) != 1 || string(first[0].msgs[0].Key) != "grab" {
+		t.Fatalf("first batch %v; want the GRAB alone", first)
+	}
+	giveUp, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := p.Publish(giveUp, grabEvent("grab")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a caller's deadline while its batch waits: %v", err)
+	}
+	publish("cancel")
+	publish("other")
+	select {
+	case b := <-sends:
+		t.Fatalf("a batch of %d calls was sent while the first was in flight", len(b))
+	case <-time.After(100 * time.Millisecond):
+	}
+	release <- struct{}{}
+	// The second batch: the GRAB whose caller gave up (handed over before its
+	// deadline), then the two that came meanwhile, behind it.
+	second := recv(t, sends)
+	if len(second) != 3 || string(second[0].msgs[0].Key) != "grab" {
+		t.Fatalf("second batch %d calls, first %q; want 3, the given-up GRAB first", len(second), second[0].msgs[0].Key)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned with a batch in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	release <- struct{}{}
+	recv(t, closed)
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for range 3 {
+		recv(t, published)
+	}
+}
