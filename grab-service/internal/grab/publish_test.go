@@ -271,3 +271,76 @@ func TestKafkaPublisherSendsOneBatchAtATime(t *testing.T) {
 		recv(t, published)
 	}
 }
+
+// Against three brokers a batch goes as one request per partition leader, and when
+// every partition's leader moves (a failover) the publisher follows: publishes
+// after the move are acknowledged within the batch deadline (the leaders read
+// afresh, the Transport's metadata refreshed every second), and every event of both
+// rounds is on the topic, in its Hash partition.
+func TestKafkaPublisherFollowsLeadersAcrossBrokers(t *testing.T) {
+	t.Parallel()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(16, flow.Topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	leaders := map[int32]bool{}
+	for part := range int32(16) {
+		leaders[cluster.LeaderFor(flow.Topic, part)] = true
+	}
+	if len(leaders) < 2 {
+		t.Fatalf("test set-up: the 16 partitions are led by %d broker(s); want several", len(leaders))
+	}
+	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	round := func(name string) {
+		var wg sync.WaitGroup
+		for i := range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.Publish(ctx, grabEvent(fmt.Sprintf("%s-%d", name, i))); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	round("before")
+	for part := range int32(16) { // every leader moves to the next broker
+		if err := cluster.MoveTopicPartition(flow.Topic, part, (cluster.LeaderFor(flow.Topic, part)+1)%3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round("after")
+
+	var balancer kafka.Hash
+	ids := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	client := &kafka.Client{Addr: kafka.TCP(cluster.ListenAddrs()...)}
+	n := 0
+	for part := range 16 {
+		res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: flow.Topic, Partition: part, Offset: 0, MaxBytes: 16 << 20})
+		if err != nil || res.Error != nil {
+			t.Fatalf("fetch partition %d: %v %v", part, err, res.Error)
+		}
+		for {
+			r, err := res.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("read partition %d: %v", part, err)
+			}
+			key, _ := io.ReadAll(r.Key)
+			if want := balancer.Balance(kafka.Message{Key: key}, ids...); want != part {
+				t.Fatalf("%s in partition %d; the Hash balancer gives %d", key, part, want)
+			}
+			n++
+		}
+	}
+	if n != 200 {
+		t.Fatalf("%d events on the topic; want the 200 acknowledged", n)
+	}
+}
