@@ -56,13 +56,14 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	var debts []owed
 	listed, sweep, now := s.passes.next(ctx, s)
 	for shard, c := range s.Shards {
-		var pendingKeys func(yield func(string) bool)
+		sets := listed[shard]
 		if sweep {
-			pendingKeys = s.sweepPending(ctx, c, &firstErr)
-		} else {
-			pendingKeys = slices.Values(listed[shard])
+			var err error
+			if sets, err = s.sweepPending(ctx, shard, c); err != nil && firstErr == nil {
+				firstErr = err // what the SCAN found before it failed is still settled
+			}
 		}
-		d, err := s.reconcileShard(ctx, shard, c, pendingKeys, &st)
+		d, err := s.reconcileShard(ctx, shard, c, sets, &st)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -124,30 +125,22 @@ func (p *reconcilePasses) swept(at time.Time) {
 	p.mu.Unlock()
 }
 
-// sweepPending yields every pending set of the shard matching ReconcileMatch; a
-// failed SCAN ends it and is kept in *errp.
-func (s *Service) sweepPending(ctx context.Context, c redis.UniversalClient, errp *error) func(yield func(string) bool) {
-	return func(yield func(string) bool) {
-		iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
-		for iter.Next(ctx) {
-			if !yield(iter.Val()) {
-				return
-			}
-		}
-		if err := iter.Err(); err != nil && *errp == nil {
-			*errp = err
+// sweepPending lists every pending set of the shard matching ReconcileMatch (with
+// what it found before a SCAN failed). Keys of another layout, or of another shard
+// sharing this server, are passed over.
+func (s *Service) sweepPending(ctx context.Context, shard int, c redis.UniversalClient) ([]string, error) {
+	var sets []string
+	iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
+	for iter.Next(ctx) {
+		key := strings.TrimSuffix(strings.TrimPrefix(iter.Val(), "{"), "}:pending")
+		if _, _, ok := promo.ParseKey(key); ok && s.ring.Shard(key) == shard {
+			sets = append(sets, iter.Val())
 		}
 	}
+	return sets, iter.Err()
 }
 
-func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, pendingKeys func(yield func(string) bool), st *ReconcileStats) ([]owed, error) {
-	var sets []string
-	for pendingKey := range pendingKeys {
-		key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
-		if _, _, ok := promo.ParseKey(key); ok && s.ring.Shard(key) == shard { // not a key of another layout, or of another shard sharing this server
-			sets = append(sets, pendingKey)
-		}
-	}
+func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, sets []string, st *ReconcileStats) ([]owed, error) {
 	due := strconv.FormatInt(s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli(), 10)
 	var debts []owed
 	// The due entries of many sets in one round trip: most sets hold none.
