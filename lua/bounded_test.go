@@ -45,7 +45,7 @@ func TestScriptsRunOnlyBoundedCommands(t *testing.T) {
 // statistics are the server's.
 func TestScriptWorkDoesNotGrowWithThePromotion(t *testing.T) {
 	ctx := context.Background()
-	run := func(k, rid string) map[string]string {
+	run := func(k, rid string) map[string]int64 {
 		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -136,13 +136,13 @@ func OneServer(c redis.UniversalClient) []redis.UniversalClient {
 
 // CommandCalls reads INFO commandstats of c's server: command -> calls, the
 // statistics commands themselves (config, info) aside.
-func CommandCalls(t testing.TB, c redis.UniversalClient) map[string]string {
+func CommandCalls(t testing.TB, c redis.UniversalClient) map[string]int64 {
 	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := map[string]int64{}
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
@@ -153,7 +153,11 @@ func CommandCalls(t testing.TB, c redis.UniversalClient) map[string]string {
 			continue
 		}
 		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-		out[name] = calls
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			t.Fatalf("INFO commandstats: %q: %v", line, err)
+		}
+		out[name] = n
 	}
 	return out
 }
