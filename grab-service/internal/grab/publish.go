@@ -173,53 +173,61 @@ func (p *KafkaPublisher) batch() {
 
 // writeBatch writes a batch and answers each of its calls. What a partition's
 // leader refuses, or a connection loses, is sent again (with the leaders read
-// afresh, as a failover moves them) until the batch's deadline.
+// afresh, as a failover moves them) until the batch's deadline; a call is answered
+// by the partitions of its events.
 func (p *KafkaPublisher) writeBatch(batch []*publishCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
-	ids, _, err := p.layout(ctx)
-	var unsent map[int][]*kafka.Message
-	failed := map[int]error{}
-	if err == nil {
-		unsent = place(batch, ids)
-	}
-	for err == nil && len(unsent) > 0 {
-		var leaders map[int]int
-		if _, leaders, err = p.layout(ctx); err != nil {
-			break
-		}
-		failed = p.produce(ctx, unsent, leaders)
-		for part := range unsent {
-			if failed[part] == nil {
-				delete(unsent, part)
+	var unsent map[int][]*kafka.Message // by partition, until acknowledged
+	failed := map[int]error{}           // why each partition still unsent is
+	for {
+		ids, leaders, err := p.layout(ctx)
+		switch {
+		case err != nil && unsent == nil: // nothing placed: every call fails alike
+			for _, c := range batch {
+				c.done <- err
+			}
+			return
+		case err != nil:
+			for part := range unsent {
+				failed[part] = err
+			}
+		default:
+			if unsent == nil {
+				unsent = place(batch, ids)
+			}
+			failed = p.produce(ctx, unsent, leaders)
+			for part := range unsent {
+				if failed[part] == nil {
+					delete(unsent, part)
+				}
 			}
 		}
-		if len(unsent) == 0 {
+		if len(unsent) == 0 || sleepCtx(ctx, publishBackoff) != nil {
 			break
-		}
-		select {
-		case <-time.After(publishBackoff):
-		case <-ctx.Done():
-			err = fmt.Errorf("not acknowledged within %s: %w", publishTimeout, failedError(failed))
 		}
 	}
 	for _, c := range batch {
-		cerr := err
+		var cerr error
 		for _, m := range c.msgs {
-			if cerr == nil && failed[m.Partition] != nil {
-				cerr = fmt.Errorf("partition %d: %w", m.Partition, failed[m.Partition])
+			if err := failed[m.Partition]; err != nil && cerr == nil {
+				cerr = fmt.Errorf("partition %d, not acknowledged within %s: %w", m.Partition, publishTimeout, err)
 			}
 		}
 		c.done <- cerr
 	}
 }
 
-// failedError is one of the partitions' errors, for the message.
-func failedError(failed map[int]error) error {
-	for _, err := range failed {
-		return err
+// sleepCtx waits d, or less if ctx ends first (then its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return errors.New("no partition error recorded")
 }
 
 // layout reads the topic's sorted partition ids and each one's leader (from the
@@ -301,14 +309,14 @@ func produceTo(ctx context.Context, c *kafka.Client, parts []produce.RequestPart
 	req := &produce.Request{Acks: int16(kafka.RequireAll), Timeout: int32(publishTimeout / time.Millisecond),
 		Topics: []produce.RequestTopic{{Topic: flow.Topic, Partitions: parts}}}
 	res, err := c.Transport.RoundTrip(ctx, c.Addr, req)
+	if err == nil {
+		err = errors.New("no acknowledgement in the produce response")
+	}
 	errs := map[int]error{}
 	for _, part := range parts {
 		errs[int(part.Partition)] = err
-		if err == nil {
-			errs[int(part.Partition)] = errors.New("no acknowledgement in the produce response")
-		}
 	}
-	if err != nil {
+	if res == nil {
 		return errs
 	}
 	for _, t := range res.(*produce.Response).Topics {
