@@ -187,25 +187,20 @@ func kafkaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		return
 	}
 	out.faults++
-	var thawOnce sync.Once
-	thaw := func() {
-		thawOnce.Do(func() {
-			if err := syscall.Kill(sinkPid, syscall.SIGCONT); err != nil {
-				out.fail("thaw the flow sink (pid %d): %v", sinkPid, err)
-			}
-		})
-	}
-	defer thaw() // whatever happens below, the sink is not left frozen
 	d.logf("kafka: flow sink (pid %d) frozen for %s before the broker's kill", sinkPid, d.o.hold)
 	sleep(ctx, d.o.hold)
-	if ctx.Err() != nil {
-		return
+	var pid int
+	if ctx.Err() == nil {
+		atRisk()
+		pid, err = d.ctl.kill("kafka", syscall.SIGKILL)
 	}
-	atRisk()
-	pid, err := d.ctl.kill("kafka", syscall.SIGKILL)
-	thaw()
+	if terr := syscall.Kill(sinkPid, syscall.SIGCONT); terr != nil { // on every path: a frozen sink stalls later drills
+		out.fail("thaw the flow sink (pid %d): %v", sinkPid, terr)
+	}
 	if err != nil {
 		out.fail("kill the broker: %v", err)
+	}
+	if pid == 0 {
 		return
 	}
 	down := time.Now()

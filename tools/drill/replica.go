@@ -115,14 +115,7 @@ func startReplica(ctx context.Context, master, root string) (*replica, error) {
 // master's stream (the drill lets it run a while before freezing it).
 func (r *replica) caughtUp(ctx context.Context, master redis.UniversalClient) error {
 	_ = master.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err()
-	deadline := time.Now().Add(30 * time.Second)
-	for !linked(ctx, r.c) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not linked to its master within 30 s")
-		}
-		sleep(ctx, 50*time.Millisecond)
-	}
-	return nil
+	return awaitLinked(ctx, r.c)
 }
 
 func (r *replica) stop() {
@@ -151,19 +144,22 @@ func copyFrom(ctx context.Context, c redis.UniversalClient, from *replica) error
 	defer c.Do(context.WithoutCancel(ctx), "REPLICAOF", "NO", "ONE")
 	// Linked means the full sync is done: the promoted replica takes no writes, so
 	// the copy holds all of it.
-	deadline := time.Now().Add(30 * time.Second)
-	for !linked(ctx, c) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no full copy within 30 s")
-		}
-		sleep(ctx, 50*time.Millisecond)
+	if err := awaitLinked(ctx, c); err != nil {
+		return err
 	}
 	return c.Do(ctx, "REPLICAOF", "NO", "ONE").Err()
 }
 
-// linked reports whether c's server is a replica whose link to its master is up
-// and whose initial sync is done.
-func linked(ctx context.Context, c redis.UniversalClient) bool {
-	info, err := c.Info(ctx, "replication").Result()
-	return err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0")
+// awaitLinked waits up to 30 s until c's server is a replica whose link to its
+// master is up and whose full sync is done.
+func awaitLinked(ctx context.Context, c redis.UniversalClient) error {
+	for deadline := time.Now().Add(30 * time.Second); ; sleep(ctx, 50*time.Millisecond) {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("not linked to its master with its full sync done within 30 s (%v)", err)
+		}
+	}
 }
