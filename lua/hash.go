@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/jsonx"
 	"github.com/flashsale/platform/internal/promo"
 )
 
@@ -84,66 +84,27 @@ type LedgerEntry struct {
 // rebuild writes a million of these, and reflection was most of its time.
 func (e LedgerEntry) AppendJSON(b []byte) []byte {
 	b = append(b, `{"s":`...)
-	b = appendJSONString(b, e.State)
+	b = jsonx.AppendString(b, e.State)
 	b = append(b, `,"h":`...)
-	b = appendJSONString(b, e.BodyHash)
+	b = jsonx.AppendString(b, e.BodyHash)
 	b = append(b, `,"n":`...)
 	b = strconv.AppendInt(b, e.Num, 10)
 	b = append(b, `,"p":`...)
-	b = appendJSONString(b, e.Pin)
+	b = jsonx.AppendString(b, e.Pin)
 	b = append(b, `,"i":`...)
-	b = appendJSONString(b, e.IP)
+	b = jsonx.AppendString(b, e.IP)
 	b = append(b, `,"d":`...)
 	b = strconv.AppendInt(b, e.DeadlineMs, 10)
 	if e.Reason != "" {
 		b = append(b, `,"r":`...)
-		b = appendJSONString(b, e.Reason)
+		b = jsonx.AppendString(b, e.Reason)
 	}
 	if e.Part != "" {
 		b = append(b, `,"k":`...)
-		b = appendJSONString(b, e.Part)
+		b = jsonx.AppendString(b, e.Part)
 	}
 	return append(b, '}')
 }
-
-// appendJSONString quotes s as a JSON string: quote, backslash and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD as encoding/json does.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
-				b = append(b, '\\', shortEscape[c])
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029': // as encoding/json: safe inside JavaScript too
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
-}
-
-// shortEscape is encoding/json's two-character escape of the control characters
-// that have one.
-var shortEscape = [0x20]byte{'\n': 'n', '\r': 'r', '\t': 't', '\b': 'b', '\f': 'f'}
 
 // ReadLedger reads requestID's ledger entry for the promotion of key (promo.Key);
 // ok is false when there is none.

@@ -3,6 +3,8 @@ package svc
 import (
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,8 +18,63 @@ const handlerDeadline = 10 * time.Second
 // withDeadline gives each request's context a deadline d from its start.
 func withDeadline(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), d)
-		defer cancel()
+		ctx := &deadlineCtx{Context: r.Context(), deadline: time.Now().Add(d)}
+		defer ctx.release()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// deadlineCtx is a deadline whose timer is armed only when something waits on
+// it: Done, Err, or a context derived from it (which asks for Done first). Most
+// answers of grab-service (sold out, refused by admission) never wait on their
+// context, and a timer plus a child registered on the connection's context per
+// request was 5% of its CPU on them. Deadline answers at once, so code that only
+// reads the deadline (socket deadlines) arms nothing either.
+type deadlineCtx struct {
+	context.Context // the request's own: its values, and its cancellation once armed
+	deadline        time.Time
+	once            sync.Once
+	armed           atomic.Pointer[armedCtx]
+}
+
+type armedCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (c *deadlineCtx) arm() context.Context {
+	c.once.Do(func() {
+		ctx, cancel := context.WithDeadline(c.Context, c.deadline)
+		c.armed.Store(&armedCtx{ctx, cancel})
+	})
+	return c.armed.Load().ctx
+}
+
+// release stops the timer, if one was armed, when the handler returns.
+func (c *deadlineCtx) release() {
+	if a := c.armed.Load(); a != nil {
+		a.cancel()
+	}
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+func (c *deadlineCtx) Done() <-chan struct{} { return c.arm().Done() }
+
+func (c *deadlineCtx) Err() error { return c.arm().Err() }
+
+// Value asks the armed context once there is one: a context derived from this one
+// then finds the armed deadline's cancelCtx under the context package's own key and
+// registers with it directly (no goroutine per child), and context.Cause names the
+// deadline.
+func (c *deadlineCtx) Value(key any) any {
+	if a := c.armed.Load(); a != nil {
+		return a.ctx.Value(key)
+	}
+	return c.Context.Value(key)
 }

@@ -1,10 +1,13 @@
 package svc
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -25,5 +28,123 @@ func TestServerBoundsEveryRequestContext(t *testing.T) {
 	srv.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	if !ok || left <= 0 || left > srv.WriteTimeout {
 		t.Fatalf("request context deadline: set %v, %s left; want at most the WriteTimeout %s", ok, left, srv.WriteTimeout)
+	}
+}
+
+// serveOnce runs h behind withDeadline(d) for one request whose own context is
+// parent, as net/http gives each request a context of the connection's.
+func serveOnce(parent context.Context, d time.Duration, h http.HandlerFunc) {
+	r := httptest.NewRequest("GET", "/", nil).WithContext(parent)
+	withDeadline(h, d).ServeHTTP(httptest.NewRecorder(), r)
+}
+
+// The deadline is armed only when waited on, and then it works as
+// context.WithDeadline does: Done closes at the deadline, Err and Cause say why,
+// and so do the contexts derived from it.
+func TestRequestDeadlineFiresWhenWaitedOn(t *testing.T) {
+	t.Parallel()
+	serveOnce(context.Background(), 50*time.Millisecond, func(_ http.ResponseWriter, r *http.Request) {
+		child, cancel := context.WithCancel(context.WithValue(r.Context(), struct{}{}, "v"))
+		defer cancel()
+		select {
+		case <-child.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("a context derived from the request's was not cancelled by its deadline")
+		}
+		ctx := r.Context()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(context.Cause(ctx), context.DeadlineExceeded) ||
+			!errors.Is(child.Err(), context.DeadlineExceeded) {
+			t.Fatalf("after the deadline: Err %v, Cause %v, child's Err %v; want DeadlineExceeded", ctx.Err(), context.Cause(ctx), child.Err())
+		}
+	})
+}
+
+// A client that goes away cancels the request's context, armed or not yet armed.
+func TestRequestDeadlineFollowsTheConnection(t *testing.T) {
+	t.Parallel()
+	for _, armFirst := range []bool{true, false} {
+		parent, gone := context.WithCancel(context.Background())
+		serveOnce(parent, time.Hour, func(_ http.ResponseWriter, r *http.Request) {
+			if armFirst {
+				_ = r.Context().Done()
+			}
+			gone()
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+				t.Fatalf("armed first %v: the connection's cancellation did not reach the request", armFirst)
+			}
+			if !errors.Is(r.Context().Err(), context.Canceled) {
+				t.Fatalf("armed first %v: Err %v, want Canceled", armFirst, r.Context().Err())
+			}
+		})
+	}
+}
+
+// A handler that never waits on its context (a sold-out answer) arms no timer, and
+// an earlier deadline of the connection's context is the one reported.
+func TestRequestDeadlineUnwatchedArmsNothing(t *testing.T) {
+	t.Parallel()
+	parent, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var dc *deadlineCtx
+	serveOnce(parent, time.Hour, func(_ http.ResponseWriter, r *http.Request) {
+		dc = r.Context().(*deadlineCtx)
+		pd, _ := parent.Deadline()
+		if d, ok := r.Context().Deadline(); !ok || !d.Equal(pd) {
+			t.Errorf("deadline %v %v; want the connection's earlier %v", d, ok, pd)
+		}
+		_ = r.Context().Value(struct{}{})
+	})
+	if dc.armed.Load() != nil {
+		t.Fatal("a request that never waited on its context armed a timer")
+	}
+}
+
+// Contexts derived from the request's register with its armed deadline directly,
+// as with any cancelCtx, rather than each starting a goroutine to watch it. Not
+// parallel: it counts the process's goroutines.
+func TestRequestDeadlineChildrenNeedNoGoroutine(t *testing.T) {
+	const children = 200
+	serveOnce(context.Background(), time.Hour, func(_ http.ResponseWriter, r *http.Request) {
+		before := runtime.NumGoroutine()
+		var cancels []context.CancelFunc
+		for range children {
+			_, cancel := context.WithCancel(r.Context())
+			cancels = append(cancels, cancel)
+		}
+		if added := runtime.NumGoroutine() - before; added >= children/2 {
+			t.Errorf("%d derived contexts started %d goroutines", children, added)
+		}
+		for _, c := range cancels {
+			c()
+		}
+	})
+}
+
+// BenchmarkRequestDeadline compares the lazily armed deadline with a timer armed
+// for every request (context.WithTimeout, what withDeadline did before), on a
+// handler that never waits on its context, as a sold-out answer does, under a
+// cancellable parent as net/http gives: go test -bench RequestDeadline ./internal/svc
+func BenchmarkRequestDeadline(b *testing.B) {
+	nothing := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	eager := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), handlerDeadline)
+		defer cancel()
+		nothing.ServeHTTP(w, r.WithContext(ctx))
+	})
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{{"lazy", withDeadline(nothing, handlerDeadline)}, {"timer", eager}} {
+		b.Run(c.name, func(b *testing.B) {
+			conn, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			r := httptest.NewRequest("POST", "/v1/grab", nil).WithContext(conn)
+			b.ReportAllocs()
+			for b.Loop() {
+				c.h.ServeHTTP(nil, r)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"time"
+
+	"github.com/flashsale/platform/internal/jsonx"
 )
 
 // Item is one promotion of a grab.
@@ -82,6 +84,45 @@ type Result struct {
 	FailedItem *int          `json:"failedItem,omitempty"`
 	Message    string        `json:"message,omitempty"`
 	RetryAfter time.Duration `json:"-"`
+}
+
+// AppendJSON appends the result as encoding/json writes it from the tags above
+// (FuzzResultJSON holds the two to the same bytes): every grab is answered with
+// one, and reflection was a tenth of grab-service's CPU on sold-out answers.
+func (r Result) AppendJSON(b []byte) []byte {
+	b = append(b, `{"requestId":`...)
+	b = jsonx.AppendString(b, r.RequestID)
+	b = append(b, `,"result":`...)
+	b = jsonx.AppendString(b, string(r.Result))
+	if len(r.Items) > 0 {
+		b = append(b, `,"items":[`...)
+		for i, it := range r.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"promoId":`...)
+			b = jsonx.AppendString(b, it.PromoID)
+			b = append(b, `,"type":`...)
+			b = strconv.AppendInt(b, int64(it.Type), 10)
+			b = append(b, `,"num":`...)
+			b = strconv.AppendInt(b, it.Num, 10)
+			if it.Remaining != nil {
+				b = append(b, `,"remaining":`...)
+				b = strconv.AppendInt(b, *it.Remaining, 10)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if r.FailedItem != nil {
+		b = append(b, `,"failedItem":`...)
+		b = strconv.AppendInt(b, int64(*r.FailedItem), 10)
+	}
+	if r.Message != "" {
+		b = append(b, `,"message":`...)
+		b = jsonx.AppendString(b, r.Message)
+	}
+	return append(b, '}')
 }
 
 func refusal(rid string, o Outcome, failed int, msg string) Result {

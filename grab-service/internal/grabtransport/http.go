@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 
 	kithttp "github.com/go-kit/kit/transport/http"
 
@@ -243,7 +244,7 @@ func statusOf(o grab.Outcome) int {
 func encodeGrab(ctx context.Context, w http.ResponseWriter, resp any) error {
 	res := resp.(grab.Result)
 	if res.Result == grab.AlreadyReturned {
-		httpx.WriteJSON(w, http.StatusConflict, res)
+		writeResult(w, http.StatusConflict, res)
 		return nil
 	}
 	return encodeResult(ctx, w, res)
@@ -252,15 +253,26 @@ func encodeGrab(ctx context.Context, w http.ResponseWriter, resp any) error {
 func encodeResult(_ context.Context, w http.ResponseWriter, resp any) error {
 	res := resp.(grab.Result)
 	if res.Result == grab.AlreadyReturned {
-		httpx.WriteJSON(w, http.StatusOK, res)
+		writeResult(w, http.StatusOK, res)
 		return nil
 	}
 	if res.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((res.RetryAfter+999_999_999)/1_000_000_000)))
 	}
-	httpx.WriteJSON(w, statusOf(res.Result), res)
+	writeResult(w, statusOf(res.Result), res)
 	return nil
 }
+
+// writeResult writes res without reflection, in a pooled buffer: every grab is
+// answered with one. Write copies what it is given, so the buffer goes back at once.
+func writeResult(w http.ResponseWriter, status int, res grab.Result) {
+	bp := resultBufs.Get().(*[]byte)
+	*bp = res.AppendJSON((*bp)[:0])
+	httpx.WriteJSONBytes(w, status, *bp)
+	resultBufs.Put(bp)
+}
+
+var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 func encodeStatus(_ context.Context, w http.ResponseWriter, resp any) error {
 	w.Header().Set("Cache-Control", "public, max-age=1")
