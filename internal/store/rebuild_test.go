@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,52 @@ func TestEachIndexEntry(t *testing.T) {
 		}
 		if age := time.Since(g.At); age < 0 || age > time.Minute {
 			t.Errorf("entry %d: occurred %s ago", i, age)
+		}
+	}
+}
+
+// EachFlow reads every row of the promotion alike whether the driver sends a
+// prepared statement (integers arrive as int64) or interpolates its arguments
+// (they arrive as text).
+func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.MySQLDSN(t)
+	s, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	events := []flow.Event{flowEvent(flow.Grab, "ef-1", "ef", 3), flowEvent(flow.Grab, "ef-2", "ef", 1),
+		flowEvent(flow.Cancel, "ef-1", "ef", 3), flowEvent(flow.Grab, "ef-other", "not-ef", 1)}
+	if _, err := s.InsertFlows(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	want := []store.FlowRow{
+		{RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, BodyHash: "h-ef-1"},
+		{RequestID: "ef-2", Pin: "pin-ef-2", IP: "10.0.0.1", Num: 1, BodyHash: "h-ef-2"},
+		{Cancel: true, RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, Reason: "USER_CANCELLED"},
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	for _, d := range []string{dsn, dsn + sep + "interpolateParams=true"} {
+		db, err := store.Open(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var got []store.FlowRow
+		if err := db.EachFlow(ctx, store.ID{PromoID: "ef", Type: 1}, func(r store.FlowRow) error {
+			got = append(got, r)
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		slices.SortFunc(got, func(a, b store.FlowRow) int { return strings.Compare(fmt.Sprint(a.Cancel, a.RequestID), fmt.Sprint(b.Cancel, b.RequestID)) })
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", d, got, want)
 		}
 	}
 }

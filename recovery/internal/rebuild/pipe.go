@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/lua"
 )
 
 // pipe queues commands and sends them in pipelines of at most max commands: a
@@ -81,31 +84,60 @@ func execPipe(ctx context.Context, p redis.Pipeliner) error {
 	return nil
 }
 
-// hset writes a hash in HSET commands of at most hsetPairs field-value pairs.
+// hset writes a hash in HSET commands of at most hsetPairs field-value pairs,
+// without an allocation per pair: a rebuild writes millions. The values of a
+// command are appended as text to one buffer and become one string when the
+// command is queued; fields and values go to go-redis as *string into slices the
+// command keeps (boxing a string into an argument would allocate).
 type hset struct {
-	w    *pipe
-	key  string
-	args []any
+	w      *pipe
+	key    string
+	fields []string
+	values []byte // the values of this command back to back
+	ends   []int  // where each one ends in values
 }
 
 const hsetPairs = 100
 
-func (h *hset) put(field string, value any) error {
-	if h.args == nil {
-		h.args = append(make([]any, 0, 2+2*hsetPairs), "HSET", h.key)
-	}
-	h.args = append(h.args, field, value)
-	if len(h.args) >= 2+2*hsetPairs {
+// putInt sets field to v (Redis keeps hash values as text either way).
+func (h *hset) putInt(field string, v int64) error {
+	h.values = strconv.AppendInt(h.values, v, 10)
+	return h.added(field)
+}
+
+// putEntry sets field to the ledger entry's JSON.
+func (h *hset) putEntry(field string, e lua.LedgerEntry) error {
+	h.values = e.AppendJSON(h.values)
+	return h.added(field)
+}
+
+func (h *hset) added(field string) error {
+	h.fields = append(h.fields, field)
+	h.ends = append(h.ends, len(h.values))
+	if len(h.fields) >= hsetPairs {
 		return h.close()
 	}
 	return nil
 }
 
+// close queues what is staged as one HSET.
 func (h *hset) close() error {
-	if len(h.args) <= 2 {
+	n := len(h.fields)
+	if n == 0 {
 		return nil
 	}
-	args := h.args
-	h.args = nil
+	// The pipeline holds pointers into fields and values until it is sent: they
+	// are this command's own; the next one starts new slices.
+	fields, values := h.fields, make([]string, n)
+	text := string(h.values)
+	start := 0
+	args := make([]any, 0, 2+2*n)
+	args = append(args, "HSET", h.key)
+	for i, end := range h.ends {
+		values[i] = text[start:end]
+		start = end
+		args = append(args, &fields[i], &values[i])
+	}
+	h.fields, h.values, h.ends = make([]string, 0, hsetPairs), h.values[:0], h.ends[:0]
 	return h.w.do(args...)
 }

@@ -110,13 +110,7 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 	if p.Pending != nil {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: admin change %s v%d pending; restored v%d, promo-admin's resolver settles the change", key, p.Pending.Op, p.Pending.Version, p.Version))
 	}
-	h := &hset{w: w, key: st.hash}
-	for _, f := range hashFields(p, out.Remaining) {
-		if err := h.put(f[0].(string), f[1]); err != nil {
-			return out, err
-		}
-	}
-	if err := h.close(); err != nil {
+	if err := w.do(append([]any{"HSET", st.hash}, hashFields(p, out.Remaining)...)...); err != nil {
 		return out, err
 	}
 	var err error
@@ -227,13 +221,13 @@ func (t *flowTally) add(r store.FlowRow) {
 
 // putLedger stages the ledger entry of a GRAB row.
 func putLedger(req *hset, g store.FlowRow, cancelled bool, reason string) error {
-	buf := make([]byte, 0, 48+len(g.BodyHash)+len(g.Pin)+len(g.IP)+len(reason))
-	return req.put(g.RequestID, ledgerEntry(g, cancelled, reason).AppendJSON(buf))
+	return req.putEntry(g.RequestID, ledgerEntry(g, cancelled, reason))
 }
 
 // hashFields is the promotion hash (lua/README.md) as create.lua writes it, with
-// remaining from the record and the rate window restarting empty.
-func hashFields(p store.Promotion, remaining int64) [][2]any {
+// remaining from the record and the rate window restarting empty: field, value,
+// field, value...
+func hashFields(p store.Promotion, remaining int64) []any {
 	s := p.Spec
 	var rateLimit, windowMs int64
 	if s.RateLimit != nil {
@@ -243,11 +237,11 @@ func hashFields(p store.Promotion, remaining int64) [][2]any {
 	if p.State != promo.Active {
 		state = string(promo.Stopped) // the hash knows ACTIVE and STOPPED only
 	}
-	return [][2]any{
-		{"ver", p.Version}, {"total", s.Total}, {"remaining", remaining},
-		{"perPin", s.PerPinLimit}, {"perIp", s.PerIPLimit}, {"maxPerGrab", s.MaxPerGrab},
-		{"rateLimit", rateLimit}, {"rateWindowMs", windowMs}, {"winCount", 0}, {"winStart", 0},
-		{"startMs", s.StartAt.UnixMilli()}, {"endMs", s.EndAt.UnixMilli()}, {"state", state},
+	return []any{
+		"ver", p.Version, "total", s.Total, "remaining", remaining,
+		"perPin", s.PerPinLimit, "perIp", s.PerIPLimit, "maxPerGrab", s.MaxPerGrab,
+		"rateLimit", rateLimit, "rateWindowMs", windowMs, "winCount", 0, "winStart", 0,
+		"startMs", s.StartAt.UnixMilli(), "endMs", s.EndAt.UnixMilli(), "state", state,
 	}
 }
 
@@ -265,7 +259,7 @@ func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what 
 			*warnings = append(*warnings, fmt.Sprintf("%s: %s %q nets %d in the flow log; left out", promoKey, what, who, v))
 			continue
 		}
-		if err := h.put(who, v); err != nil {
+		if err := h.putInt(who, v); err != nil {
 			return n, err
 		}
 		n++
