@@ -130,7 +130,9 @@ func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("%s: %v", d, err)
 		}
-		slices.SortFunc(got, func(a, b store.FlowRow) int { return strings.Compare(fmt.Sprint(a.Cancel, a.RequestID), fmt.Sprint(b.Cancel, b.RequestID)) })
+		slices.SortFunc(got, func(a, b store.FlowRow) int {
+			return strings.Compare(fmt.Sprint(a.Cancel, a.RequestID), fmt.Sprint(b.Cancel, b.RequestID))
+		})
 		if !slices.Equal(got, want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", d, got, want)
 		}
