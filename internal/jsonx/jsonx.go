@@ -12,33 +12,42 @@ import "unicode/utf8"
 func AppendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	plain := 0 // s[plain:i] needs no escaping: appended in one go
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[plain:i]...)
 			switch {
 			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
 			case c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
 				b = append(b, '\\', shortEscape[c])
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			default:
-				b = append(b, c)
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			}
 			i++
+			plain = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
+		if (r != utf8.RuneError || size != 1) && r != '\u2028' && r != '\u2029' {
+			i += size
+			continue
+		}
+		b = append(b, s[plain:i]...)
+		if r == utf8.RuneError {
 			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029': // as encoding/json: safe inside JavaScript too
+		} else { // U+2028, U+2029 as encoding/json: safe inside JavaScript too
 			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
 		}
 		i += size
+		plain = i
 	}
+	b = append(b, s[plain:]...)
 	return append(b, '"')
 }
 

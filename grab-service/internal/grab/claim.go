@@ -27,7 +27,7 @@ type claim struct {
 
 func (s *Service) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
 	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
-	b, _ := json.Marshal(idx)
+	b := idx.AppendJSON(make([]byte, 0, 192))
 	// NX with GET: set when absent, and either way answer what was there.
 	old, err := s.indexCommand(ctx, req.RequestID, "set", b, "nx", "get", "ex", int(flow.RequestIndexTTL.Seconds())).Text()
 	switch {

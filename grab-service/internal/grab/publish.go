@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -97,11 +96,7 @@ func newPublisher(brokers []string, batchTimeout time.Duration) *KafkaPublisher 
 func (p *KafkaPublisher) Publish(ctx context.Context, events ...flow.Event) error {
 	c := &publishCall{msgs: make([]kafka.Message, len(events)), done: make(chan error, 1)}
 	for i, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("encode %s event %s: %w", e.Kind, e.RequestID, err)
-		}
-		c.msgs[i] = kafka.Message{Key: []byte(e.RequestID), Value: b, Time: time.Now()}
+		c.msgs[i] = kafka.Message{Key: []byte(e.RequestID), Value: e.AppendJSON(make([]byte, 0, 320)), Time: time.Now()}
 	}
 	select {
 	case p.calls <- c:

@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -28,12 +27,8 @@ func restoreIndex(ctx context.Context, c redis.UniversalClient, rec Record, shar
 		if left < time.Second {
 			return nil
 		}
-		b, err := json.Marshal(e.RequestIndex)
-		if err != nil {
-			return fmt.Errorf("encode the index entry of %s: %w", e.RequestID, err)
-		}
 		n++
-		return w.do("SET", promo.RequestIndexKey(e.RequestID), b, "NX", "PX", left.Milliseconds())
+		return w.do("SET", promo.RequestIndexKey(e.RequestID), e.RequestIndex.AppendJSON(nil), "NX", "PX", left.Milliseconds())
 	})
 	if err == nil {
 		err = w.flush()

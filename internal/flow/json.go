@@ -1,0 +1,74 @@
+package flow
+
+import (
+	"strconv"
+
+	"github.com/flashsale/platform/internal/jsonx"
+)
+
+// AppendJSON appends the event as encoding/json writes it from its tags
+// (FuzzFlowJSON holds the two to the same bytes): grab-service encodes one for
+// every grant, and reflection was the larger part of that.
+func (e Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"eventId":`...)
+	b = jsonx.AppendString(b, e.EventID)
+	b = append(b, `,"kind":`...)
+	b = jsonx.AppendString(b, string(e.Kind))
+	b = append(b, `,"requestId":`...)
+	b = jsonx.AppendString(b, e.RequestID)
+	b = append(b, `,"pin":`...)
+	b = jsonx.AppendString(b, e.Pin)
+	b = append(b, `,"ip":`...)
+	b = jsonx.AppendString(b, e.IP)
+	b = append(b, `,"items":`...)
+	b = appendItems(b, e.Items)
+	b = append(b, `,"occurredAt":`...)
+	b = jsonx.AppendString(b, e.OccurredAt)
+	if e.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = jsonx.AppendString(b, e.Reason)
+	}
+	if e.BodyHash != "" {
+		b = append(b, `,"bodyHash":`...)
+		b = jsonx.AppendString(b, e.BodyHash)
+	}
+	return append(b, '}')
+}
+
+// AppendJSON appends the entry as encoding/json writes it: grab-service writes one
+// for every grab (its claim), and a rebuild one for every request of the shard.
+func (x RequestIndex) AppendJSON(b []byte) []byte {
+	b = append(b, `{"h":`...)
+	b = jsonx.AppendString(b, x.BodyHash)
+	b = append(b, `,"pin":`...)
+	b = jsonx.AppendString(b, x.Pin)
+	b = append(b, `,"ip":`...)
+	b = jsonx.AppendString(b, x.IP)
+	b = append(b, `,"items":`...)
+	b = appendItems(b, x.Items)
+	return append(b, '}')
+}
+
+// appendItems writes items as encoding/json does a slice without omitempty: null
+// when nil.
+func appendItems(b []byte, items []Item) []byte {
+	if items == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"promoId":`...)
+		b = jsonx.AppendString(b, it.PromoID)
+		b = append(b, `,"type":`...)
+		b = strconv.AppendInt(b, int64(it.Type), 10)
+		b = append(b, `,"num":`...)
+		b = strconv.AppendInt(b, it.Num, 10)
+		b = append(b, `,"shard":`...)
+		b = strconv.AppendInt(b, int64(it.Shard), 10)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
