@@ -74,3 +74,36 @@ func BenchmarkShardGrab(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRedisProtocol is why grab-service's shard clients speak RESP2
+// (main.go): the same q.lua grab in a pipeline of its own, one at a time, on a
+// RESP3 and a RESP2 connection. go test -bench RedisProtocol -run ^$ ./internal/grab
+func BenchmarkRedisProtocol(b *testing.B) {
+	for _, protocol := range []int{3, 2} {
+		b.Run(fmt.Sprintf("resp%d", protocol), func(b *testing.B) {
+			client := redis.NewClient(&redis.Options{Addr: testenv.Stack(b).Redis[0], Protocol: protocol})
+			defer client.Close()
+			ctx := context.Background()
+			if err := lua.Load(ctx, client); err != nil {
+				b.Fatal(err)
+			}
+			key := benchPromotion(b, client)
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				n++
+				now := time.Now().UnixMilli()
+				call := lua.GrabCall{NowMs: now, DeadlineMs: now + 3000, RequestID: fmt.Sprintf("rp%d-%d", protocol, n), BodyHash: "h",
+					Pin: fmt.Sprintf("p%d", n), IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}
+				p := client.Pipeline()
+				cmd := lua.QueueGrab(ctx, p, call)
+				if _, err := p.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if r, err := lua.ParseGrab(cmd); err != nil || r.Code != lua.CodeOK {
+					b.Fatalf("%v %v", r, err)
+				}
+			}
+		})
+	}
+}
