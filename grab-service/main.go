@@ -55,10 +55,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// RESP2: on RESP3 go-redis looks for push notifications before every reply it
-	// reads (4% of grab-service's CPU in the hot phase); nothing here subscribes to
-	// any, and the scripts return no RESP3-only types.
-	pool, err := shardpool.New(f.Redis, redis.Options{Protocol: 2, PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	pool, err := shardpool.New(f.Redis, redis.Options{PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	if err != nil {
 		return err
 	}

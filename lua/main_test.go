@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/shardpool"
 )
 
 // rdb is a client of the redis-server that TestMain starts for this package.
@@ -53,7 +54,7 @@ func run(m *testing.M) int {
 		_ = srv.Wait()
 	}()
 
-	rdb = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 64})
+	rdb = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Protocol: shardpool.Protocol, PoolSize: 64})
 	defer rdb.Close()
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)

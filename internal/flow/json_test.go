@@ -11,7 +11,9 @@ import (
 // optional fields present or not, whatever the strings hold.
 func FuzzFlowJSON(f *testing.F) {
 	for _, s := range []string{"", "r-1", `q"uote\back`, "ctl\x00\x1f", "<&>", "héllo 世界", "bad\xff\xfe", "ls\u2028"} {
-		f.Add(s, s, int64(-2), uint8(0xff))
+		for _, shape := range []uint8{0, 1, 2, 3, 0xff} { // nil, empty, one and two items
+			f.Add(s, s, int64(-2), shape)
+		}
 	}
 	f.Fuzz(func(t *testing.T, s, promoID string, n int64, shape uint8) {
 		var items []Item

@@ -69,17 +69,19 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// WriteJSONBytes writes body, a JSON value already encoded, as WriteJSON writes
-// one: for the hot paths that encode without reflection (package jsonx).
+// WriteJSONBytes writes body as given, a JSON value already encoded and ended by
+// a newline as WriteJSON's are: for the hot paths that encode without reflection
+// (package jsonx).
 func WriteJSONBytes(w http.ResponseWriter, status int, body []byte) {
 	w.Header()["Content-Type"] = contentTypeJSON
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
 // contentTypeJSON is set as the header's value by assignment, shared by every
 // answer: Header.Set would canonicalize the name and allocate the value each time.
-// net/http only reads it.
+// net/http only reads it; nothing may write into it (Header.Set replaces the
+// slice, which is fine; h["Content-Type"][0] = ... would change every answer).
 var contentTypeJSON = []string{"application/json; charset=utf-8"}
 
 // WriteError writes err as the contract's Error body. It is the single error

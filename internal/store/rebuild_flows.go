@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -108,14 +107,11 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	return FlowRow{Cancel: cancel == 1, RequestID: parts[0], Pin: parts[1], IP: parts[2], Num: num, BodyHash: parts[3], Reason: parts[4]}, nil
 }
 
-// driverInt reads an integer column as the MySQL driver gives it: an int64 from a
-// prepared statement (binary protocol), its text otherwise (interpolateParams).
+// driverInt reads a signed integer column as the MySQL driver gives it: an int64,
+// from prepared statements and interpolated queries alike (go-sql-driver 1.8 on).
 func driverInt(v any) (int64, error) {
-	switch v := v.(type) {
-	case int64:
-		return v, nil
-	case []byte:
-		return strconv.ParseInt(string(v), 10, 64)
+	if n, ok := v.(int64); ok {
+		return n, nil
 	}
 	return 0, fmt.Errorf("unexpected %T from the driver", v)
 }

@@ -91,9 +91,9 @@ func TestEachIndexEntry(t *testing.T) {
 	}
 }
 
-// EachFlow reads every row of the promotion alike whether the driver sends a
-// prepared statement (integers arrive as int64) or interpolates its arguments
-// (they arrive as text).
+// EachFlow reads every row of the promotion, GRAB and CANCEL, alike whether the
+// driver sends a prepared statement (binary protocol) or interpolates its
+// arguments (text protocol).
 func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -25,11 +25,16 @@ func withDeadline(next http.Handler, d time.Duration) http.Handler {
 }
 
 // deadlineCtx is a deadline whose timer is armed only when something waits on
-// it: Done, Err, or a context derived from it (which asks for Done first). Most
-// answers of grab-service (sold out, refused by admission) never wait on their
-// context, and a timer plus a child registered on the connection's context per
-// request was 5% of its CPU on them. Deadline answers at once, so code that only
-// reads the deadline (socket deadlines) arms nothing either.
+// it: Done, Err, or a context derived from it (which asks for Done first). The
+// answers that touch nothing but grab-service's memory (sold out from its cache,
+// refused by admission) never wait on their context, and a timer plus a child
+// registered on the connection's context per request was 5% of its CPU on them;
+// a Redis call waits on it, so a grab that reaches a shard arms it. Deadline
+// answers at once, so code that only reads the deadline arms nothing either.
+//
+// A context armed as or after the handler returns (a goroutine it left) is not
+// stopped by release but ends with the request's own, which net/http cancels
+// when the handler returns; its timer goes with it.
 type deadlineCtx struct {
 	context.Context // the request's own: its values, and its cancellation once armed
 	deadline        time.Time

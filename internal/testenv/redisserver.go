@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/shardpool"
 )
 
 // RedisServer is a redis-server of the test's own, for tests that kill, restart or
@@ -88,7 +89,7 @@ func (r *RedisServer) Kill() {
 
 // Client is a client of the server, closed when the test ends.
 func (r *RedisServer) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: r.Addr})
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, Protocol: shardpool.Protocol})
 	r.t.Cleanup(func() { c.Close() })
 	return c
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/stack"
 )
 
@@ -33,7 +34,7 @@ func Shards(t testing.TB) []*redis.Client {
 	addrs := Stack(t).Redis
 	clients := make([]*redis.Client, len(addrs))
 	for i, a := range addrs {
-		clients[i] = redis.NewClient(&redis.Options{Addr: a})
+		clients[i] = redis.NewClient(&redis.Options{Addr: a, Protocol: shardpool.Protocol})
 		c := clients[i]
 		t.Cleanup(func() { c.Close() })
 	}

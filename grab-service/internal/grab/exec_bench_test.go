@@ -75,9 +75,9 @@ func BenchmarkShardGrab(b *testing.B) {
 	}
 }
 
-// BenchmarkRedisProtocol is why grab-service's shard clients speak RESP2
-// (main.go): the same q.lua grab in a pipeline of its own, one at a time, on a
-// RESP3 and a RESP2 connection. go test -bench RedisProtocol -run ^$ ./internal/grab
+// BenchmarkRedisProtocol is why the services speak RESP2 to the shards
+// (shardpool.Protocol): the same q.lua grab in a pipeline of its own, one at a
+// time, on a RESP3 and a RESP2 connection. go test -bench RedisProtocol -run ^$ ./internal/grab
 func BenchmarkRedisProtocol(b *testing.B) {
 	for _, protocol := range []int{3, 2} {
 		b.Run(fmt.Sprintf("resp%d", protocol), func(b *testing.B) {

@@ -10,7 +10,9 @@ import (
 // escaping off), with and without each optional field, whatever the strings hold.
 func FuzzResultJSON(f *testing.F) {
 	for _, s := range []string{"", "r-1", `q"uote\back`, "ctl\x00\x1f", "<&>", "héllo 世界", "bad\xff\xfe", "ls\u2028"} {
-		f.Add(s, s, s, -3, int64(7), uint8(0xff))
+		for _, present := range []uint8{0x00, 0x07, 0x37, 0x0f, 0xff} { // none; 3 items with remaining; those, failedItem and message; empty items; all
+			f.Add(s, s, s, -3, int64(7), present)
+		}
 	}
 	f.Fuzz(func(t *testing.T, rid, promoID, msg string, n int, num int64, present uint8) {
 		r := Result{RequestID: rid, Result: Outcome(msg), RetryAfter: 5}

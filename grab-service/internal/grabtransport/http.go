@@ -264,12 +264,15 @@ func encodeResult(_ context.Context, w http.ResponseWriter, resp any) error {
 }
 
 // writeResult writes res without reflection, in a pooled buffer: every grab is
-// answered with one. Write copies what it is given, so the buffer goes back at once.
+// answered with one. Write copies what it is given, so the buffer goes back at
+// once, unless a result of many items grew it past what answers usually need.
 func writeResult(w http.ResponseWriter, status int, res grab.Result) {
 	bp := resultBufs.Get().(*[]byte)
-	*bp = res.AppendJSON((*bp)[:0])
+	*bp = append(res.AppendJSON((*bp)[:0]), '\n')
 	httpx.WriteJSONBytes(w, status, *bp)
-	resultBufs.Put(bp)
+	if cap(*bp) <= 4<<10 {
+		resultBufs.Put(bp)
+	}
 }
 
 var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}

@@ -25,6 +25,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
@@ -123,7 +124,7 @@ func Start(t testing.TB, o Options) *Env {
 	for _, addr := range o.RedisAddrs {
 		c, ok := byAddr[addr]
 		if !ok {
-			c = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+			c = redis.NewClient(&redis.Options{Addr: addr, Protocol: shardpool.Protocol, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 			byAddr[addr] = c
 		}
 		e.shards = append(e.shards, c)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
 )
@@ -48,7 +49,7 @@ func Shards(t testing.TB, own map[int]string) []redis.UniversalClient {
 	}
 	out := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, MaxRetries: 1})
+		c := redis.NewClient(&redis.Options{Addr: a, Protocol: shardpool.Protocol, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, MaxRetries: 1})
 		t.Cleanup(func() { c.Close() })
 		out[i] = c
 	}
