@@ -2,6 +2,7 @@ package grab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,6 +26,14 @@ import (
 // aborted (stock back) and a CANCEL is published, which nets out a GRAB that reached
 // Kafka but not yet MySQL (and is skipped as a repeat where the CANCEL is there).
 // It also publishes every CANCEL still owed by an abort or a cancel.
+//
+// A grab of items on several shards is granted or rolled back as a whole, but its
+// takes are settled one shard after another, while the record may still be
+// catching up with Kafka: one take could be aborted while its GRAB was on its way to
+// MySQL and the next committed once it had landed, or a take aborted beside one the
+// killed process had already committed. So every take is decided by its whole
+// request (grantedAsAWhole). (Found by the crash drill: a two-shard grab half
+// granted after grab-service and the flow sink died together.)
 
 // ReconcileStats counts one pass.
 type ReconcileStats struct {
@@ -217,7 +226,11 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 			return false, err // cannot tell: leave it for the next pass
 		}
 	}
-	if inRecord {
+	granted, err := s.grantedAsAWhole(ctx, rid, key, inRecord)
+	if err != nil {
+		return false, err // cannot tell: leave it for the next pass
+	}
+	if granted {
 		code, err := lua.Commit(ctx, c, rid, []string{key})
 		if err == nil && code == lua.CommitCommitted {
 			st.Committed++
@@ -233,6 +246,59 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 	s.Metrics.reconciled.WithLabelValues("aborted").Inc()
 	s.Metrics.rollbacks.WithLabelValues("reconciled").Inc()
 	return true, nil
+}
+
+// grantedAsAWhole decides the pending take of request rid on promotion key by the
+// whole request. A take of it already given back (A, X, C or R) means the grab was
+// rolled back: no. One already committed means its GRAB was acknowledged: yes, even
+// before the record holds it. Otherwise the record decides. A yes commits the other
+// takes first: commit turns pending into granted atomically per shard, so whichever
+// of two reconcilers reaches a take first decides it for both (committed, no abort
+// follows; aborted, this commit refuses and the answer turns to no).
+func (s *Service) grantedAsAWhole(ctx context.Context, rid, key string, inRecord bool) (bool, error) {
+	idx, err := s.lookup(ctx, rid)
+	if err != nil && !errors.Is(err, ErrGrabNotFound) {
+		return false, fmt.Errorf("the items of %s: %w", rid, err)
+	}
+	var others []Item // none known without an index entry or a GRAB: the take alone
+	for _, it := range idx.Items {
+		if promo.Key(it.PromoID, it.Type) != key {
+			others = append(others, Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
+		}
+	}
+	gs := s.groups(others)
+	if !inRecord {
+		committed, err := s.anyCommitted(ctx, rid, gs)
+		if err != nil || !committed {
+			return false, err
+		}
+	}
+	for _, g := range gs {
+		code, err := lua.Commit(ctx, s.Shards[g.shard], rid, g.keys)
+		if err != nil {
+			return false, err
+		}
+		if code == lua.CommitReturned {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// anyCommitted reports whether one of request rid's takes in gs is committed.
+func (s *Service) anyCommitted(ctx context.Context, rid string, gs []group) (bool, error) {
+	for _, g := range gs {
+		for _, key := range g.keys {
+			e, found, err := lua.ReadLedger(ctx, s.Shards[g.shard], key, rid)
+			if err != nil {
+				return false, err
+			}
+			if found && e.State == lua.LedgerCommitted {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // payDebts publishes the owed CANCEL events in one batch and finalizes them.
