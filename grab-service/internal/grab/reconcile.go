@@ -2,6 +2,7 @@ package grab
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,10 +31,10 @@ import (
 // A grab of items on several shards is granted or rolled back as a whole, but its
 // takes are settled one shard after another, while the record may still be
 // catching up with Kafka: one take could be aborted while its GRAB was on its way to
-// MySQL and the next committed once it had landed, or a take aborted beside one the
-// killed process had already committed. So every take is decided by its whole
-// request (grantedAsAWhole). (Found by the crash drill: a two-shard grab half
-// granted after grab-service and the flow sink died together.)
+// MySQL and the next committed once it had landed. So every take follows its
+// request's anchor take, settled once for all (requestOutcome). (Found by the crash
+// drill: a two-shard grab half granted after grab-service and the flow sink died
+// together.)
 
 // ReconcileStats counts one pass.
 type ReconcileStats struct {
@@ -207,26 +208,15 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 	return debts, nil
 }
 
-// settlePending commits a take the record holds as granted, or aborts it; it
-// reports whether a CANCEL is now owed.
+// settlePending settles a take left pending by the outcome of its whole request
+// (requestOutcome): commits it, or aborts it; it reports whether a CANCEL is now
+// owed.
 func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, key, promoID string, typ int, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
-	inRecord := false
-	if s.Record != nil {
-		// A hung MySQL must not stall the pass (and with it every owed CANCEL on every
-		// shard): each back-query is bounded, and after one fails the pass asks no more.
-		if st.recordDown != nil {
-			return false, st.recordDown
-		}
-		hctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
-		var err error
-		inRecord, err = s.Record.Granted(hctx, rid, promoID, typ)
-		cancel()
-		if err != nil {
-			st.recordDown = fmt.Errorf("the record did not answer this pass: %w", err)
-			return false, err // cannot tell: leave it for the next pass
-		}
-	}
-	granted, err := s.grantedAsAWhole(ctx, rid, key, inRecord)
+	// Bounded as a whole: a hung MySQL or shard must not stall the pass (and with it
+	// every owed CANCEL on every shard).
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
+	granted, err := s.requestOutcome(dctx, rid, take{s.ring.Shard(key), key}, st)
+	cancel()
 	if err != nil {
 		return false, err // cannot tell: leave it for the next pass
 	}
@@ -248,57 +238,143 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 	return true, nil
 }
 
-// grantedAsAWhole decides the pending take of request rid on promotion key by the
-// whole request. A take of it already given back (A, X, C or R) means the grab was
-// rolled back: no. One already committed means its GRAB was acknowledged: yes, even
-// before the record holds it. Otherwise the record decides. A yes commits the other
-// takes first: commit turns pending into granted atomically per shard, so whichever
-// of two reconcilers reaches a take first decides it for both (committed, no abort
-// follows; aborted, this commit refuses and the answer turns to no).
-func (s *Service) grantedAsAWhole(ctx context.Context, rid, key string, inRecord bool) (bool, error) {
-	idx, err := s.lookup(ctx, rid)
-	if err != nil && !errors.Is(err, ErrGrabNotFound) {
-		return false, fmt.Errorf("the items of %s: %w", rid, err)
+// take is one promotion's part of a request, on its shard.
+type take struct {
+	shard int
+	key   string
+}
+
+// requestOutcome is whether request rid, whose take own is pending, was granted.
+// A grab is granted or rolled back as a whole, so one of its takes decides for
+// all: the anchor, its first by shard and key. An anchor settled already (G: yes;
+// A, X, C, R or never made: no) is the answer. A pending anchor is settled first,
+// by what every take and the record say (anchorVerdict): commit.lua and return.lua
+// each turn P into G or A atomically and refuse the other, so whichever reconciler
+// reaches the anchor first decides the request for every take and every instance.
+func (s *Service) requestOutcome(ctx context.Context, rid string, own take, st *ReconcileStats) (bool, error) {
+	takes, items, err := s.takesOf(ctx, rid, own, st)
+	if err != nil {
+		return false, err
 	}
-	var others []Item // none known without an index entry or a GRAB: the take alone
-	for _, it := range idx.Items {
-		if promo.Key(it.PromoID, it.Type) != key {
-			others = append(others, Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
-		}
-	}
-	gs := s.groups(others)
-	if !inRecord {
-		committed, err := s.anyCommitted(ctx, rid, gs)
-		if err != nil || !committed {
+	anchor := takes[0]
+	for range 2 { // read, settle if pending, read the settled state
+		e, found, err := s.readTake(ctx, anchor, rid)
+		switch {
+		case err != nil:
 			return false, err
+		case !found:
+			return false, nil // never taken: the GRAB was never sent
+		case e.State == lua.LedgerCommitted:
+			return true, nil
+		case e.State != lua.LedgerPending:
+			return false, nil
 		}
-	}
-	for _, g := range gs {
-		code, err := lua.Commit(ctx, s.Shards[g.shard], rid, g.keys)
+		yes, err := s.anchorVerdict(ctx, rid, takes, items, st)
 		if err != nil {
 			return false, err
 		}
-		if code == lua.CommitReturned {
+		if anchor == own {
+			return yes, nil // settlePending settles it, atomically as here
+		}
+		c := s.Shards[anchor.shard]
+		if yes {
+			_, err = lua.Commit(ctx, c, rid, []string{anchor.key})
+		} else {
+			_, err = lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: e.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{anchor.key}})
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, fmt.Errorf("the anchor take of %s is still pending after it was settled", rid)
+}
+
+// readTake reads a take's ledger entry. An entry missing from a shard that lost its
+// data (not yet rebuilt) cannot be told from one never made: the rebuild restores it
+// from the record if its GRAB is there, so the decision waits for it.
+func (s *Service) readTake(ctx context.Context, t take, rid string) (lua.LedgerEntry, bool, error) {
+	e, found, err := lua.ReadLedger(ctx, s.Shards[t.shard], t.key, rid)
+	if err == nil && !found && s.shardLost(t.shard) {
+		err = fmt.Errorf("shard %d lost its data: %s waits for its rebuild", t.shard, rid)
+	}
+	return e, found, err
+}
+
+// anchorVerdict decides a request whose anchor is pending. A take already given
+// back or never made means the grab was rolled back (the live abort may have
+// reached it); one committed means the GRAB was acknowledged, however far behind
+// the record is. Otherwise the record decides: a GRAB for every item, and no
+// CANCEL stored or owed for any (store.Granted, item by item).
+func (s *Service) anchorVerdict(ctx context.Context, rid string, takes []take, items []flow.Item, st *ReconcileStats) (bool, error) {
+	committed := false
+	for _, t := range takes {
+		e, found, err := s.readTake(ctx, t, rid)
+		switch {
+		case err != nil:
+			return false, err
+		case !found:
+			return false, nil
+		case e.State == lua.LedgerCommitted:
+			committed = true
+		case e.State != lua.LedgerPending:
+			return false, nil
+		}
+	}
+	if committed || s.Record == nil {
+		return committed, nil
+	}
+	if st.recordDown != nil { // after one failure the pass asks no more
+		return false, st.recordDown
+	}
+	for _, it := range items {
+		granted, err := s.Record.Granted(ctx, rid, it.PromoID, it.Type)
+		if err != nil {
+			st.recordDown = fmt.Errorf("the record did not answer this pass: %w", err)
+			return false, st.recordDown
+		}
+		if !granted {
 			return false, nil
 		}
 	}
 	return true, nil
 }
 
-// anyCommitted reports whether one of request rid's takes in gs is committed.
-func (s *Service) anyCommitted(ctx context.Context, rid string, gs []group) (bool, error) {
-	for _, g := range gs {
-		for _, key := range g.keys {
-			e, found, err := lua.ReadLedger(ctx, s.Shards[g.shard], key, rid)
-			if err != nil {
-				return false, err
-			}
-			if found && e.State == lua.LedgerCommitted {
-				return true, nil
-			}
+// takesOf lists request rid's takes, anchor first, from its request index entry,
+// else from the record's GRAB rows; own alone when neither knows it (the index
+// entry lost with its shard and the GRAB not stored: nothing says more). An index
+// that does not answer is an error, not an absence: the pass after decides.
+func (s *Service) takesOf(ctx context.Context, rid string, own take, st *ReconcileStats) ([]take, []flow.Item, error) {
+	promoID, typ, _ := promo.ParseKey(own.key)
+	ownItem := []flow.Item{{PromoID: promoID, Type: typ}}
+	raw, err := s.indexCommand(ctx, rid, "get").Text()
+	var idx flow.RequestIndex
+	switch {
+	case err == nil && json.Unmarshal([]byte(raw), &idx) == nil:
+	case err != nil && !errors.Is(err, redis.Nil):
+		return nil, nil, fmt.Errorf("the request index entry of %s: %w", rid, err)
+	case st.recordDown != nil: // after one failure the pass asks no more
+		return nil, nil, st.recordDown
+	case s.Record != nil:
+		if _, _, idx.Items, err = s.Record.GrabItems(ctx, rid); err != nil {
+			st.recordDown = fmt.Errorf("the record did not answer this pass: %w", err)
+			return nil, nil, st.recordDown
 		}
 	}
-	return false, nil
+	takes := []take{own}
+	items := ownItem
+	for _, it := range idx.Items {
+		if key := promo.Key(it.PromoID, it.Type); key != own.key {
+			takes = append(takes, take{s.ring.Shard(key), key})
+			items = append(items, it)
+		}
+	}
+	slices.SortFunc(takes, func(a, b take) int {
+		if a.shard != b.shard {
+			return a.shard - b.shard
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return takes, items, nil
 }
 
 // payDebts publishes the owed CANCEL events in one batch and finalizes them.

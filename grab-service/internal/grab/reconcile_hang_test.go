@@ -17,7 +17,7 @@ import (
 )
 
 // hungRecord is a MySQL that accepts a query and never answers (a frozen server):
-// only the caller's deadline ends the wait.
+// only the caller's deadline ends the wait. asked counts the queries of either kind.
 type hungRecord struct{ asked atomic.Int32 }
 
 func (h *hungRecord) Granted(ctx context.Context, _, _ string, _ int) (bool, error) {
@@ -27,6 +27,7 @@ func (h *hungRecord) Granted(ctx context.Context, _, _ string, _ int) (bool, err
 }
 
 func (h *hungRecord) GrabItems(ctx context.Context, _ string) (string, string, []flow.Item, error) {
+	h.asked.Add(1)
 	<-ctx.Done()
 	return "", "", nil, ctx.Err()
 }

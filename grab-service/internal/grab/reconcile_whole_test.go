@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,40 +33,51 @@ func (r *switchRecord) GrabItems(context.Context, string) (string, string, []flo
 	return r.pin, "10.0.0.1", r.items, nil
 }
 
-// A grab of two items on two shards left open by a killed grab-service is settled
+// A grab of items on several shards left open by a killed grab-service is settled
 // as a whole. Found by the crash drill (grab-service and the flow sink killed
 // together): the take on one shard came due while the GRAB was still on its way to
 // MySQL and was aborted; the take on the other was reconciled once the GRAB had
 // landed and was committed, so the buyer, told the grab was rolled back, held one
-// item. Likewise a take must not be aborted beside one the killed process had
-// committed (its GRAB was acknowledged), however far behind the record is.
+// item. Every take now follows its request's anchor (its first take by shard and
+// key), which the first take to come due settles: by the takes (one committed means
+// the GRAB was acknowledged; one given back or never taken means it was rolled
+// back), else by the record.
 func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name          string
-		storedAtFirst bool // the record holds the GRAB when the first take comes due
-		secondDone    bool // the killed process committed the second take
+		shards        []int // the items' shards, in the request's order
+		dueFirst      []int // the takes (by item) due in the first pass; the rest in the second
+		committed     []int // takes the killed process had committed
+		missing       []int // takes it never made
+		storedAtFirst bool  // the record holds the GRAB during the first pass (always in the second)
 		want          string
 	}{
-		{"first aborted, then the GRAB lands", false, false, lua.LedgerAborted},
-		{"GRAB stored before either", true, false, lua.LedgerCommitted},
-		{"second committed, GRAB not stored yet", false, true, lua.LedgerCommitted},
+		{"first aborted, then the GRAB lands", []int{4, 9}, []int{0}, nil, nil, false, lua.LedgerAborted},
+		{"GRAB stored before either", []int{4, 9}, []int{0}, nil, nil, true, lua.LedgerCommitted},
+		{"second committed, GRAB not stored yet", []int{4, 9}, []int{0}, []int{1}, nil, false, lua.LedgerCommitted},
+		{"the anchor settled by a later take's turn", []int{4, 9}, []int{1}, nil, nil, false, lua.LedgerAborted},
+		{"three shards, the anchor due first", []int{9, 0, 4}, []int{1}, nil, nil, false, lua.LedgerAborted},
+		{"three shards, the GRAB stored", []int{9, 0, 4}, []int{2}, nil, nil, true, lua.LedgerCommitted},
+		{"a take never made (killed between two takes)", []int{4, 9}, []int{0}, nil, []int{1}, false, lua.LedgerAborted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			c, shards := privateShards(t)
 			now := time.Now()
-			first, second := promo.Key(idOnShard(4), 1), promo.Key(idOnShard(9), 1)
 			rid := "whole-1"
 			rec := &switchRecord{pin: "p1"}
-			for _, key := range []string{first, second} {
+			var keys []string
+			for _, shard := range tc.shards {
+				key := promo.Key(idOnShard(shard), 1)
+				keys = append(keys, key)
 				if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
 					StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
 					t.Fatalf("create %s: %v %v", key, code, err)
 				}
 				id, typ, _ := promo.ParseKey(key)
-				rec.items = append(rec.items, flow.Item{PromoID: id, Type: typ, Num: 1})
+				rec.items = append(rec.items, flow.Item{PromoID: id, Type: typ, Num: 1, Shard: shard})
 			}
 			clock := now
 			svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
@@ -75,25 +87,31 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer svc.Close()
-			// The killed instance's takes: the first shard's due now, the second's a
-			// minute later (a pass settles shards one after another).
-			for i, key := range []string{first, second} {
-				deadline := now.Add(-time.Hour).Add(time.Duration(i) * 2 * time.Hour)
+			// The killed instance's claim and takes: those of dueFirst due in the first
+			// pass, the others two hours later (a pass settles shards one after another).
+			index := flow.RequestIndex{BodyHash: "h", Pin: rec.pin, IP: "10.0.0.1", Items: rec.items}
+			if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i, key := range keys {
+				if slices.Contains(tc.missing, i) {
+					continue
+				}
+				deadline := now.Add(time.Hour)
+				if slices.Contains(tc.dueFirst, i) {
+					deadline = now.Add(-time.Hour)
+				}
 				if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(), RequestID: rid, BodyHash: "h",
 					Pin: rec.pin, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
 					t.Fatalf("take %s: %+v %v", key, r, err)
 				}
-			}
-			index := flow.RequestIndex{BodyHash: "h", Pin: rec.pin, IP: "10.0.0.1", Items: rec.items}
-			if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), time.Hour).Err(); err != nil {
-				t.Fatal(err)
-			}
-
-			if tc.secondDone {
-				if code, err := lua.Commit(ctx, c, rid, []string{second}); err != nil || code != lua.CommitCommitted {
-					t.Fatalf("commit the second take: %v %v", code, err)
+				if slices.Contains(tc.committed, i) {
+					if code, err := lua.Commit(ctx, c, rid, []string{key}); err != nil || code != lua.CommitCommitted {
+						t.Fatalf("commit %s: %v %v", key, code, err)
+					}
 				}
 			}
+
 			rec.stored.Store(tc.storedAtFirst)
 			if _, err := svc.Reconcile(ctx); err != nil {
 				t.Fatal(err)
@@ -103,16 +121,19 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 			if _, err := svc.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
-			for _, key := range []string{first, second} {
+			for i, key := range keys {
+				if slices.Contains(tc.missing, i) {
+					continue
+				}
 				e, found, err := lua.ReadLedger(ctx, c, key, rid)
 				if err != nil || !found {
 					t.Fatalf("%s: ledger entry %v %v", key, found, err)
 				}
-				if settled := map[string]string{lua.LedgerAbortRecorded: lua.LedgerAborted}[e.State]; settled != "" {
-					e.State = settled // its CANCEL published: aborted all the same
+				if e.State == lua.LedgerAbortRecorded {
+					e.State = lua.LedgerAborted // its CANCEL published: aborted all the same
 				}
 				if e.State != tc.want {
-					t.Errorf("%s: ledger state %s, want %s for both takes", key, e.State, tc.want)
+					t.Errorf("%s (shard %d): ledger state %s, want %s for every take", key, tc.shards[i], e.State, tc.want)
 				}
 				remaining, err := c.HGet(ctx, key, "remaining").Int64()
 				if wantLeft := map[string]int64{lua.LedgerAborted: 10, lua.LedgerCommitted: 9}[tc.want]; err != nil || remaining != wantLeft {
