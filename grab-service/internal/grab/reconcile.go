@@ -39,7 +39,8 @@ import (
 // ReconcileStats counts one pass.
 type ReconcileStats struct {
 	Committed, Aborted, Published int
-	recordDown                    error // the record failed a back-query this pass
+	recordDown                    error         // the record failed a back-query this pass
+	shardDown                     map[int]error // shards that failed a read this pass, asked no more
 }
 
 // RunReconciler runs a pass at once and then every interval until ctx ends.
@@ -215,10 +216,16 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 	// Bounded as a whole: a hung MySQL or shard must not stall the pass (and with it
 	// every owed CANCEL on every shard).
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
-	granted, err := s.requestOutcome(dctx, rid, take{s.ring.Shard(key), key}, st)
-	cancel()
+	defer cancel()
+	own := take{s.ring.Shard(key), key}
+	granted, takes, err := s.requestOutcome(dctx, rid, own, e, st)
 	if err != nil {
 		return false, err // cannot tell: leave it for the next pass
+	}
+	if !granted {
+		// A take of it the killed process (or a live abort that failed part way) left
+		// committed goes back too, owing its CANCEL like a buyer's cancel.
+		s.cancelCommitted(dctx, rid, e.Pin, takes, own)
 	}
 	if granted {
 		code, err := lua.Commit(ctx, c, rid, []string{key})
@@ -251,53 +258,93 @@ type take struct {
 // by what every take and the record say (anchorVerdict): commit.lua and return.lua
 // each turn P into G or A atomically and refuse the other, so whichever reconciler
 // reaches the anchor first decides the request for every take and every instance.
-func (s *Service) requestOutcome(ctx context.Context, rid string, own take, st *ReconcileStats) (bool, error) {
+func (s *Service) requestOutcome(ctx context.Context, rid string, own take, ownEntry lua.LedgerEntry, st *ReconcileStats) (bool, []take, error) {
 	takes, items, err := s.takesOf(ctx, rid, own, st)
 	if err != nil {
-		return false, err
+		return false, nil, err
+	}
+	read := func(t take) (lua.LedgerEntry, bool, error) {
+		if t == own {
+			return ownEntry, true, nil // read by the pass a moment ago: pending
+		}
+		return s.readTake(ctx, t, rid, st)
 	}
 	anchor := takes[0]
 	for range 2 { // read, settle if pending, read the settled state
-		e, found, err := s.readTake(ctx, anchor, rid)
+		e, found, err := read(anchor)
 		switch {
 		case err != nil:
-			return false, err
+			return false, nil, err
 		case !found:
-			return false, nil // never taken: the GRAB was never sent
+			return false, takes, nil // never taken: the GRAB was never sent
 		case e.State == lua.LedgerCommitted:
-			return true, nil
+			return true, takes, nil
 		case e.State != lua.LedgerPending:
-			return false, nil
+			return false, takes, nil
 		}
-		yes, err := s.anchorVerdict(ctx, rid, takes, items, st)
+		yes, err := s.anchorVerdict(ctx, rid, takes, items, read, st)
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		if anchor == own {
-			return yes, nil // settlePending settles it, atomically as here
+			return yes, takes, nil // settlePending settles it, atomically as here
 		}
 		c := s.Shards[anchor.shard]
 		if yes {
 			_, err = lua.Commit(ctx, c, rid, []string{anchor.key})
 		} else {
-			_, err = lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: e.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{anchor.key}})
+			var r lua.ReturnReply
+			r, err = lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: e.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{anchor.key}})
+			if err == nil && r.Code == lua.ReturnReturned { // its CANCEL is paid when its pending set is visited
+				st.Aborted++
+				s.Metrics.reconciled.WithLabelValues("aborted").Inc()
+			}
 		}
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
-	return false, fmt.Errorf("the anchor take of %s is still pending after it was settled", rid)
+	return false, nil, fmt.Errorf("the anchor take of %s is still pending after it was settled", rid)
+}
+
+// cancelCommitted gives back the takes of a rolled-back request found committed (G
+// beside an aborted anchor), as a buyer's cancel does: stock back, a CANCEL owed
+// and paid by a later pass. Takes in any other state are left as they are. A
+// failure is logged; the pass that settles another of the request's takes tries
+// again.
+func (s *Service) cancelCommitted(ctx context.Context, rid, pin string, takes []take, own take) {
+	for _, t := range takes {
+		if t == own {
+			continue
+		}
+		call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: rollbackReason, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}}
+		if _, err := lua.Return(ctx, s.Shards[t.shard], call); err != nil {
+			s.logErr("rollback of a committed take failed", err, "requestId", rid, "shard", t.shard)
+		}
+	}
 }
 
 // readTake reads a take's ledger entry. An entry missing from a shard that lost its
 // data (not yet rebuilt) cannot be told from one never made: the rebuild restores it
 // from the record if its GRAB is there, so the decision waits for it.
-func (s *Service) readTake(ctx context.Context, t take, rid string) (lua.LedgerEntry, bool, error) {
-	e, found, err := lua.ReadLedger(ctx, s.Shards[t.shard], t.key, rid)
-	if err == nil && !found && s.shardLost(t.shard) {
-		err = fmt.Errorf("shard %d lost its data: %s waits for its rebuild", t.shard, rid)
+// A shard that fails a read is asked no more in the pass: a frozen one would
+// otherwise cost every take that needs it an answer timeout, one after another.
+func (s *Service) readTake(ctx context.Context, t take, rid string, st *ReconcileStats) (lua.LedgerEntry, bool, error) {
+	if err := st.shardDown[t.shard]; err != nil {
+		return lua.LedgerEntry{}, false, err
 	}
-	return e, found, err
+	e, found, err := lua.ReadLedger(ctx, s.Shards[t.shard], t.key, rid)
+	switch {
+	case err != nil:
+		if st.shardDown == nil {
+			st.shardDown = map[int]error{}
+		}
+		st.shardDown[t.shard] = fmt.Errorf("shard %d did not answer this pass: %w", t.shard, err)
+		return e, false, st.shardDown[t.shard]
+	case !found && s.shardLost(t.shard):
+		return e, false, fmt.Errorf("shard %d lost its data: %s waits for its rebuild", t.shard, rid)
+	}
+	return e, found, nil
 }
 
 // anchorVerdict decides a request whose anchor is pending. A take already given
@@ -305,10 +352,11 @@ func (s *Service) readTake(ctx context.Context, t take, rid string) (lua.LedgerE
 // reached it); one committed means the GRAB was acknowledged, however far behind
 // the record is. Otherwise the record decides: a GRAB for every item, and no
 // CANCEL stored or owed for any (store.Granted, item by item).
-func (s *Service) anchorVerdict(ctx context.Context, rid string, takes []take, items []flow.Item, st *ReconcileStats) (bool, error) {
+func (s *Service) anchorVerdict(ctx context.Context, rid string, takes []take, items []flow.Item,
+	read func(take) (lua.LedgerEntry, bool, error), st *ReconcileStats) (bool, error) {
 	committed := false
 	for _, t := range takes {
-		e, found, err := s.readTake(ctx, t, rid)
+		e, found, err := read(t)
 		switch {
 		case err != nil:
 			return false, err
@@ -352,6 +400,8 @@ func (s *Service) takesOf(ctx context.Context, rid string, own take, st *Reconci
 	case err == nil && json.Unmarshal([]byte(raw), &idx) == nil:
 	case err != nil && !errors.Is(err, redis.Nil):
 		return nil, nil, fmt.Errorf("the request index entry of %s: %w", rid, err)
+	case s.shardLost(s.ring.Shard(promo.RequestIndexKey(rid))):
+		return nil, nil, fmt.Errorf("the request index shard of %s lost its data: waiting for its rebuild", rid)
 	case st.recordDown != nil: // after one failure the pass asks no more
 		return nil, nil, st.recordDown
 	case s.Record != nil:

@@ -18,15 +18,16 @@ import (
 )
 
 // switchRecord holds a request's GRAB once stored is set, as MySQL does once the
-// flow sink has written it.
+// flow sink has written it; an item of cancelled has a CANCEL stored beside it.
 type switchRecord struct {
-	stored atomic.Bool
-	pin    string
-	items  []flow.Item
+	stored    atomic.Bool
+	cancelled string // promoId
+	pin       string
+	items     []flow.Item
 }
 
-func (r *switchRecord) Granted(context.Context, string, string, int) (bool, error) {
-	return r.stored.Load(), nil
+func (r *switchRecord) Granted(_ context.Context, _, promoID string, _ int) (bool, error) {
+	return r.stored.Load() && promoID != r.cancelled, nil
 }
 
 func (r *switchRecord) GrabItems(context.Context, string) (string, string, []flow.Item, error) {
@@ -49,17 +50,21 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 		shards        []int // the items' shards, in the request's order
 		dueFirst      []int // the takes (by item) due in the first pass; the rest in the second
 		committed     []int // takes the killed process had committed
+		aborted       []int // takes a live abort had given back before it failed
 		missing       []int // takes it never made
 		storedAtFirst bool  // the record holds the GRAB during the first pass (always in the second)
-		want          string
+		cancelledItem int   // an item whose CANCEL the record holds (-1: none)
+		granted       bool  // every take ends granted; else every one returned
 	}{
-		{"first aborted, then the GRAB lands", []int{4, 9}, []int{0}, nil, nil, false, lua.LedgerAborted},
-		{"GRAB stored before either", []int{4, 9}, []int{0}, nil, nil, true, lua.LedgerCommitted},
-		{"second committed, GRAB not stored yet", []int{4, 9}, []int{0}, []int{1}, nil, false, lua.LedgerCommitted},
-		{"the anchor settled by a later take's turn", []int{4, 9}, []int{1}, nil, nil, false, lua.LedgerAborted},
-		{"three shards, the anchor due first", []int{9, 0, 4}, []int{1}, nil, nil, false, lua.LedgerAborted},
-		{"three shards, the GRAB stored", []int{9, 0, 4}, []int{2}, nil, nil, true, lua.LedgerCommitted},
-		{"a take never made (killed between two takes)", []int{4, 9}, []int{0}, nil, []int{1}, false, lua.LedgerAborted},
+		{"first aborted, then the GRAB lands", []int{4, 9}, []int{0}, nil, nil, nil, false, -1, false},
+		{"GRAB stored before either", []int{4, 9}, []int{0}, nil, nil, nil, true, -1, true},
+		{"second committed, GRAB not stored yet", []int{4, 9}, []int{0}, []int{1}, nil, nil, false, -1, true},
+		{"the anchor settled by a later take's turn", []int{4, 9}, []int{1}, nil, nil, nil, false, -1, false},
+		{"three shards, the anchor due first", []int{9, 0, 4}, []int{1}, nil, nil, nil, false, -1, false},
+		{"three shards, the GRAB stored", []int{9, 0, 4}, []int{2}, nil, nil, nil, true, -1, true},
+		{"a take never made (killed between two takes)", []int{4, 9}, []int{0}, nil, nil, []int{1}, false, -1, false},
+		{"a committed take beside an aborted anchor", []int{4, 9, 12}, []int{2}, []int{1}, []int{0}, nil, true, -1, false},
+		{"the record holds a CANCEL of the other item", []int{4, 9}, []int{0}, nil, nil, nil, true, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -68,6 +73,9 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 			now := time.Now()
 			rid := "whole-1"
 			rec := &switchRecord{pin: "p1"}
+			if tc.cancelledItem >= 0 {
+				rec.cancelled = idOnShard(tc.shards[tc.cancelledItem])
+			}
 			var keys []string
 			for _, shard := range tc.shards {
 				key := promo.Key(idOnShard(shard), 1)
@@ -110,6 +118,11 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 						t.Fatalf("commit %s: %v %v", key, code, err)
 					}
 				}
+				if slices.Contains(tc.aborted, i) {
+					if r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: rec.pin, Mode: lua.ReturnAbort, NowMs: now.UnixMilli(), Keys: []string{key}}); err != nil || r.Code != lua.ReturnReturned {
+						t.Fatalf("abort %s: %+v %v", key, r, err)
+					}
+				}
 			}
 
 			rec.stored.Store(tc.storedAtFirst)
@@ -129,14 +142,13 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 				if err != nil || !found {
 					t.Fatalf("%s: ledger entry %v %v", key, found, err)
 				}
-				if e.State == lua.LedgerAbortRecorded {
-					e.State = lua.LedgerAborted // its CANCEL published: aborted all the same
-				}
-				if e.State != tc.want {
-					t.Errorf("%s (shard %d): ledger state %s, want %s for every take", key, tc.shards[i], e.State, tc.want)
+				returned := slices.Contains([]string{lua.LedgerAborted, lua.LedgerAbortRecorded, lua.LedgerCancelled, lua.LedgerReturned}, e.State)
+				if tc.granted != (e.State == lua.LedgerCommitted) || !tc.granted && !returned {
+					t.Errorf("%s (shard %d): ledger state %s, want every take %s", key, tc.shards[i], e.State,
+						map[bool]string{true: "granted (G)", false: "returned (A, X, C or R)"}[tc.granted])
 				}
 				remaining, err := c.HGet(ctx, key, "remaining").Int64()
-				if wantLeft := map[string]int64{lua.LedgerAborted: 10, lua.LedgerCommitted: 9}[tc.want]; err != nil || remaining != wantLeft {
+				if wantLeft := map[bool]int64{false: 10, true: 9}[tc.granted]; err != nil || remaining != wantLeft {
 					t.Errorf("%s: remaining %d (%v), want %d", key, remaining, err, wantLeft)
 				}
 			}

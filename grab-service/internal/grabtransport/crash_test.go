@@ -65,7 +65,7 @@ func TestCrashBeforePublishIsReturned(t *testing.T) {
 	if h := e.hash(id); h.Remaining != 3 || e.ledger(id, "c-1").State != lua.LedgerPending {
 		t.Fatalf("want the take open: remaining %d, entry %+v", h.Remaining, e.ledger(id, "c-1"))
 	}
-	if st := e.reconcile(); st != (grab.ReconcileStats{}) {
+	if st := e.reconcile(); st.Committed+st.Aborted+st.Published != 0 {
 		t.Fatalf("before the deadline the reconciler must wait, did %+v", st)
 	}
 	e.pastDeadline()
@@ -82,7 +82,7 @@ func TestCrashBeforePublishIsReturned(t *testing.T) {
 	if len(evs) != 1 || evs[0].Kind != flow.Cancel || evs[0].Reason != "ROLLBACK" {
 		t.Fatalf("events %+v, want one CANCEL ROLLBACK", evs)
 	}
-	if st := e.reconcile(); st != (grab.ReconcileStats{}) {
+	if st := e.reconcile(); st.Committed+st.Aborted+st.Published != 0 {
 		t.Fatalf("a second pass must find nothing, did %+v", st)
 	}
 }
