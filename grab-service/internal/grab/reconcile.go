@@ -228,10 +228,14 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 		s.cancelCommitted(dctx, rid, e.Pin, takes, own)
 	}
 	if granted {
+		if err := s.Fault("reconcile-commit"); err != nil {
+			return false, err
+		}
 		code, err := lua.Commit(ctx, c, rid, []string{key})
 		if err == nil && code == lua.CommitCommitted {
 			st.Committed++
 			s.Metrics.reconciled.WithLabelValues("committed").Inc()
+			s.followCancel(dctx, rid, e.Pin, takes[0], own)
 		}
 		return false, err
 	}
@@ -305,6 +309,26 @@ func (s *Service) requestOutcome(ctx context.Context, rid string, own take, ownE
 		}
 	}
 	return false, nil, fmt.Errorf("the anchor take of %s is still pending after it was settled", rid)
+}
+
+// followCancel cancels the take own, just committed, when the buyer's cancel
+// reached the anchor meanwhile: the cancel returns the takes it finds granted and
+// refuses pending ones, so one that landed between this pass's read of the anchor
+// and its commit would leave this take granted beside a cancelled anchor. Read
+// after the commit, the anchor tells: either the cancel came later and finds this
+// take granted too, or it is seen here. A failure is logged.
+func (s *Service) followCancel(ctx context.Context, rid, pin string, anchor, own take) {
+	if anchor == own {
+		return
+	}
+	a, found, err := lua.ReadLedger(ctx, s.Shards[anchor.shard], anchor.key, rid)
+	if err == nil && found && (a.State == lua.LedgerCancelled || a.State == lua.LedgerReturned) {
+		call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: a.Reason, NowMs: s.Clock().UnixMilli(), Keys: []string{own.key}}
+		_, err = lua.Return(ctx, s.Shards[own.shard], call)
+	}
+	if err != nil {
+		s.logErr("following a cancel of the request's anchor failed", err, "requestId", rid, "shard", own.shard)
+	}
 }
 
 // cancelCommitted gives back the takes of a rolled-back request found committed (G

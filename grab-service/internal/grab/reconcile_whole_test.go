@@ -155,3 +155,63 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 		})
 	}
 }
+
+// A buyer's cancel that lands between the reconciler's reading of a granted anchor
+// and its commit of the take it settles (the cancel returns the anchor and refuses
+// the still pending take) must not leave that take granted beside the cancelled
+// anchor: the reconciler reads the anchor again after committing and follows it.
+func TestReconcilerFollowsACancelOfTheAnchor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, shards := privateShards(t)
+	now := time.Now()
+	rid, pin := "follow-1", "p1"
+	anchor, own := promo.Key(idOnShard(4), 1), promo.Key(idOnShard(9), 1)
+	var items []flow.Item
+	for _, key := range []string{anchor, own} {
+		if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
+			StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+			t.Fatalf("create %s: %v %v", key, code, err)
+		}
+		id, typ, _ := promo.ParseKey(key)
+		items = append(items, flow.Item{PromoID: id, Type: typ, Num: 1})
+		if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(-time.Hour).UnixMilli(), RequestID: rid, BodyHash: "h",
+			Pin: pin, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
+			t.Fatalf("take %s: %+v %v", key, r, err)
+		}
+	}
+	index := flow.RequestIndex{BodyHash: "h", Pin: pin, IP: "10.0.0.1", Items: items}
+	if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The killed process committed the anchor (shard 4) before it died.
+	if code, err := lua.Commit(ctx, c, rid, []string{anchor}); err != nil || code != lua.CommitCommitted {
+		t.Fatalf("commit the anchor: %v %v", code, err)
+	}
+	buyerCancel := func(point string) error {
+		if point == "reconcile-commit" {
+			if r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: "USER_CANCELLED",
+				NowMs: now.UnixMilli(), Keys: []string{anchor}}); err != nil || r.Code != lua.ReturnReturned {
+				t.Errorf("the buyer's cancel of the anchor: %+v %v", r, err)
+			}
+		}
+		return nil
+	}
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Record: &switchRecord{pin: pin, items: items}, Fault: buyerCancel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if _, err := svc.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{anchor, own} {
+		e, _, err := lua.ReadLedger(ctx, c, key, rid)
+		remaining, herr := c.HGet(ctx, key, "remaining").Int64()
+		if err != nil || herr != nil || (e.State != lua.LedgerCancelled && e.State != lua.LedgerReturned) || remaining != 10 {
+			t.Errorf("%s: state %s, remaining %d (%v %v); want cancelled, all 10 back", key, e.State, remaining, err, herr)
+		}
+	}
+}

@@ -77,8 +77,9 @@ type Deps struct {
 	Metrics   *Metrics
 	Logger    *slog.Logger
 	Clock     func() time.Time
-	// Fault, when set (tests only), is called at named points of the grab path; an
-	// error stops the grab right there, as a killed process would.
+	// Fault, when set (tests only), is called at named points of the grab path (and
+	// the reconciler's "reconcile-commit"); an error stops it right there, as a
+	// killed process would.
 	Fault func(point string) error
 	// Fence, when set, refuses grabs and cancels on shards being rebuilt (fence.go).
 	Fence *Fence
