@@ -44,7 +44,7 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	gs := s.groups(items)
 	replies, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: now.UnixMilli()})
 	var returned []group
-	already := 0
+	already, pending := 0, false
 	for i, err := range errs {
 		if err != nil {
 			s.logErr("cancel failed on a shard", err, "requestId", rid, "shard", gs[i].shard)
@@ -60,11 +60,14 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 				return Result{RequestID: rid, Result: Unavailable, Message: lostMessage(gs[i].shard)}, nil
 			}
 			return Result{}, ErrGrabNotFound
-		default: // PENDING: nothing granted to return
-			return Result{}, ErrGrabNotFound
+		default: // PENDING: not granted (yet) on this shard
+			pending = true
 		}
 	}
-	if len(returned) == 0 {
+	switch {
+	case len(returned) == 0 && pending: // nothing granted to return
+		return Result{}, ErrGrabNotFound
+	case len(returned) == 0:
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
 	}
 	back := flowItems(items, returned)
@@ -72,6 +75,13 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 		for _, key := range g.keys {
 			s.refusals.Forget(key)
 		}
+	}
+	if pending {
+		// Granted on some shards, still being committed on others (a crash between
+		// two commits): the parts granted are returned now and owe their CANCEL, which
+		// the reconciler pays as it settles the rest as the rollback of the whole
+		// grab (reconcile.go). The outcome is known once it has.
+		return Result{RequestID: rid, Result: Unavailable, Message: "part of this grab was still being committed; retry the cancel for the outcome"}, nil
 	}
 	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {
 		s.logErr("cancel event not acknowledged; the reconciler will publish it", err, "requestId", rid)

@@ -2,6 +2,7 @@ package grab
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -213,5 +214,64 @@ func TestReconcilerFollowsACancelOfTheAnchor(t *testing.T) {
 		if err != nil || herr != nil || (e.State != lua.LedgerCancelled && e.State != lua.LedgerReturned) || remaining != 10 {
 			t.Errorf("%s: state %s, remaining %d (%v %v); want cancelled, all 10 back", key, e.State, remaining, err, herr)
 		}
+	}
+}
+
+// A buyer's cancel of a grab granted on one shard and still pending on another (a
+// crash between two commits) returns the granted part and answers "retry", not
+// 404 as it did after changing the first shard; the reconciler then settles the
+// pending part as the rollback of the whole grab, and a retried cancel finds no
+// granted grab (404): the buyer holds nothing.
+func TestCancelOfAPartlyCommittedGrabAsksForARetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, shards := privateShards(t)
+	now := time.Now()
+	rid, pin := "partly-1", "p1"
+	committed, pending := promo.Key(idOnShard(4), 1), promo.Key(idOnShard(9), 1)
+	var items []flow.Item
+	for _, key := range []string{committed, pending} {
+		if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
+			StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+			t.Fatalf("create %s: %v %v", key, code, err)
+		}
+		id, typ, _ := promo.ParseKey(key)
+		items = append(items, flow.Item{PromoID: id, Type: typ, Num: 1})
+		if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(-time.Hour).UnixMilli(), RequestID: rid, BodyHash: "h",
+			Pin: pin, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
+			t.Fatalf("take %s: %+v %v", key, r, err)
+		}
+	}
+	index := flow.RequestIndex{BodyHash: "h", Pin: pin, IP: "10.0.0.1", Items: items}
+	if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := lua.Commit(ctx, c, rid, []string{committed}); err != nil || code != lua.CommitCommitted {
+		t.Fatalf("commit: %v %v", code, err)
+	}
+	rec := &switchRecord{pin: pin, items: items}
+	rec.stored.Store(true)
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Record: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+
+	res, err := svc.Cancel(ctx, rid, pin, "USER_CANCELLED")
+	if err != nil || res.Result != Unavailable {
+		t.Fatalf("cancel of a partly committed grab: %+v %v, want UNAVAILABLE (retry)", res, err)
+	}
+	if _, err := svc.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{committed, pending} {
+		if remaining, err := c.HGet(ctx, key, "remaining").Int64(); err != nil || remaining != 10 {
+			t.Errorf("%s: remaining %d (%v), want all 10 back", key, remaining, err)
+		}
+	}
+	// The grab ended rolled back as a whole: nothing granted is held.
+	if res, err := svc.Cancel(ctx, rid, pin, "USER_CANCELLED"); !errors.Is(err, ErrGrabNotFound) {
+		t.Fatalf("the retried cancel: %+v %v, want the 404 of a grab not granted", res, err)
 	}
 }
