@@ -2,10 +2,6 @@ package grab
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/lua"
@@ -108,12 +104,11 @@ func (s *Service) finalize(rid, pin string, gs []group) {
 
 // lookup finds a granted request's items: the Redis request index, else the record.
 func (s *Service) lookup(ctx context.Context, rid string) (flow.RequestIndex, error) {
-	raw, err := s.indexCommand(ctx, rid, "get").Text()
-	var idx flow.RequestIndex
-	if err == nil && json.Unmarshal([]byte(raw), &idx) == nil {
+	idx, found, err := s.readIndex(ctx, rid)
+	if found {
 		return idx, nil
 	}
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		s.logErr("request index unreadable; asking the record", err, "requestId", rid)
 	}
 	if s.Record == nil {

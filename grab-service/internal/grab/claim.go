@@ -96,6 +96,19 @@ func (s *Service) releaseClaim(req Request) {
 
 // indexCommand runs one command on requestID's index entry (name key args...),
 // through the executor of the shard the ring gives the index key.
+// readIndex reads request rid's index entry; found is false when there is none (or
+// what is there does not parse: no entry of ours).
+func (s *Service) readIndex(ctx context.Context, rid string) (idx flow.RequestIndex, found bool, err error) {
+	raw, err := s.indexCommand(ctx, rid, "get").Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return idx, false, nil
+	case err != nil:
+		return idx, false, err
+	}
+	return idx, json.Unmarshal([]byte(raw), &idx) == nil, nil
+}
+
 func (s *Service) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
 	key := promo.RequestIndexKey(requestID)
 	return s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {

@@ -2,8 +2,6 @@ package grab
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -183,7 +181,6 @@ const dueReadsPerPipeline = 500
 // CANCELs they owe.
 func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, rids []string, st *ReconcileStats) ([]owed, error) {
 	key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
-	promoID, typ, _ := promo.ParseKey(key)
 	var debts []owed
 	for _, rid := range rids {
 		e, found, err := lua.ReadLedger(ctx, c, key, rid)
@@ -194,7 +191,7 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 		case !found:
 			c.ZRem(ctx, pendingKey, rid)
 		case e.State == lua.LedgerPending:
-			if d, err := s.settlePending(ctx, c, key, promoID, typ, rid, e, st); err != nil {
+			if d, err := s.settlePending(ctx, key, rid, e, st); err != nil {
 				s.logErr("settle pending take", err, "key", key, "requestId", rid)
 			} else if d {
 				e.State = lua.LedgerAborted
@@ -212,7 +209,7 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 // settlePending settles a take left pending by the outcome of its whole request
 // (requestOutcome): commits it, or aborts it; it reports whether a CANCEL is now
 // owed.
-func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, key, promoID string, typ int, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
+func (s *Service) settlePending(ctx context.Context, key, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
 	// Bounded as a whole: a hung MySQL or shard must not stall the pass (and with it
 	// every owed CANCEL on every shard).
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
@@ -222,31 +219,61 @@ func (s *Service) settlePending(ctx context.Context, c redis.UniversalClient, ke
 	if err != nil {
 		return false, err // cannot tell: leave it for the next pass
 	}
-	if !granted {
-		// A take of it the killed process (or a live abort that failed part way) left
-		// committed goes back too, owing its CANCEL like a buyer's cancel.
-		s.cancelCommitted(dctx, rid, e.Pin, takes, own)
-	}
 	if granted {
 		if err := s.Fault("reconcile-commit"); err != nil {
 			return false, err
 		}
-		code, err := lua.Commit(ctx, c, rid, []string{key})
-		if err == nil && code == lua.CommitCommitted {
-			st.Committed++
-			s.Metrics.reconciled.WithLabelValues("committed").Inc()
+		committed, err := s.commitTake(ctx, own, rid, st)
+		if committed {
 			s.followCancel(dctx, rid, e.Pin, takes[0], own)
 		}
 		return false, err
 	}
-	r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: e.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{key}})
+	// A take of it the killed process (or a live abort that failed part way) left
+	// committed goes back too, owing its CANCEL like a buyer's cancel.
+	for _, t := range takes {
+		if t != own {
+			s.cancelTake(dctx, t, rid, e.Pin, rollbackReason)
+		}
+	}
+	return s.abortTake(ctx, own, rid, e.Pin, st)
+}
+
+// commitTake commits a pending take (P -> G) and counts it; committed is false when
+// it was not pending.
+func (s *Service) commitTake(ctx context.Context, t take, rid string, st *ReconcileStats) (committed bool, err error) {
+	code, err := lua.Commit(ctx, s.Shards[t.shard], rid, []string{t.key})
+	if err != nil || code != lua.CommitCommitted {
+		return false, err
+	}
+	st.Committed++
+	s.Metrics.reconciled.WithLabelValues("committed").Inc()
+	return true, nil
+}
+
+// abortTake aborts a pending take (P -> A: stock back, a CANCEL owed) and counts
+// it; aborted is false when it was not pending (committed meanwhile, or already
+// aborted: nothing owed by this call).
+func (s *Service) abortTake(ctx context.Context, t take, rid, pin string, st *ReconcileStats) (aborted bool, err error) {
+	r, err := lua.Return(ctx, s.Shards[t.shard], lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}})
 	if err != nil || r.Code != lua.ReturnReturned {
-		return false, err // committed meanwhile, or already aborted: nothing owed by us
+		return false, err
 	}
 	st.Aborted++
 	s.Metrics.reconciled.WithLabelValues("aborted").Inc()
 	s.Metrics.rollbacks.WithLabelValues("reconciled").Inc()
 	return true, nil
+}
+
+// cancelTake gives back a committed take as a buyer's cancel does (G -> C: stock
+// back, a CANCEL owed, paid by a later pass); a take in any other state is left as
+// it is. A failure is logged: the pass that settles another take of the request
+// tries again.
+func (s *Service) cancelTake(ctx context.Context, t take, rid, pin, reason string) {
+	call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}}
+	if _, err := lua.Return(ctx, s.Shards[t.shard], call); err != nil {
+		s.logErr("cancel of a take by the reconciler failed", err, "requestId", rid, "shard", t.shard)
+	}
 }
 
 // take is one promotion's part of a request, on its shard.
@@ -293,16 +320,10 @@ func (s *Service) requestOutcome(ctx context.Context, rid string, own take, ownE
 		if anchor == own {
 			return yes, takes, nil // settlePending settles it, atomically as here
 		}
-		c := s.Shards[anchor.shard]
 		if yes {
-			_, err = lua.Commit(ctx, c, rid, []string{anchor.key})
-		} else {
-			var r lua.ReturnReply
-			r, err = lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: e.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{anchor.key}})
-			if err == nil && r.Code == lua.ReturnReturned { // its CANCEL is paid when its pending set is visited
-				st.Aborted++
-				s.Metrics.reconciled.WithLabelValues("aborted").Inc()
-			}
+			_, err = s.commitTake(ctx, anchor, rid, st)
+		} else { // its CANCEL is paid when its pending set is visited
+			_, err = s.abortTake(ctx, anchor, rid, e.Pin, st)
 		}
 		if err != nil {
 			return false, nil, err
@@ -322,29 +343,11 @@ func (s *Service) followCancel(ctx context.Context, rid, pin string, anchor, own
 		return
 	}
 	a, found, err := lua.ReadLedger(ctx, s.Shards[anchor.shard], anchor.key, rid)
-	if err == nil && found && (a.State == lua.LedgerCancelled || a.State == lua.LedgerReturned) {
-		call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: a.Reason, NowMs: s.Clock().UnixMilli(), Keys: []string{own.key}}
-		_, err = lua.Return(ctx, s.Shards[own.shard], call)
-	}
-	if err != nil {
-		s.logErr("following a cancel of the request's anchor failed", err, "requestId", rid, "shard", own.shard)
-	}
-}
-
-// cancelCommitted gives back the takes of a rolled-back request found committed (G
-// beside an aborted anchor), as a buyer's cancel does: stock back, a CANCEL owed
-// and paid by a later pass. Takes in any other state are left as they are. A
-// failure is logged; the pass that settles another of the request's takes tries
-// again.
-func (s *Service) cancelCommitted(ctx context.Context, rid, pin string, takes []take, own take) {
-	for _, t := range takes {
-		if t == own {
-			continue
-		}
-		call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: rollbackReason, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}}
-		if _, err := lua.Return(ctx, s.Shards[t.shard], call); err != nil {
-			s.logErr("rollback of a committed take failed", err, "requestId", rid, "shard", t.shard)
-		}
+	switch {
+	case err != nil:
+		s.logErr("following a cancel of the request's anchor failed", err, "requestId", rid, "shard", anchor.shard)
+	case found && (a.State == lua.LedgerCancelled || a.State == lua.LedgerReturned):
+		s.cancelTake(ctx, own, rid, pin, a.Reason)
 	}
 }
 
@@ -418,12 +421,11 @@ func (s *Service) anchorVerdict(ctx context.Context, rid string, takes []take, i
 func (s *Service) takesOf(ctx context.Context, rid string, own take, st *ReconcileStats) ([]take, []flow.Item, error) {
 	promoID, typ, _ := promo.ParseKey(own.key)
 	ownItem := []flow.Item{{PromoID: promoID, Type: typ}}
-	raw, err := s.indexCommand(ctx, rid, "get").Text()
-	var idx flow.RequestIndex
+	idx, found, err := s.readIndex(ctx, rid)
 	switch {
-	case err == nil && json.Unmarshal([]byte(raw), &idx) == nil:
-	case err != nil && !errors.Is(err, redis.Nil):
+	case err != nil:
 		return nil, nil, fmt.Errorf("the request index entry of %s: %w", rid, err)
+	case found:
 	case s.shardLost(s.ring.Shard(promo.RequestIndexKey(rid))):
 		return nil, nil, fmt.Errorf("the request index shard of %s lost its data: waiting for its rebuild", rid)
 	case st.recordDown != nil: // after one failure the pass asks no more
@@ -462,7 +464,7 @@ func (s *Service) payDebts(ctx context.Context, debts []owed, st *ReconcileStats
 		promoID, typ, _ := promo.ParseKey(d.key)
 		reason := d.entry.Reason
 		if reason == "" {
-			reason = "ROLLBACK"
+			reason = rollbackReason
 		}
 		item := flow.Item{PromoID: promoID, Type: typ, Num: d.entry.Num, Shard: d.shard}
 		events[i] = s.event(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, []flow.Item{item}, now, reason)
