@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
@@ -33,6 +34,71 @@ func (r *switchRecord) Granted(_ context.Context, _, promoID string, _ int) (boo
 
 func (r *switchRecord) GrabItems(context.Context, string) (string, string, []flow.Item, error) {
 	return r.pin, "10.0.0.1", r.items, nil
+}
+
+// openGrab writes what a killed grab-service leaves of request rid, for pin: a
+// promotion of 10 units on each of shards, the request index entry, and the take
+// of each item not in missing, due at deadline(item). It returns the promotion keys
+// and the items, in the request's order.
+func openGrab(t *testing.T, c *redis.Client, rid, pin string, shards, missing []int, deadline func(item int) time.Time) ([]string, []flow.Item) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	var keys []string
+	var items []flow.Item
+	for _, shard := range shards {
+		key := promo.Key(idOnShard(shard), 1)
+		if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
+			StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+			t.Fatalf("create %s: %v %v", key, code, err)
+		}
+		id, typ, _ := promo.ParseKey(key)
+		keys, items = append(keys, key), append(items, flow.Item{PromoID: id, Type: typ, Num: 1, Shard: shard})
+	}
+	index := flow.RequestIndex{BodyHash: "h", Pin: pin, IP: "10.0.0.1", Items: items}
+	if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, key := range keys {
+		if slices.Contains(missing, i) {
+			continue
+		}
+		if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: deadline(i).UnixMilli(), RequestID: rid, BodyHash: "h",
+			Pin: pin, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
+			t.Fatalf("take %s: %+v %v", key, r, err)
+		}
+	}
+	return keys, items
+}
+
+// reconciler is a Service over shards for the reconciler tests.
+func reconciler(t *testing.T, shards []redis.UniversalClient, rec Record, clock func() time.Time, fault func(string) error) *Service {
+	t.Helper()
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Clock: clock, Record: rec, Fault: fault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	return svc
+}
+
+// mustCommit and mustAbort settle a take as the killed process (or a live abort)
+// had.
+func mustCommit(t *testing.T, c *redis.Client, rid, key string) {
+	t.Helper()
+	if code, err := lua.Commit(context.Background(), c, rid, []string{key}); err != nil || code != lua.CommitCommitted {
+		t.Fatalf("commit %s: %v %v", key, code, err)
+	}
+}
+
+func mustAbort(t *testing.T, c *redis.Client, rid, pin, key string) {
+	t.Helper()
+	if r, err := lua.Return(context.Background(), c, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnAbort, NowMs: time.Now().UnixMilli(),
+		Keys: []string{key}}); err != nil || r.Code != lua.ReturnReturned {
+		t.Fatalf("abort %s: %+v %v", key, r, err)
+	}
 }
 
 // A grab of items on several shards left open by a killed grab-service is settled
@@ -77,54 +143,23 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 			if tc.cancelledItem >= 0 {
 				rec.cancelled = idOnShard(tc.shards[tc.cancelledItem])
 			}
-			var keys []string
-			for _, shard := range tc.shards {
-				key := promo.Key(idOnShard(shard), 1)
-				keys = append(keys, key)
-				if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
-					StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-					t.Fatalf("create %s: %v %v", key, code, err)
-				}
-				id, typ, _ := promo.ParseKey(key)
-				rec.items = append(rec.items, flow.Item{PromoID: id, Type: typ, Num: 1, Shard: shard})
-			}
-			clock := now
-			svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
-				Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Clock: func() time.Time { return clock }, Record: rec})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer svc.Close()
 			// The killed instance's claim and takes: those of dueFirst due in the first
 			// pass, the others two hours later (a pass settles shards one after another).
-			index := flow.RequestIndex{BodyHash: "h", Pin: rec.pin, IP: "10.0.0.1", Items: rec.items}
-			if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
-				t.Fatal(err)
-			}
-			for i, key := range keys {
-				if slices.Contains(tc.missing, i) {
-					continue
-				}
-				deadline := now.Add(time.Hour)
+			keys, items := openGrab(t, c, rid, rec.pin, tc.shards, tc.missing, func(i int) time.Time {
 				if slices.Contains(tc.dueFirst, i) {
-					deadline = now.Add(-time.Hour)
+					return now.Add(-time.Hour)
 				}
-				if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(), RequestID: rid, BodyHash: "h",
-					Pin: rec.pin, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
-					t.Fatalf("take %s: %+v %v", key, r, err)
-				}
-				if slices.Contains(tc.committed, i) {
-					if code, err := lua.Commit(ctx, c, rid, []string{key}); err != nil || code != lua.CommitCommitted {
-						t.Fatalf("commit %s: %v %v", key, code, err)
-					}
-				}
-				if slices.Contains(tc.aborted, i) {
-					if r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: rec.pin, Mode: lua.ReturnAbort, NowMs: now.UnixMilli(), Keys: []string{key}}); err != nil || r.Code != lua.ReturnReturned {
-						t.Fatalf("abort %s: %+v %v", key, r, err)
-					}
-				}
+				return now.Add(time.Hour)
+			})
+			rec.items = items
+			for _, i := range tc.committed {
+				mustCommit(t, c, rid, keys[i])
 			}
+			for _, i := range tc.aborted {
+				mustAbort(t, c, rid, rec.pin, keys[i])
+			}
+			clock := now
+			svc := reconciler(t, shards, rec, func() time.Time { return clock }, nil)
 
 			rec.stored.Store(tc.storedAtFirst)
 			if _, err := svc.Reconcile(ctx); err != nil {
@@ -167,28 +202,9 @@ func TestReconcilerFollowsACancelOfTheAnchor(t *testing.T) {
 	c, shards := privateShards(t)
 	now := time.Now()
 	rid, pin := "follow-1", "p1"
-	anchor, own := promo.Key(idOnShard(4), 1), promo.Key(idOnShard(9), 1)
-	var items []flow.Item
-	for _, key := range []string{anchor, own} {
-		if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
-			StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-			t.Fatalf("create %s: %v %v", key, code, err)
-		}
-		id, typ, _ := promo.ParseKey(key)
-		items = append(items, flow.Item{PromoID: id, Type: typ, Num: 1})
-		if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(-time.Hour).UnixMilli(), RequestID: rid, BodyHash: "h",
-			Pin: pin, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
-			t.Fatalf("take %s: %+v %v", key, r, err)
-		}
-	}
-	index := flow.RequestIndex{BodyHash: "h", Pin: pin, IP: "10.0.0.1", Items: items}
-	if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
-		t.Fatal(err)
-	}
-	// The killed process committed the anchor (shard 4) before it died.
-	if code, err := lua.Commit(ctx, c, rid, []string{anchor}); err != nil || code != lua.CommitCommitted {
-		t.Fatalf("commit the anchor: %v %v", code, err)
-	}
+	keys, items := openGrab(t, c, rid, pin, []int{4, 9}, nil, func(int) time.Time { return now.Add(-time.Hour) })
+	anchor, own := keys[0], keys[1]
+	mustCommit(t, c, rid, anchor) // the killed process committed the anchor (shard 4) before it died
 	buyerCancel := func(point string) error {
 		if point == "reconcile-commit" {
 			if r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: "USER_CANCELLED",
@@ -198,13 +214,7 @@ func TestReconcilerFollowsACancelOfTheAnchor(t *testing.T) {
 		}
 		return nil
 	}
-	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
-		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Record: &switchRecord{pin: pin, items: items}, Fault: buyerCancel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := reconciler(t, shards, &switchRecord{pin: pin, items: items}, nil, buyerCancel)
 	if _, err := svc.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -228,35 +238,12 @@ func TestCancelOfAPartlyCommittedGrabAsksForARetry(t *testing.T) {
 	c, shards := privateShards(t)
 	now := time.Now()
 	rid, pin := "partly-1", "p1"
-	committed, pending := promo.Key(idOnShard(4), 1), promo.Key(idOnShard(9), 1)
-	var items []flow.Item
-	for _, key := range []string{committed, pending} {
-		if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
-			StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-			t.Fatalf("create %s: %v %v", key, code, err)
-		}
-		id, typ, _ := promo.ParseKey(key)
-		items = append(items, flow.Item{PromoID: id, Type: typ, Num: 1})
-		if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(-time.Hour).UnixMilli(), RequestID: rid, BodyHash: "h",
-			Pin: pin, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
-			t.Fatalf("take %s: %+v %v", key, r, err)
-		}
-	}
-	index := flow.RequestIndex{BodyHash: "h", Pin: pin, IP: "10.0.0.1", Items: items}
-	if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if code, err := lua.Commit(ctx, c, rid, []string{committed}); err != nil || code != lua.CommitCommitted {
-		t.Fatalf("commit: %v %v", code, err)
-	}
+	keys, items := openGrab(t, c, rid, pin, []int{4, 9}, nil, func(int) time.Time { return now.Add(-time.Hour) })
+	committed, pending := keys[0], keys[1]
+	mustCommit(t, c, rid, committed)
 	rec := &switchRecord{pin: pin, items: items}
 	rec.stored.Store(true)
-	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
-		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Record: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc := reconciler(t, shards, rec, nil, nil)
 
 	res, err := svc.Cancel(ctx, rid, pin, "USER_CANCELLED")
 	if err != nil || res.Result != Unavailable {
