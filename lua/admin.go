@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -114,14 +115,21 @@ func Stop(ctx context.Context, c redis.Scripter, shard int, key string, ver int6
 	return code, nil
 }
 
-// Delete removes the promotion hash and its companions. OK, or NOT_FOUND when the
-// hash was already gone (the companions are deleted all the same), or FENCED.
+// OpenTakesKeep is how long a deleted promotion's request ledger and pending set
+// stay while takes of it are open: the reconciler settles them by the ledger within
+// minutes, and the other takes of their requests follow what it says. A month, as
+// the request index.
+const OpenTakesKeep = 30 * 24 * time.Hour
+
+// Delete removes the promotion hash and its companions (the ledger and pending set
+// stay while takes are open, see delete.lua). OK, or NOT_FOUND when the hash was
+// already gone (the companions are deleted all the same), or FENCED.
 func Delete(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
 	if key == "" {
 		return 0, fmt.Errorf("delete: empty key")
 	}
 	ks := promo.Keys(key)
-	_, code, err := adminCode(deleteScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), ver), "delete.lua")
+	_, code, err := adminCode(deleteScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), ver, OpenTakesKeep.Milliseconds()), "delete.lua")
 	if err != nil {
 		return 0, fmt.Errorf("delete %s: %w", key, err)
 	}

@@ -122,16 +122,22 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 		storedAtFirst bool  // the record holds the GRAB during the first pass (always in the second)
 		cancelledItem int   // an item whose CANCEL the record holds (-1: none)
 		granted       bool  // every take ends granted; else every one returned
+		deleted       []int // items whose promotion a merchandiser deleted before the passes
 	}{
-		{"first aborted, then the GRAB lands", []int{4, 9}, []int{0}, nil, nil, nil, false, -1, false},
-		{"GRAB stored before either", []int{4, 9}, []int{0}, nil, nil, nil, true, -1, true},
-		{"second committed, GRAB not stored yet", []int{4, 9}, []int{0}, []int{1}, nil, nil, false, -1, true},
-		{"the anchor settled by a later take's turn", []int{4, 9}, []int{1}, nil, nil, nil, false, -1, false},
-		{"three shards, the anchor due first", []int{9, 0, 4}, []int{1}, nil, nil, nil, false, -1, false},
-		{"three shards, the GRAB stored", []int{9, 0, 4}, []int{2}, nil, nil, nil, true, -1, true},
-		{"a take never made (killed between two takes)", []int{4, 9}, []int{0}, nil, nil, []int{1}, false, -1, false},
-		{"a committed take beside an aborted anchor", []int{4, 9, 12}, []int{2}, []int{1}, []int{0}, nil, true, -1, false},
-		{"the record holds a CANCEL of the other item", []int{4, 9}, []int{0}, nil, nil, nil, true, 1, false},
+		{"first aborted, then the GRAB lands", []int{4, 9}, []int{0}, nil, nil, nil, false, -1, false, nil},
+		{"GRAB stored before either", []int{4, 9}, []int{0}, nil, nil, nil, true, -1, true, nil},
+		{"second committed, GRAB not stored yet", []int{4, 9}, []int{0}, []int{1}, nil, nil, false, -1, true, nil},
+		{"the anchor settled by a later take's turn", []int{4, 9}, []int{1}, nil, nil, nil, false, -1, false, nil},
+		{"three shards, the anchor due first", []int{9, 0, 4}, []int{1}, nil, nil, nil, false, -1, false, nil},
+		{"three shards, the GRAB stored", []int{9, 0, 4}, []int{2}, nil, nil, nil, true, -1, true, nil},
+		{"a take never made (killed between two takes)", []int{4, 9}, []int{0}, nil, nil, []int{1}, false, -1, false, nil},
+		{"a committed take beside an aborted anchor", []int{4, 9, 12}, []int{2}, []int{1}, []int{0}, nil, true, -1, false, nil},
+		{"the record holds a CANCEL of the other item", []int{4, 9}, []int{0}, nil, nil, nil, true, 1, false, nil},
+		// A promotion deleted while a take of it is open keeps the ledger its takes
+		// are settled by (delete.lua): the deleted anchor still decides for the other.
+		{"the anchor's promotion deleted, the GRAB stored", []int{4, 9}, []int{1}, nil, nil, nil, true, -1, true, []int{0}},
+		{"the anchor's promotion deleted, no GRAB", []int{4, 9}, []int{1}, nil, nil, nil, false, -1, false, []int{0}},
+		{"the other's promotion deleted, the GRAB stored", []int{4, 9}, []int{1}, nil, nil, nil, true, -1, true, []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -158,6 +164,11 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 			for _, i := range tc.aborted {
 				mustAbort(t, c, rid, rec.pin, keys[i])
 			}
+			for _, i := range tc.deleted {
+				if code, err := lua.Delete(ctx, c, tc.shards[i], keys[i], 2); err != nil || code != lua.AdminOK {
+					t.Fatalf("delete %s: %v %v", keys[i], code, err)
+				}
+			}
 			clock := now
 			svc := reconciler(t, shards, rec, func() time.Time { return clock }, nil)
 
@@ -182,6 +193,12 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 				if tc.granted != (e.State == lua.LedgerCommitted) || !tc.granted && !returned {
 					t.Errorf("%s (shard %d): ledger state %s, want every take %s", key, tc.shards[i], e.State,
 						map[bool]string{true: "granted (G)", false: "returned (A, X, C or R)"}[tc.granted])
+				}
+				if slices.Contains(tc.deleted, i) {
+					if c.Exists(ctx, key).Val() != 0 {
+						t.Errorf("%s: settling a take of a deleted promotion brought its hash back", key)
+					}
+					continue
 				}
 				remaining, err := c.HGet(ctx, key, "remaining").Int64()
 				if wantLeft := map[bool]int64{false: 10, true: 9}[tc.granted]; err != nil || remaining != wantLeft {
