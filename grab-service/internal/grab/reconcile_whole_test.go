@@ -16,6 +16,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -42,18 +43,38 @@ func (r *switchRecord) GrabItems(context.Context, string) (string, string, []flo
 // and the items, in the request's order.
 func openGrab(t *testing.T, c *redis.Client, rid, pin string, shards, missing []int, deadline func(item int) time.Time) ([]string, []flow.Item) {
 	t.Helper()
-	ctx := context.Background()
+	keys := createOnShards(t, c, "", shards, 10)
+	return keys, openTakes(t, c, rid, pin, keys, missing, deadline)
+}
+
+// createOnShards creates a promotion of total units on each of shards (ids
+// prefixed by prefix) and returns their keys.
+func createOnShards(t *testing.T, c *redis.Client, prefix string, shards []int, total int64) []string {
+	t.Helper()
 	now := time.Now()
 	var keys []string
-	var items []flow.Item
 	for _, shard := range shards {
-		key := promo.Key(idOnShard(shard), 1)
-		if code, err := lua.Create(ctx, c, 0, key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 1, RateWindowMs: 1000,
+		key := promo.Key(prefix+idOnShard(shard), 1)
+		if code, err := lua.Create(context.Background(), c, 0, key, lua.AdminSpec{Ver: 1, Total: total, MaxPerGrab: 1, RateWindowMs: 1000,
 			StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
 			t.Fatalf("create %s: %v %v", key, code, err)
 		}
+		keys = append(keys, key)
+	}
+	return keys
+}
+
+// openTakes writes request rid's index entry for one unit of each promotion of
+// keys, and the take of each item not in missing, due at deadline(item). It
+// returns the items, in the request's order.
+func openTakes(t *testing.T, c *redis.Client, rid, pin string, keys []string, missing []int, deadline func(item int) time.Time) []flow.Item {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	var items []flow.Item
+	for _, key := range keys {
 		id, typ, _ := promo.ParseKey(key)
-		keys, items = append(keys, key), append(items, flow.Item{PromoID: id, Type: typ, Num: 1, Shard: shard})
+		items = append(items, flow.Item{PromoID: id, Type: typ, Num: 1, Shard: ring.Default.Shard(key)})
 	}
 	index := flow.RequestIndex{BodyHash: "h", Pin: pin, IP: "10.0.0.1", Items: items}
 	if err := c.Set(ctx, promo.RequestIndexKey(rid), index.AppendJSON(nil), 24*time.Hour).Err(); err != nil {
@@ -68,7 +89,7 @@ func openGrab(t *testing.T, c *redis.Client, rid, pin string, shards, missing []
 			t.Fatalf("take %s: %+v %v", key, r, err)
 		}
 	}
-	return keys, items
+	return items
 }
 
 // reconciler is a Service over shards for the reconciler tests.
