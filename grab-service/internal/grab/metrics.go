@@ -12,6 +12,7 @@ type Metrics struct {
 	rollbacks    *prometheus.CounterVec
 	shortCircuit *prometheus.CounterVec
 	reconciled   *prometheus.CounterVec
+	overdue      prometheus.Gauge
 	redisLatency *prometheus.HistogramVec
 	redisErrors  *prometheus.CounterVec
 	redisBatch   prometheus.Histogram
@@ -38,6 +39,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "short_circuit_total", Help: "Grabs answered locally without Redis, by result."}, []string{"result"}),
 		reconciled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "reconciled_total", Help: "Open takes settled by the reconciler, by action."}, []string{"action"}),
+		overdue: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "reconcile_overdue_seconds", Help: "How long past its settling time the oldest take the reconciler's last pass could not settle has been open (0: it settled every take due)."}),
 		redisLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
 			Name: "redis_pipeline_duration_seconds", Help: "Pipeline round trip by shard.", Buckets: fast}, []string{"shard"}),
 		redisErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
@@ -47,6 +50,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
 	}
 	reg.MustRegister(m.grabs, m.grabLatency, m.cancels, m.kafkaLatency, m.kafkaErrors, m.rollbacks,
-		m.shortCircuit, m.reconciled, m.redisLatency, m.redisErrors, m.redisBatch)
+		m.shortCircuit, m.reconciled, m.overdue, m.redisLatency, m.redisErrors, m.redisBatch)
 	return m
 }

@@ -37,8 +37,21 @@ import (
 // ReconcileStats counts one pass.
 type ReconcileStats struct {
 	Committed, Aborted, Published int
+	// Blocked counts the due takes the pass could not settle (a shard or the record
+	// it needed did not answer, or a shard waits for its rebuild); OldestBlocked is
+	// the earliest settling time among them.
+	Blocked       int
+	OldestBlocked time.Time
 	recordDown                    error         // the record failed a back-query this pass
 	shardDown                     map[int]error // shards that failed a read this pass, asked no more
+}
+
+// blocked counts a take due at settleAt that the pass could not settle.
+func (st *ReconcileStats) blocked(settleAt time.Time) {
+	if st.Blocked == 0 || settleAt.Before(st.OldestBlocked) {
+		st.OldestBlocked = settleAt
+	}
+	st.Blocked++
 }
 
 // RunReconciler runs a pass at once and then every interval until ctx ends.
@@ -84,6 +97,13 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	if err := s.payDebts(ctx, debts, &st); err != nil && firstErr == nil {
 		firstErr = err
 	}
+	// A take its anchor's shard keeps open for good is never settled (consistency
+	// first); how long it has waited is what on-call is paged on.
+	overdue := 0.0
+	if st.Blocked > 0 {
+		overdue = max(now.Sub(st.OldestBlocked).Seconds(), 0)
+	}
+	s.Metrics.overdue.Set(overdue)
 	return st, firstErr
 }
 
@@ -154,10 +174,10 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 	var debts []owed
 	// The due entries of many sets in one round trip: most sets hold none.
 	for chunk := range slices.Chunk(sets, dueReadsPerPipeline) {
-		reads := make([]*redis.StringSliceCmd, len(chunk))
+		reads := make([]*redis.ZSliceCmd, len(chunk))
 		if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, pendingKey := range chunk {
-				reads[i] = p.ZRangeByScore(ctx, pendingKey, &redis.ZRangeBy{Min: "-inf", Max: due, Count: 200})
+				reads[i] = p.ZRangeByScoreWithScores(ctx, pendingKey, &redis.ZRangeBy{Min: "-inf", Max: due, Count: 200})
 			}
 			return nil
 		}); err != nil {
@@ -177,12 +197,13 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 // dueReadsPerPipeline bounds one pipeline of the reconciler's reads of due entries.
 const dueReadsPerPipeline = 500
 
-// settleDue settles the due entries rids of one pending set and returns the
-// CANCELs they owe.
-func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, rids []string, st *ReconcileStats) ([]owed, error) {
+// settleDue settles the due entries of one pending set (requestIds scored by
+// their deadlines) and returns the CANCELs they owe.
+func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, due []redis.Z, st *ReconcileStats) ([]owed, error) {
 	key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
 	var debts []owed
-	for _, rid := range rids {
+	for _, z := range due {
+		rid, _ := z.Member.(string)
 		e, found, err := lua.ReadLedger(ctx, c, key, rid)
 		if err != nil {
 			return debts, err
@@ -193,6 +214,7 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 		case e.State == lua.LedgerPending:
 			if d, err := s.settlePending(ctx, key, rid, e, st); err != nil {
 				s.logErr("settle pending take", err, "key", key, "requestId", rid)
+				st.blocked(time.UnixMilli(int64(z.Score)).Add(s.cfg.ReconcileMargin))
 			} else if d {
 				e.State = lua.LedgerAborted
 				debts = append(debts, owed{shard, key, rid, e})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
@@ -298,5 +299,49 @@ func TestCancelOfAPartlyCommittedGrabAsksForARetry(t *testing.T) {
 	// The grab ended rolled back as a whole: nothing granted is held.
 	if res, err := svc.Cancel(ctx, rid, pin, "USER_CANCELLED"); !errors.Is(err, ErrGrabNotFound) {
 		t.Fatalf("the retried cancel: %+v %v, want the 404 of a grab not granted", res, err)
+	}
+}
+
+// A take whose anchor's shard does not answer stays open (consistency first: only
+// the anchor can say how the grab ended), and the pass reports it and how long it
+// has waited, which is what on-call is paged on (alert ReconcileTakesBlocked). Once
+// the shard answers, the next pass settles the grab and the figure returns to 0.
+func TestReconcilerReportsTakesItCannotSettle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, shards := privateShards(t)
+	now := time.Now()
+	rid, pin := "blocked-1", "p1"
+	deadline := now.Add(-time.Hour)
+	keys, items := openGrab(t, c, rid, pin, []int{4, 9}, nil, func(int) time.Time { return deadline })
+	rec := &switchRecord{pin: pin, items: items}
+	rec.stored.Store(true)
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = down.Close() })
+	withDown := slices.Clone(shards)
+	withDown[4] = down // the anchor's shard
+	clock := func() time.Time { return now }
+
+	svc := reconciler(t, withDown, rec, clock, nil)
+	st, err := svc.Reconcile(ctx)
+	if err == nil {
+		t.Error("a pass that could not read shard 4 reported no error")
+	}
+	wantOverdue := now.Sub(deadline.Add(Defaults().ReconcileMargin)).Seconds()
+	if overdue := testutil.ToFloat64(svc.Metrics.overdue); st.Blocked != 1 || overdue < wantOverdue-1 || overdue > wantOverdue+1 {
+		t.Errorf("blocked %d, overdue %.0fs; want 1 take, about %.0fs", st.Blocked, overdue, wantOverdue)
+	}
+	if e, _, err := lua.ReadLedger(ctx, c, keys[1], rid); err != nil || e.State != lua.LedgerPending {
+		t.Errorf("the take on shard 9: %+v %v; want it left pending", e, err)
+	}
+
+	svc = reconciler(t, shards, rec, clock, nil)
+	if st, err := svc.Reconcile(ctx); err != nil || st.Blocked != 0 || testutil.ToFloat64(svc.Metrics.overdue) != 0 {
+		t.Fatalf("the pass after: %+v %v, overdue %v", st, err, testutil.ToFloat64(svc.Metrics.overdue))
+	}
+	for _, key := range keys {
+		if e, _, err := lua.ReadLedger(ctx, c, key, rid); err != nil || e.State != lua.LedgerCommitted {
+			t.Errorf("%s: %+v %v; want granted", key, e, err)
+		}
 	}
 }
