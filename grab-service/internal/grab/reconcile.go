@@ -42,8 +42,8 @@ type ReconcileStats struct {
 	// the earliest settling time among them.
 	Blocked       int
 	OldestBlocked time.Time
-	recordDown                    error         // the record failed a back-query this pass
-	shardDown                     map[int]error // shards that failed a read this pass, asked no more
+	recordDown    error         // the record failed a back-query this pass
+	shardDown     map[int]error // shards that failed a read this pass, asked no more
 }
 
 // blocked counts a take due at settleAt that the pass could not settle.
