@@ -115,21 +115,21 @@ func Stop(ctx context.Context, c redis.Scripter, shard int, key string, ver int6
 	return code, nil
 }
 
-// OpenTakesKeep is how long a deleted promotion's request ledger and pending set
-// stay while takes of it are open: the reconciler settles them by the ledger within
-// minutes, and the other takes of their requests follow what it says. A month, as
-// the request index.
-const OpenTakesKeep = 30 * 24 * time.Hour
+// DeletedLedgerKeep is how long a deleted promotion's request ledger and pending
+// set stay: the reconciler settles its open takes by the ledger within minutes of
+// their deadlines, and the takes of other promotions in the same requests follow
+// its entries. A day covers a shard down for hours (alert ReconcileTakesBlocked).
+const DeletedLedgerKeep = 24 * time.Hour
 
-// Delete removes the promotion hash and its companions (the ledger and pending set
-// stay while takes are open, see delete.lua). OK, or NOT_FOUND when the hash was
-// already gone (the companions are deleted all the same), or FENCED.
+// Delete removes the promotion hash, pins and ips, and lets the ledger and
+// pending set expire after DeletedLedgerKeep (see delete.lua). OK, or NOT_FOUND
+// when the hash was already gone (the rest is done all the same), or FENCED.
 func Delete(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
 	if key == "" {
 		return 0, fmt.Errorf("delete: empty key")
 	}
 	ks := promo.Keys(key)
-	_, code, err := adminCode(deleteScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), ver, OpenTakesKeep.Milliseconds()), "delete.lua")
+	_, code, err := adminCode(deleteScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), ver, DeletedLedgerKeep.Milliseconds()), "delete.lua")
 	if err != nil {
 		return 0, fmt.Errorf("delete %s: %w", key, err)
 	}

@@ -251,33 +251,26 @@ func TestStop(t *testing.T) {
 func TestDelete(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	settledGrab := func(t *testing.T, k string) {
-		mustGrab(t, grabCall("r1", "p1", "ip", item(k, 1)))
-		if code, err := Commit(ctx, rdb, "r1", []string{k}); err != nil || code != CommitCommitted {
-			t.Fatalf("commit: %v %v", code, err)
-		}
-	}
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, k string)
 		want  AdminCode
-		open  bool // a take is still open: the ledger and pending set stay
 	}{
-		{"deletes the hash and its companions", func(t *testing.T, k string) {
+		{"deletes the hash, a settled and an open take kept for a day", func(t *testing.T, k string) {
 			mustCreate(t, k, baseSpec())
-			settledGrab(t, k)
-		}, AdminOK, false},
-		{"missing hash is NOT_FOUND, companions still go", func(t *testing.T, k string) {
-			mustCreate(t, k, baseSpec())
-			settledGrab(t, k)
-			rdb.Del(ctx, k)
-		}, AdminNotFound, false},
-		{"nothing at all is NOT_FOUND", nil, AdminNotFound, false},
-		{"an open take keeps the ledger and pending set", func(t *testing.T, k string) {
-			mustCreate(t, k, baseSpec())
-			settledGrab(t, k)
+			mustGrab(t, grabCall("r1", "p1", "ip", item(k, 1)))
+			if code, err := Commit(ctx, rdb, "r1", []string{k}); err != nil || code != CommitCommitted {
+				t.Fatalf("commit: %v %v", code, err)
+			}
 			mustGrab(t, grabCall("r2", "p2", "ip2", item(k, 1))) // pending: its grab in flight
-		}, AdminOK, true},
+		}, AdminOK},
+		{"missing hash is NOT_FOUND, the rest done all the same", func(t *testing.T, k string) {
+			mustCreate(t, k, baseSpec())
+			mustGrab(t, grabCall("r1", "p1", "ip", item(k, 1)))
+			mustGrab(t, grabCall("r2", "p2", "ip2", item(k, 1)))
+			rdb.Del(ctx, k)
+		}, AdminNotFound},
+		{"nothing at all is NOT_FOUND", nil, AdminNotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,27 +284,25 @@ func TestDelete(t *testing.T) {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
 			ks := promo.Keys(k)
-			if !tc.open {
-				if n := rdb.Exists(ctx, ks[:]...).Val(); n != 0 {
-					t.Fatalf("%d of the five keys survived", n)
-				}
-				return
-			}
-			// Grabs find no promotion; the open take is settled by its ledger entry,
-			// and the settled one still answers what it was.
 			if n := rdb.Exists(ctx, ks[0], ks[1], ks[2]).Val(); n != 0 {
 				t.Fatalf("%d of the hash, pins and ips survived", n)
 			}
+			if tc.setup == nil {
+				return
+			}
+			// The ledger and pending set expire a day later. Until then grabs find no
+			// promotion, the first take still answers what it was (another take of
+			// its request may follow it), and the open one is settled by its entry.
 			for _, key := range []string{ks[3], ks[4]} {
-				if ttl := rdb.PTTL(ctx, key).Val(); ttl <= OpenTakesKeep-time.Minute || ttl > OpenTakesKeep {
-					t.Errorf("%s: ttl %v, want about %v", key, ttl, OpenTakesKeep)
+				if ttl := rdb.PTTL(ctx, key).Val(); ttl <= DeletedLedgerKeep-time.Minute || ttl > DeletedLedgerKeep {
+					t.Errorf("%s: ttl %v, want about %v", key, ttl, DeletedLedgerKeep)
 				}
 			}
 			if r := mustGrab(t, grabCall("r3", "p3", "ip3", item(k, 1))); r.Code != CodeNotFound {
 				t.Errorf("a grab after the delete: %+v, want NOT_FOUND", r)
 			}
-			if e, found, err := ReadLedger(ctx, rdb, k, "r1"); err != nil || !found || e.State != LedgerCommitted {
-				t.Errorf("the settled take: %+v %v %v, want G", e, found, err)
+			if e, found, err := ReadLedger(ctx, rdb, k, "r1"); err != nil || !found {
+				t.Errorf("the first take: %+v %v %v, want its entry kept", e, found, err)
 			}
 			r, err := Return(ctx, rdb, ReturnCall{RequestID: "r2", Pin: "p2", Mode: ReturnAbort, NowMs: 1, Keys: []string{k}})
 			if err != nil || r.Code != ReturnReturned {
@@ -319,6 +310,9 @@ func TestDelete(t *testing.T) {
 			}
 			if rdb.Exists(ctx, k).Val() != 0 {
 				t.Error("giving the take back brought the deleted hash back")
+			}
+			if ttl := rdb.PTTL(ctx, ks[3]).Val(); ttl <= 0 {
+				t.Errorf("the ledger lost its expiry when the take was given back: ttl %v", ttl)
 			}
 		})
 	}

@@ -155,11 +155,13 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 		{"a take never made (killed between two takes)", []int{4, 9}, []int{0}, nil, nil, []int{1}, false, -1, false, nil},
 		{"a committed take beside an aborted anchor", []int{4, 9, 12}, []int{2}, []int{1}, []int{0}, nil, true, -1, false, nil},
 		{"the record holds a CANCEL of the other item", []int{4, 9}, []int{0}, nil, nil, nil, true, 1, false, nil},
-		// A promotion deleted while a take of it is open keeps the ledger its takes
-		// are settled by (delete.lua): the deleted anchor still decides for the other.
+		// A deleted promotion's ledger stays a day (delete.lua): its takes, open or
+		// settled, still decide for the others of their requests.
 		{"the anchor's promotion deleted, the GRAB stored", []int{4, 9}, []int{1}, nil, nil, nil, true, -1, true, []int{0}},
 		{"the anchor's promotion deleted, no GRAB", []int{4, 9}, []int{1}, nil, nil, nil, false, -1, false, []int{0}},
 		{"the other's promotion deleted, the GRAB stored", []int{4, 9}, []int{1}, nil, nil, nil, true, -1, true, []int{1}},
+		{"the committed anchor's promotion deleted", []int{4, 9}, []int{1}, []int{0}, nil, nil, false, -1, true, []int{0}},
+		{"a committed take's promotion deleted, the anchor pending", []int{4, 9}, []int{0}, []int{1}, nil, nil, false, -1, true, []int{1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -302,10 +304,26 @@ func TestCancelOfAPartlyCommittedGrabAsksForARetry(t *testing.T) {
 	}
 }
 
-// A take whose anchor's shard does not answer stays open (consistency first: only
-// the anchor can say how the grab ended), and the pass reports it and how long it
-// has waited, which is what on-call is paged on (alert ReconcileTakesBlocked). Once
-// the shard answers, the next pass settles the grab and the figure returns to 0.
+// flakyRecord is rec while down is unset; a back-query fails while it is set.
+type flakyRecord struct {
+	Record
+	down atomic.Bool
+}
+
+func (r *flakyRecord) Granted(ctx context.Context, rid, promoID string, typ int) (bool, error) {
+	if r.down.Load() {
+		return false, errors.New("mysql: connection refused")
+	}
+	return r.Record.Granted(ctx, rid, promoID, typ)
+}
+
+// A take the reconciler cannot settle stays open (consistency first: only its
+// anchor and the record can say how the grab ended), and how long the oldest has
+// waited is reported, which is what on-call is paged on (alert
+// ReconcileTakesBlocked): while the anchor's shard does not answer, while the
+// record does not, and across passes that do not visit its pending set (a deleted
+// promotion's is visited only when a pass sweeps). Once both answer, a pass
+// settles the grab and the figure returns to 0.
 func TestReconcilerReportsTakesItCannotSettle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -314,31 +332,36 @@ func TestReconcilerReportsTakesItCannotSettle(t *testing.T) {
 	rid, pin := "blocked-1", "p1"
 	deadline := now.Add(-time.Hour)
 	keys, items := openGrab(t, c, rid, pin, []int{4, 9}, nil, func(int) time.Time { return deadline })
-	rec := &switchRecord{pin: pin, items: items}
-	rec.stored.Store(true)
+	stored := &switchRecord{pin: pin, items: items}
+	stored.stored.Store(true)
+	rec := &flakyRecord{Record: stored}
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = down.Close() })
 	withDown := slices.Clone(shards)
 	withDown[4] = down // the anchor's shard
-	clock := func() time.Time { return now }
-
-	svc := reconciler(t, withDown, rec, clock, nil)
-	st, err := svc.Reconcile(ctx)
-	if err == nil {
-		t.Error("a pass that could not read shard 4 reported no error")
-	}
+	svc := reconciler(t, withDown, rec, func() time.Time { return now }, nil)
+	var listed []string // what the record lists: nothing, as for a deleted promotion
+	svc.PromotionKeys = func(context.Context) ([]string, error) { return listed, nil }
 	wantOverdue := now.Sub(deadline.Add(Defaults().ReconcileMargin)).Seconds()
-	if overdue := testutil.ToFloat64(svc.Metrics.overdue); st.Blocked != 1 || overdue < wantOverdue-1 || overdue > wantOverdue+1 {
-		t.Errorf("blocked %d, overdue %.0fs; want 1 take, about %.0fs", st.Blocked, overdue, wantOverdue)
+	pass := func(name string, wantBlocked int, wantOverdue float64) {
+		t.Helper()
+		st, err := svc.Reconcile(ctx)
+		if overdue := testutil.ToFloat64(svc.Metrics.overdue); st.Blocked != wantBlocked || overdue < wantOverdue-1 || overdue > wantOverdue+1 {
+			t.Errorf("%s: blocked %d, overdue %.0fs (pass error %v); want %d, about %.0fs", name, st.Blocked, overdue, err, wantBlocked, wantOverdue)
+		}
 	}
+
+	pass("the anchor's shard down", 1, wantOverdue)
+	withDown[4] = c
+	rec.down.Store(true)
+	pass("the record down", 2, wantOverdue) // both takes now due and read
+	pass("a pass that visits no pending set", 0, wantOverdue)
 	if e, _, err := lua.ReadLedger(ctx, c, keys[1], rid); err != nil || e.State != lua.LedgerPending {
 		t.Errorf("the take on shard 9: %+v %v; want it left pending", e, err)
 	}
-
-	svc = reconciler(t, shards, rec, clock, nil)
-	if st, err := svc.Reconcile(ctx); err != nil || st.Blocked != 0 || testutil.ToFloat64(svc.Metrics.overdue) != 0 {
-		t.Fatalf("the pass after: %+v %v, overdue %v", st, err, testutil.ToFloat64(svc.Metrics.overdue))
-	}
+	rec.down.Store(false)
+	listed = keys
+	pass("both answer", 0, 0)
 	for _, key := range keys {
 		if e, _, err := lua.ReadLedger(ctx, c, key, rid); err != nil || e.State != lua.LedgerCommitted {
 			t.Errorf("%s: %+v %v; want granted", key, e, err)

@@ -238,7 +238,8 @@ func (a *Admin) Stop(ctx context.Context, id store.ID, reason string) (promo.Pro
 	return a.answer(ctx, p), nil
 }
 
-// Delete removes the hash and its companions from Redis; the row stays, DELETED.
+// Delete removes the hash from Redis (its ledger expires a day later, delete.lua);
+// the row stays, DELETED.
 func (a *Admin) Delete(ctx context.Context, id store.ID) error {
 	if err := validateID(id); err != nil {
 		return err

@@ -294,7 +294,7 @@ func judge(ch store.Change, r lua.AdminReply, shard int) error {
 	case r.Code == lua.AdminAlreadyApplied && (ch.Op == store.OpCreate || ch.Op == store.OpPatch):
 		return nil
 	case r.Code == lua.AdminNotFound && ch.Op == store.OpDelete:
-		return nil // already gone: the companions were deleted all the same
+		return nil // already gone: delete.lua did the rest all the same
 	case r.Code == lua.AdminExists && ch.Op == store.OpCreate:
 		return fmt.Errorf("%w (redis shard %d already holds a hash of this key)", ErrExists, shard)
 	case r.Code == lua.AdminStopped:
