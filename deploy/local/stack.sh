@@ -299,10 +299,11 @@ start_redis() {
 	port_free_or_die "$name"
 	# No persistence: a killed shard comes back empty, as a lost master would. A
 	# server that was once a replica may have left the RDB of its full sync here;
-	# it would be loaded at start, so it goes first.
+	# it would be loaded at start, so it goes first. A deleted promotion's ledger
+	# expires rather than being unlinked (lua/delete.lua): freed off the main thread.
 	rm -rf "$dir/dump.rdb" "$dir/appendonlydir"
 	launch "$name" redis-server --bind "$REDIS_HOST" --port "$port" --dir "$dir" \
-		--save "" --appendonly no --daemonize no --logfile ""
+		--save "" --appendonly no --lazyfree-lazy-expire yes --daemonize no --logfile ""
 }
 
 start_kafka() {

@@ -118,7 +118,7 @@ spec:
           command: ["/bin/sh", "-ec"]
           args:
             - |
-              set -- --save "" --appendonly no --maxmemory 2gb --maxmemory-policy noeviction --protected-mode no
+              set -- --save "" --appendonly no --maxmemory 2gb --maxmemory-policy noeviction --lazyfree-lazy-expire yes --protected-mode no
               if [ "${HOSTNAME##*-}" != 0 ]; then
                 set -- "$@" --replicaof redis-shard-%[1]d-0.redis-shard-%[1]d.%[2]s.svc.cluster.local 6379 --replica-read-only yes
               fi

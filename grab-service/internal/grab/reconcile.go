@@ -81,7 +81,11 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 		sets := listed[shard]
 		if sweep {
 			var err error
-			if sets, err = s.sweepPending(ctx, shard, c); err != nil && firstErr == nil {
+			sets, err = s.sweepPending(ctx, shard, c)
+			switch {
+			case err == nil:
+				s.passes.onlyBlocked(shard, sets) // a set gone (settled, expired) holds nothing
+			case firstErr == nil:
 				firstErr = err // what the SCAN found before it failed is still settled
 			}
 		}
@@ -99,11 +103,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	}
 	// A take its anchor's shard keeps open for good is never settled (consistency
 	// first); how long it has waited is what on-call is paged on.
-	overdue := 0.0
-	if st.Blocked > 0 {
-		overdue = max(now.Sub(st.OldestBlocked).Seconds(), 0)
-	}
-	s.Metrics.overdue.Set(overdue)
+	s.Metrics.overdue.Set(s.passes.overdue(now))
 	return st, firstErr
 }
 
@@ -114,10 +114,61 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
 // of the promotions the record lists, and sweeps only every ReconcileSweepEvery (and
 // at start), which also finds a pending set the record does not list (a promotion
 // deleted while takes of it were open). Without a record listing, every pass sweeps.
+//
+// It also remembers, per pending set, the earliest settling time of a take the
+// set's last visit could not settle: a pass visits only some sets (a deleted
+// promotion's only when it sweeps; none of a shard that did not answer), so what a
+// visit found stands until the next visit of that set.
 type reconcilePasses struct {
 	mu        sync.Mutex
 	lastSweep time.Time
 	listed    []string // the record's last answer, kept while it does not answer
+	blocked   map[string]blockedSet
+}
+
+type blockedSet struct {
+	shard int
+	since time.Time // the earliest settling time of a take left open
+}
+
+// visited records what a visit of pending set key (on shard) left open: since is
+// the earliest settling time of a take it could not settle, zero for none.
+func (p *reconcilePasses) visited(key string, shard int, since time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !since.IsZero():
+		if p.blocked == nil {
+			p.blocked = map[string]blockedSet{}
+		}
+		p.blocked[key] = blockedSet{shard, since}
+	default:
+		delete(p.blocked, key)
+	}
+}
+
+// onlyBlocked forgets the blocked sets of shard that its completed sweep did not
+// find (sorted sets).
+func (p *reconcilePasses) onlyBlocked(shard int, sets []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, b := range p.blocked {
+		if _, found := slices.BinarySearch(sets, key); b.shard == shard && !found {
+			delete(p.blocked, key)
+		}
+	}
+}
+
+// overdue is how long past its settling time the oldest take left open has waited,
+// in seconds (0 for none).
+func (p *reconcilePasses) overdue(now time.Time) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	oldest := 0.0
+	for _, b := range p.blocked {
+		oldest = max(oldest, now.Sub(b.since).Seconds())
+	}
+	return oldest
 }
 
 // next returns the promotion pending keys to visit by shard, or sweep, and the
@@ -166,7 +217,8 @@ func (s *Service) sweepPending(ctx context.Context, shard int, c redis.Universal
 			sets = append(sets, iter.Val())
 		}
 	}
-	return sets, iter.Err()
+	slices.Sort(sets)
+	return slices.Compact(sets), iter.Err() // SCAN may return a key twice
 }
 
 func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, sets []string, st *ReconcileStats) ([]owed, error) {
@@ -184,11 +236,12 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 			return debts, err
 		}
 		for i, pendingKey := range chunk {
-			d, err := s.settleDue(ctx, shard, c, pendingKey, reads[i].Val(), st)
+			d, blockedSince, err := s.settleDue(ctx, shard, c, pendingKey, reads[i].Val(), st)
 			debts = append(debts, d...)
 			if err != nil {
 				return debts, err
 			}
+			s.passes.visited(pendingKey, shard, blockedSince)
 		}
 	}
 	return debts, nil
@@ -198,15 +251,17 @@ func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.Univers
 const dueReadsPerPipeline = 500
 
 // settleDue settles the due entries of one pending set (requestIds scored by
-// their deadlines) and returns the CANCELs they owe.
-func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, due []redis.Z, st *ReconcileStats) ([]owed, error) {
+// their deadlines) and returns the CANCELs they owe and the earliest settling time
+// of a take it could not settle (zero for none).
+func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, due []redis.Z, st *ReconcileStats) ([]owed, time.Time, error) {
 	key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
 	var debts []owed
+	var blockedSince time.Time
 	for _, z := range due {
 		rid, _ := z.Member.(string)
 		e, found, err := lua.ReadLedger(ctx, c, key, rid)
 		if err != nil {
-			return debts, err
+			return debts, blockedSince, err
 		}
 		switch {
 		case !found:
@@ -214,7 +269,11 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 		case e.State == lua.LedgerPending:
 			if d, err := s.settlePending(ctx, key, rid, e, st); err != nil {
 				s.logErr("settle pending take", err, "key", key, "requestId", rid)
-				st.blocked(time.UnixMilli(int64(z.Score)).Add(s.cfg.ReconcileMargin))
+				settleAt := time.UnixMilli(int64(z.Score)).Add(s.cfg.ReconcileMargin)
+				st.blocked(settleAt)
+				if blockedSince.IsZero() || settleAt.Before(blockedSince) {
+					blockedSince = settleAt
+				}
 			} else if d {
 				e.State = lua.LedgerAborted
 				debts = append(debts, owed{shard, key, rid, e})
@@ -225,7 +284,7 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 			c.ZRem(ctx, pendingKey, rid)
 		}
 	}
-	return debts, nil
+	return debts, blockedSince, nil
 }
 
 // settlePending settles a take left pending by the outcome of its whole request
