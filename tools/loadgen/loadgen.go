@@ -63,6 +63,10 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 		cfg.Timeout = 10 * time.Second
 	}
 	client := Client(cfg.Concurrency, cfg.Timeout)
+	// The run's connections end with it: left idle, the server under test would
+	// keep them (and a goroutine and buffers each, which its GC scans) into the
+	// runs that follow.
+	defer client.CloseIdleConnections()
 	var bar *progressbar.ProgressBar
 	if cfg.Label != "" {
 		bar = progressbar.NewOptions(cfg.Calls, progressbar.OptionSetWriter(os.Stderr),
