@@ -60,15 +60,22 @@ func appendItems(b []byte, items []Item) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"promoId":`...)
-		b = jsonx.AppendString(b, it.PromoID)
-		b = append(b, `,"type":`...)
-		b = strconv.AppendInt(b, int64(it.Type), 10)
-		b = append(b, `,"num":`...)
-		b = strconv.AppendInt(b, it.Num, 10)
+		b = AppendItemHead(b, it.PromoID, it.Type, it.Num)
 		b = append(b, `,"shard":`...)
 		b = strconv.AppendInt(b, int64(it.Shard), 10)
 		b = append(b, '}')
 	}
 	return append(b, ']')
+}
+
+// AppendItemHead opens an item of the contract's shape and appends the fields
+// every such item has (promoId, type, num), for the flow event's items and the
+// grab answer's alike; the caller adds its own fields and the closing brace.
+func AppendItemHead(b []byte, promoID string, typ int, num int64) []byte {
+	b = append(b, `{"promoId":`...)
+	b = jsonx.AppendString(b, promoID)
+	b = append(b, `,"type":`...)
+	b = strconv.AppendInt(b, int64(typ), 10)
+	b = append(b, `,"num":`...)
+	return strconv.AppendInt(b, num, 10)
 }

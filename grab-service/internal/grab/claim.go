@@ -94,8 +94,6 @@ func (s *Service) releaseClaim(req Request) {
 	s.logErr("request index entry not released", err, "requestId", req.RequestID)
 }
 
-// indexCommand runs one command on requestID's index entry (name key args...),
-// through the executor of the shard the ring gives the index key.
 // readIndex reads request rid's index entry; found is false when there is none (or
 // what is there does not parse: no entry of ours).
 func (s *Service) readIndex(ctx context.Context, rid string) (idx flow.RequestIndex, found bool, err error) {
@@ -109,6 +107,8 @@ func (s *Service) readIndex(ctx context.Context, rid string) (idx flow.RequestIn
 	return idx, json.Unmarshal([]byte(raw), &idx) == nil, nil
 }
 
+// indexCommand runs one command on requestID's index entry (name key args...),
+// through the executor of the shard the ring gives the index key.
 func (s *Service) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
 	key := promo.RequestIndexKey(requestID)
 	return s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/jsonx"
 )
 
@@ -100,12 +101,7 @@ func (r Result) AppendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"promoId":`...)
-			b = jsonx.AppendString(b, it.PromoID)
-			b = append(b, `,"type":`...)
-			b = strconv.AppendInt(b, int64(it.Type), 10)
-			b = append(b, `,"num":`...)
-			b = strconv.AppendInt(b, it.Num, 10)
+			b = flow.AppendItemHead(b, it.PromoID, it.Type, it.Num)
 			if it.Remaining != nil {
 				b = append(b, `,"remaining":`...)
 				b = strconv.AppendInt(b, *it.Remaining, 10)

@@ -38,20 +38,11 @@ import (
 type ReconcileStats struct {
 	Committed, Aborted, Published int
 	// Blocked counts the due takes the pass could not settle (a shard or the record
-	// it needed did not answer, or a shard waits for its rebuild); OldestBlocked is
-	// the earliest settling time among them.
-	Blocked       int
-	OldestBlocked time.Time
-	recordDown    error         // the record failed a back-query this pass
-	shardDown     map[int]error // shards that failed a read this pass, asked no more
-}
-
-// blocked counts a take due at settleAt that the pass could not settle.
-func (st *ReconcileStats) blocked(settleAt time.Time) {
-	if st.Blocked == 0 || settleAt.Before(st.OldestBlocked) {
-		st.OldestBlocked = settleAt
-	}
-	st.Blocked++
+	// it needed did not answer, or a shard waits for its rebuild); how long they have
+	// waited is kept per pending set (reconcilePasses).
+	Blocked    int
+	recordDown error         // the record failed a back-query this pass
+	shardDown  map[int]error // shards that failed a read this pass, asked no more
 }
 
 // RunReconciler runs a pass at once and then every interval until ctx ends.
@@ -269,8 +260,8 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 		case e.State == lua.LedgerPending:
 			if d, err := s.settlePending(ctx, key, rid, e, st); err != nil {
 				s.logErr("settle pending take", err, "key", key, "requestId", rid)
+				st.Blocked++
 				settleAt := time.UnixMilli(int64(z.Score)).Add(s.cfg.ReconcileMargin)
-				st.blocked(settleAt)
 				if blockedSince.IsZero() || settleAt.Before(blockedSince) {
 					blockedSince = settleAt
 				}
