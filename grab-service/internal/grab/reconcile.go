@@ -127,15 +127,14 @@ type blockedSet struct {
 func (p *reconcilePasses) visited(key string, shard int, since time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case !since.IsZero():
-		if p.blocked == nil {
-			p.blocked = map[string]blockedSet{}
-		}
-		p.blocked[key] = blockedSet{shard, since}
-	default:
+	if since.IsZero() {
 		delete(p.blocked, key)
+		return
 	}
+	if p.blocked == nil {
+		p.blocked = map[string]blockedSet{}
+	}
+	p.blocked[key] = blockedSet{shard, since}
 }
 
 // onlyBlocked forgets the blocked sets of shard that its completed sweep did not
