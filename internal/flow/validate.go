@@ -24,8 +24,8 @@ var (
 // validate checks what Decode's presence checks leave open: every id as the grab
 // path validates it before it becomes a Redis key or a ledger field, and every value
 // within what the flow log stores. An event failing it goes to the dead-letter topic
-// instead of into the record, where a rebuild would carry it into Redis. Found by
-// FuzzDecode (type 0, an empty pin, a negative shard and year 0 were accepted).
+// instead of into the record, where a rebuild would carry it into Redis
+// (FuzzDecode holds it to that).
 func (e Event) validate() error {
 	switch {
 	case len(e.EventID) > maxEventID:

@@ -1,5 +1,5 @@
 // Command bench measures grab-service against baselines started in the same run on
-// the same machine and prints every figure as a ratio (issue 7; README "Benchmarks").
+// the same machine and prints every figure as a ratio (docs/benchmarks.md).
 // `make bench` starts the local stack and runs it as `bin/bench --stack <file>`.
 package main
 

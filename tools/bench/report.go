@@ -172,7 +172,8 @@ func (res *results) header() []string {
 	}
 }
 
-// markdown is the report: printed, written to latest.md, and pasted into the README.
+// markdown is the report: printed, written to latest.md, and pasted into
+// docs/benchmarks.md.
 func (res *results) markdown() string {
 	var b strings.Builder
 	for _, l := range res.header() {
@@ -232,7 +233,7 @@ func (res *results) html(svg string) string {
 	return b.String()
 }
 
-// mermaid is the spread chart in a form the README renders inline.
+// mermaid is the spread chart in a form docs/benchmarks.md renders inline.
 func (res *results) mermaid() string {
 	var xs, one, many, p99one, p99many []string
 	top, topLat := 0.0, 0.0

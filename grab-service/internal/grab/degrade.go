@@ -24,34 +24,15 @@ type FlowLog interface {
 
 // DegradePublisher is the commit path's Publisher. It routes each Publish by the
 // switches in force: to Kafka, or, while kafkaDegrade is on, straight into the
-// MySQL flow log in one transaction. A nil return still means "committed", so
-// the grab path answers GRANTED only after the MySQL commit and rolls back
-// otherwise, exactly as with Kafka. Flows written here are never written twice:
-// they do not go to Kafka, and the sink's inserts are idempotent anyway.
+// MySQL flow log in one transaction; a nil return means committed either way, so
+// GRANTED still follows the record's commit.
 //
-// The CANCEL case. A CANCEL written to MySQL is skipped when its GRAB is not in
-// the log, which is right for the rollback of a grab that never reached any
-// record, but wrong for a GRAB that went to Kafka just before the flip and is not
-// sunk yet: the sink would write the GRAB later, and the record would show a
-// grant Redis has returned. Writing every CANCEL regardless would break the sum
-// for true orphans instead. So while degraded a CANCEL item goes to MySQL only if
-// its GRAB is there; otherwise it goes to Kafka, where it lands behind its GRAB
-// (same requestId key, same partition) or, for a true orphan, is skipped by the
-// sink. If Kafka is down too, Publish fails: the grab path then keeps the CANCEL
-// owed in the ledger, and the reconciler retries it every pass until the sink has
-// brought the GRAB into MySQL or Kafka takes it. Nothing is lost or doubled, at
-// the price of owed CANCELs waiting for Kafka to come back.
-//
-// Not degraded, a batch of CANCELs Kafka refuses takes the same split: the items
-// whose GRAB is in MySQL are written there at once, so the debt does not wait in
-// Redis alone (a shard lost before the reconciler's next pass would lose it, and
-// the rebuild would restore the grant); the rest stay owed. Should Kafka have taken
-// the batch after all, the sink's copy is a duplicate the record skips.
-//
-// A CANCEL that goes neither to Kafka nor to the log (Kafka refused it and its GRAB
-// is not in MySQL yet), degraded or not, stays owed in the ledger, and a copy is
-// kept in the record's owed list (store.OweCancels): should the shard be lost before
-// the reconciler pays it, the rebuild writes it into the log once its GRAB is there.
+// A CANCEL must land behind its GRAB, and the log skips a CANCEL whose GRAB it does
+// not hold. So a CANCEL item goes to MySQL only if its GRAB is there (degraded, or
+// not degraded when Kafka refused it, so the debt does not wait in Redis alone);
+// otherwise to Kafka, behind its GRAB on the requestId's partition. One that can
+// go to neither stays owed in the ledger, with a copy in the record's owed list
+// (store.OweCancels). Why each case: docs/design.md, "Rollbacks and owed CANCELs".
 type DegradePublisher struct {
 	kafka    Publisher
 	log      FlowLog

@@ -169,7 +169,7 @@ func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 		return refusal(rid, Unavailable, failedAt, lostMessage(gs[failed].shard)), nil, true
 	}
 	if cacheable(o) {
-		s.refusals.Put(key, o, now.Add(s.cfg.RefusalTTL))
+		s.refusals.Put(key, o, now)
 	}
 	return refusal(rid, o, failedAt, ""), nil, true
 }
@@ -279,10 +279,9 @@ func (s *Service) abort(req Request, gs []group, published bool) bool {
 }
 
 // publishRollback publishes the CANCEL (ROLLBACK) of the groups' items and
-// reports whether Kafka took it. Found by the Redis fault drill: a two-item grab
-// whose one item's shard was killed between the publish and the commit left that
-// item's GRAB in the record with no entry to owe its CANCEL, and the rebuild
-// restored a grant the buyer was told did not happen.
+// reports whether Kafka took it. An item whose entry is gone has nothing left in
+// Redis to owe its CANCEL, so it is paid here or the rebuild would restore the
+// grant (docs/design.md, "Rollbacks and owed CANCELs").
 func (s *Service) publishRollback(ctx context.Context, req Request, gs []group) bool {
 	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, flowItems(req.Items, gs), s.Clock(), "ROLLBACK")
 	if err := s.publish(ctx, ev); err != nil {

@@ -8,13 +8,11 @@ import (
 	"github.com/flashsale/platform/internal/shardmark"
 )
 
-// A shard whose Redis server restarted empty answers every script as if the
-// promotion, or the grab, did not exist, until the fence sees the missing built
-// marker (one poll, ~200 ms) and fences it. In that window NOT_FOUND would be a
-// definite, false answer: the checkout would drop the promotion, or be told a
-// granted grab is not there to cancel. So a NOT_FOUND is believed only from a shard
-// that still holds its built marker (fence.go); otherwise the answer is UNAVAILABLE
-// and the client retries. Found by the fault drills (tools/drill, the Redis drill).
+// A shard whose Redis server restarted empty answers NOT_FOUND for everything
+// until the fence's next poll fences it, and a false NOT_FOUND is definite to the
+// checkout. So a NOT_FOUND is believed only from a shard that still holds its built
+// marker (fence.go); otherwise the answer is UNAVAILABLE and the client retries
+// (docs/design.md, "A shard that came back empty").
 
 // shardLost reports whether shard is not whole (no built marker, or another
 // server's: internal/shardmark), or cannot tell, so that a NOT_FOUND from it proves

@@ -17,22 +17,16 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
-// The reconciler closes the crash window. A take is written "pending" with a
-// deadline before its GRAB event is sent; a process killed before the commit leaves
-// it open. Past deadline + ReconcileMargin the reconciler asks the record (the dtm
-// back-query): a GRAB in the flow log, with no CANCEL there or owed, means the grab
-// committed, so the take is marked granted and never returned; otherwise it is
-// aborted (stock back) and a CANCEL is published, which nets out a GRAB that reached
-// Kafka but not yet MySQL (and is skipped as a repeat where the CANCEL is there).
-// It also publishes every CANCEL still owed by an abort or a cancel.
+// The reconciler closes the crash window: a take left pending past deadline +
+// ReconcileMargin (its process died before the commit) is committed if the record
+// holds its GRAB, with no CANCEL there or owed, and otherwise aborted, its CANCEL
+// published so a GRAB that reached Kafka but not yet MySQL nets out. It also pays
+// every CANCEL still owed by an abort or a cancel.
 //
-// A grab of items on several shards is granted or rolled back as a whole, but its
-// takes are settled one shard after another, while the record may still be
-// catching up with Kafka: one take could be aborted while its GRAB was on its way to
-// MySQL and the next committed once it had landed. So every take follows its
-// request's anchor take, settled once for all (requestOutcome). (Found by the crash
-// drill: a two-shard grab half granted after grab-service and the flow sink died
-// together.)
+// A multi-shard grab is granted or rolled back as a whole, while its takes come due
+// shard by shard and the record may still be catching up with Kafka, so every take
+// follows its request's anchor take, settled once for all (requestOutcome; the
+// story is in docs/design.md, "Settling a request as a whole").
 
 // ReconcileStats counts one pass.
 type ReconcileStats struct {

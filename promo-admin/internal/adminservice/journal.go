@@ -1,25 +1,10 @@
 package adminservice
 
-// How a change reaches both the MySQL row and the Redis hash, and why they never
-// disagree after any single failure: the row is the journal of its own changes.
-//
-//  1. propose: one MySQL transaction records the whole new spec and state as the
-//     row's pending change, at version+1 (a create inserts a version-0 row). Another
-//     change of the same promotion is refused (BUSY) while this one is younger than
-//     RepairGrace.
-//  2. The version-guarded admin script applies the change to the hash, ver = the
-//     pending version: replaying a version already applied changes nothing.
-//  3. promote: one MySQL transaction makes the pending change the committed row.
-//
-// A business refusal of the script (BELOW_GRANTED, STOPPED, EXISTS) discards the
-// pending change and answers 409. If the script call fails (shard down, timeout),
-// the hash's ver says whether the change landed: promote if it holds the pending
-// version (for a delete: if the hash is gone), else discard and answer 503 naming
-// the shard. If the shard does not answer even that, the change stays pending and
-// the answer is 503; the repairer (Repair, every RepairEvery and once at start)
-// resolves the same way every change pending for longer than RepairGrace, once the
-// shard answers. A failure of step 3 leaves the change pending for the repairer too.
-// Readers only see committed rows, so no one reads a half-done change.
+// A change reaches the MySQL row and the Redis hash in three steps, the row its own
+// journal: propose (the pending change, at version+1), apply (the version-guarded
+// admin script), promote. A change stuck between them is resolved by the hash's
+// ver, by its request or later by the repairer. Why, and the failure cases:
+// docs/design.md, "The promotion row is the journal of its own changes".
 
 import (
 	"context"
