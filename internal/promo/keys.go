@@ -67,9 +67,15 @@ func RequestIndexKey(requestID string) string { return "R_" + requestID }
 //     so there is nothing to rebuild). A server that lost its data lost this marker too.
 //     It names the server it was written on (internal/shardmark), so a replica promoted
 //     in a failover, which holds its master's marker, is not taken for whole.
+//   - ServingKey is a hash in which every grab-service instance reports, each time it
+//     reads the two markers, whether it serves the shard: the rebuild returns only
+//     once every live instance serves the shard it rebuilt (internal/shardmark).
 
 // FenceKey names the fence marker of a shard.
 func FenceKey(shard int) string { return "flashsale:fence:" + strconv.Itoa(shard) }
 
 // BuiltKey names the built marker of a shard.
 func BuiltKey(shard int) string { return "flashsale:built:" + strconv.Itoa(shard) }
+
+// ServingKey names the hash of grab-service instances' serving reports for a shard.
+func ServingKey(shard int) string { return "flashsale:serving:" + strconv.Itoa(shard) }

@@ -53,14 +53,19 @@ type Status struct {
 	Built      State // what the built marker says of this server
 	// MarkerRunID and ServerRunID tell a Moved shard's story in logs.
 	MarkerRunID, ServerRunID string
+	// ServerTime is the server's clock just before the markers were read: a serving
+	// report stamped with it proves what the instance saw after a given moment.
+	ServerTime time.Time
 }
 
 // Read reads a shard's markers and its server's run_id in one round trip.
 func Read(ctx context.Context, c redis.UniversalClient, shard int) (Status, error) {
+	var clock *redis.TimeCmd
 	var fence *redis.IntCmd
 	var built *redis.StringCmd
 	var info *redis.StringCmd
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		clock = p.Time(ctx) // first: the markers are read no earlier than this
 		fence = p.Exists(ctx, promo.FenceKey(shard))
 		built = p.Get(ctx, promo.BuiltKey(shard))
 		info = p.Info(ctx, "server")
@@ -69,7 +74,7 @@ func Read(ctx context.Context, c redis.UniversalClient, shard int) (Status, erro
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, fmt.Errorf("read the markers of shard %d: %w", shard, err)
 	}
-	st := Status{Rebuilding: fence.Val() > 0, ServerRunID: runID(info.Val())}
+	st := Status{Rebuilding: fence.Val() > 0, ServerRunID: runID(info.Val()), ServerTime: clock.Val()}
 	raw, err := built.Result()
 	switch {
 	case errors.Is(err, redis.Nil):

@@ -43,7 +43,9 @@ import (
 //   - server not answering: the last state stays (its calls fail anyway).
 //
 // A background loop (Run) reads the markers every ~200 ms and keeps one atomic flag
-// per shard, which the grab and cancel paths check before they call Redis.
+// per shard, which the grab and cancel paths check before they call Redis. Each
+// read ends with a serving report on the shard (internal/shardmark), by which a
+// rebuild knows when every instance serves the shard again.
 
 // errFenced fails a cancel on a fenced shard; the cancel answers UNAVAILABLE.
 var errFenced = errors.New("shard fenced while it is rebuilt")
@@ -57,15 +59,17 @@ const recordCacheTTL = time.Second
 
 // Fence is the per-shard fenced state. A nil *Fence fences nothing.
 type Fence struct {
-	shards  []redis.UniversalClient
-	keys    func(ctx context.Context) ([]string, error)
-	ring    *ring.Ring
-	log     *slog.Logger
-	fenced  [ring.Shards]atomic.Bool
-	mu      sync.Mutex
-	why     map[int]string
-	cache   map[int]bool
-	cacheAt time.Time
+	shards []redis.UniversalClient
+	keys   func(ctx context.Context) ([]string, error)
+	// instance names this process in the shards' serving reports (internal/shardmark).
+	instance string
+	ring     *ring.Ring
+	log      *slog.Logger
+	fenced   [ring.Shards]atomic.Bool
+	mu       sync.Mutex
+	why      map[int]string
+	cache    map[int]bool
+	cacheAt  time.Time
 
 	gauge      *prometheus.GaugeVec
 	refused    *prometheus.CounterVec
@@ -77,7 +81,7 @@ type Fence struct {
 func NewFence(shards []redis.UniversalClient, keys func(ctx context.Context) ([]string, error), reg prometheus.Registerer, log *slog.Logger) *Fence {
 	const ns, sub = "flashsale", "grab"
 	f := &Fence{
-		shards: shards, keys: keys, ring: ring.Default, log: log, why: map[int]string{},
+		shards: shards, keys: keys, instance: shardmark.Instance("grab-service"), ring: ring.Default, log: log, why: map[int]string{},
 		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
 			Name: "shard_fenced", Help: "1 while the shard is fenced (being rebuilt, or lost and not rebuilt)."}, []string{"shard"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
@@ -124,6 +128,17 @@ func (f *Fence) pollShard(ctx context.Context, shard int) {
 		f.pollErrors.Inc()
 		return
 	}
+	if !f.judge(ctx, shard, c, st) {
+		return
+	}
+	// After the flag is set: a rebuild waiting for this report returns at once.
+	if err := shardmark.Report(ctx, c, shard, f.instance, st.ServerTime, !f.Fenced(shard)); err != nil {
+		f.pollErrors.Inc()
+	}
+}
+
+// judge sets shard's state from its markers; false if it could not be decided.
+func (f *Fence) judge(ctx context.Context, shard int, c redis.UniversalClient, st shardmark.Status) bool {
 	switch {
 	case st.Rebuilding:
 		f.set(shard, "rebuild in progress")
@@ -144,11 +159,12 @@ func (f *Fence) pollShard(ctx context.Context, shard int) {
 		default:
 			if err := shardmark.MarkBuilt(ctx, c, shard, "grab-service", 0, st.Built == shardmark.Missing); err != nil {
 				f.pollErrors.Inc()
-				return
+				return false
 			}
 			f.set(shard, "")
 		}
 	}
+	return true
 }
 
 // recordHas reports whether the record holds a promotion of shard (cached briefly).

@@ -32,7 +32,8 @@ Restores, from the promotion table and the flow log, every live promotion's hash
 (remaining = total - GRAB + CANCEL), per-pin and per-ip counters and request ledger.
 The shards are fenced meanwhile (grab-service answers UNAVAILABLE for them), and the
 rebuild waits for open takes to settle and for the flow sink to store what Kafka
-holds, refusing unless --force.
+holds, refusing unless --force. It exits 0 only once every live grab-service
+instance serves the rebuilt shards again.
 
 `)
 		fs.PrintDefaults()
@@ -50,6 +51,7 @@ holds, refusing unless --force.
 	fs.DurationVar(&o.FenceTTL, "fence-ttl", o.FenceTTL, "how long a fence outlives a killed rebuild")
 	fs.DurationVar(&o.AdminGrace, "admin-grace", o.AdminGrace, "how long after it was recorded an admin change may still be promoted by its promo-admin request: promo-admin's --repair-grace (15s) plus clock skew; raise it with that flag. Younger changes of the shards are waited for")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "most Redis commands per pipeline")
+	fs.DurationVar(&o.ServeTimeout, "serve-timeout", o.ServeTimeout, "how long, after the fences are lifted, to wait for every live grab-service instance to serve the shards again (the exit waits for it)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	_ = fs.Parse(args)
 
@@ -107,7 +109,7 @@ holds, refusing unless --force.
 		sum.Print(os.Stdout)
 	}
 	if err != nil {
-		if errors.Is(err, rebuild.ErrRefused) {
+		if errors.Is(err, rebuild.ErrRefused) || errors.Is(err, rebuild.ErrNotServed) {
 			fmt.Fprintf(os.Stderr, "recovery rebuild: %v\n", err)
 			return exitFail
 		}

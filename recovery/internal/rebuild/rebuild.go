@@ -25,6 +25,8 @@
 //     a debt a lost shard took along is not restored as a grant.
 //  5. Per shard: drop its built marker, restore each promotion (staged, then swapped
 //     in atomically), write the built marker, lift the fence.
+//  6. Wait until every live grab-service instance reports serving the shards again
+//     (internal/shardmark's serving reports), so the exit means sales are back.
 package rebuild
 
 import (
@@ -42,6 +44,7 @@ import (
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/shardmark"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
 	"github.com/flashsale/platform/recovery/internal/progress"
@@ -67,6 +70,9 @@ type Options struct {
 	AdminGrace time.Duration
 	// Batch is the most commands per pipeline.
 	Batch int
+	// ServeTimeout bounds the wait, after the fences are lifted, for every live
+	// grab-service instance to serve the shards again.
+	ServeTimeout time.Duration
 	// Progress receives the progress bar (stderr); nil for none.
 	Progress io.Writer
 }
@@ -74,7 +80,7 @@ type Options struct {
 // Defaults are safe for production and the local stack alike.
 func Defaults() Options {
 	return Options{Settle: 3500 * time.Millisecond, Drain: 15 * time.Second, CatchUp: time.Minute, FenceTTL: time.Minute,
-		AdminGrace: 17 * time.Second, Batch: 300}
+		AdminGrace: 17 * time.Second, Batch: 300, ServeTimeout: 10 * time.Second}
 }
 
 // Deps are the connections of a run.
@@ -87,6 +93,13 @@ type Deps struct {
 
 // ErrRefused is the refusal of steps 3 and 4.
 var ErrRefused = errors.New("refusing to rebuild")
+
+// ErrNotServed is step 6's failure: the shards are rebuilt and open, but some
+// grab-service instance still refuses them.
+var ErrNotServed = errors.New("rebuilt, but not served again")
+
+// servePoll is how often step 6 reads the serving reports.
+const servePoll = 10 * time.Millisecond
 
 // Run rebuilds and reports what it restored. An error after some shards were
 // rebuilt still returns their summary.
@@ -188,6 +201,15 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 	}
 	if bar != nil {
 		_ = bar.Finish()
+	}
+	for i := range sum.Shards {
+		ss := &sum.Shards[i]
+		served, err := shardmark.AwaitServing(ctx, clients[ss.Shard], ss.Shard, o.ServeTimeout, servePoll)
+		ss.ServedBy = len(served)
+		if err != nil {
+			sum.Elapsed = time.Since(start)
+			return sum, fmt.Errorf("%w: %v", ErrNotServed, err)
+		}
 	}
 	sum.Elapsed = time.Since(start)
 	return sum, nil

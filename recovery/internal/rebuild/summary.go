@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/flashsale/platform/internal/shardmark"
 )
 
 // ShardSummary is what one shard's rebuild restored.
@@ -15,8 +17,10 @@ type ShardSummary struct {
 	Ledger     int
 	NoBodyHash int
 	Index      int // request index entries restored (whole shards only)
-	Keys       []string
-	warnings   []string
+	// ServedBy counts the grab-service instances that serve the shard again.
+	ServedBy int
+	Keys     []string
+	warnings []string
 }
 
 func (s *ShardSummary) add(r Restored) {
@@ -46,10 +50,10 @@ func (s Summary) Print(w io.Writer) {
 	if s.OwedSettled > 0 {
 		fmt.Fprintf(w, "rebuild: %d owed CANCELs written into the flow log first (their GRAB had arrived)\n", s.OwedSettled)
 	}
-	fmt.Fprintf(w, "%5s  %10s  %8s  %8s  %13s  %13s\n", "shard", "promotions", "pins", "ips", "ledger", "request index")
+	fmt.Fprintf(w, "%5s  %10s  %8s  %8s  %13s  %13s  %9s\n", "shard", "promotions", "pins", "ips", "ledger", "request index", "served by")
 	var t ShardSummary
 	for _, sh := range s.Shards {
-		fmt.Fprintf(w, "%5d  %10d  %8d  %8d  %13d  %13d\n", sh.Shard, sh.Promotions, sh.Pins, sh.IPs, sh.Ledger, sh.Index)
+		fmt.Fprintf(w, "%5d  %10d  %8d  %8d  %13d  %13d  %9d\n", sh.Shard, sh.Promotions, sh.Pins, sh.IPs, sh.Ledger, sh.Index, sh.ServedBy)
 		t.Promotions += sh.Promotions
 		t.Pins += sh.Pins
 		t.IPs += sh.IPs
@@ -60,6 +64,11 @@ func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "%5s  %10d  %8d  %8d  %13d  %13d\n", "total", t.Promotions, t.Pins, t.IPs, t.Ledger, t.Index)
 	if t.NoBodyHash > 0 {
 		fmt.Fprintf(w, "note: %d ledger entries restored without a body hash (flow rows older than migration 0002): a replay of them answers REQUEST_ID_REUSED\n", t.NoBodyHash)
+	}
+	for _, sh := range s.Shards {
+		if sh.ServedBy == 0 {
+			fmt.Fprintf(w, "note: no grab-service instance reported on shard %d in the last %s: none serves it until one starts\n", sh.Shard, shardmark.ReportStale)
+		}
 	}
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
