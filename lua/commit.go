@@ -20,7 +20,7 @@ func commitArgs(requestID string, keys []string) ([]string, error) {
 }
 
 // QueueCommit queues commit.lua for the promotions keys (hash keys, promo.Key) of
-// one shard. EVALSHA only: Load first, or use RunPipeline.
+// one shard. EVALSHA only: Load the scripts first, and again after NOSCRIPT.
 func QueueCommit(ctx context.Context, p redis.Pipeliner, requestID string, keys []string) *redis.Cmd {
 	k, err := commitArgs(requestID, keys)
 	if err != nil {

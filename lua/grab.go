@@ -85,7 +85,7 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	return keys, args, nil
 }
 
-// QueueGrab queues q.lua on a pipeline (EVALSHA only: Load first, or use RunPipeline).
+// QueueGrab queues q.lua on a pipeline (EVALSHA only: Load the scripts first, and again after NOSCRIPT).
 // An invalid call is not queued; its Cmd carries the error for ParseGrab.
 func QueueGrab(ctx context.Context, p redis.Pipeliner, c GrabCall) *redis.Cmd {
 	keys, args, err := c.build()

@@ -381,32 +381,29 @@ func TestGrabConcurrentPinAndIPLimits(t *testing.T) {
 	}
 }
 
+// Every code of every script has its name, and the first value past the last name
+// prints as a number: a code added without a name (or a name here) fails.
 func TestCodeStrings(t *testing.T) {
 	t.Parallel()
-	want := []string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED", "NOT_STARTED",
-		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY"}
-	for i, w := range want {
-		if have := Code(i).String(); have != w {
-			t.Errorf("Code(%d) = %s, want %s", i, have, w)
+	check := func(kind string, names []string, str func(int) string) {
+		t.Helper()
+		for i, w := range names {
+			if have := str(i); have != w {
+				t.Errorf("%s(%d) = %s, want %s", kind, i, have, w)
+			}
+		}
+		if have, want := str(len(names)), fmt.Sprintf("%s(%d)", kind, len(names)); have != want {
+			t.Errorf("%s(%d) = %s, want %s: a code without its name in this test", kind, len(names), have, want)
 		}
 	}
-	if have := Code(99).String(); have != "Code(99)" {
-		t.Errorf("unknown code: %s", have)
-	}
-	admin := []string{"OK", "ALREADY_APPLIED", "EXISTS", "NOT_FOUND", "STALE", "STOPPED", "BELOW_GRANTED"}
-	for i, w := range admin {
-		if have := AdminCode(i).String(); have != w {
-			t.Errorf("AdminCode(%d) = %s, want %s", i, have, w)
-		}
-	}
-	for i, w := range []string{"COMMITTED", "NOT_FOUND", "RETURNED"} {
-		if have := CommitCode(i).String(); have != w {
-			t.Errorf("CommitCode(%d) = %s", i, have)
-		}
-	}
-	for i, w := range []string{"RETURNED", "ALREADY_RETURNED", "NOT_FOUND", "COMMITTED", "PENDING"} {
-		if have := ReturnCode(i).String(); have != w {
-			t.Errorf("ReturnCode(%d) = %s", i, have)
-		}
+	check("Code", []string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED", "NOT_STARTED",
+		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED"}, func(i int) string { return Code(i).String() })
+	check("AdminCode", []string{"OK", "ALREADY_APPLIED", "EXISTS", "NOT_FOUND", "STALE", "STOPPED", "BELOW_GRANTED", "FENCED"},
+		func(i int) string { return AdminCode(i).String() })
+	check("CommitCode", []string{"COMMITTED", "NOT_FOUND", "RETURNED"}, func(i int) string { return CommitCode(i).String() })
+	check("ReturnCode", []string{"RETURNED", "ALREADY_RETURNED", "NOT_FOUND", "COMMITTED", "PENDING"},
+		func(i int) string { return ReturnCode(i).String() })
+	if CodeIPPartNeeded != 12 || AdminFenced != 7 {
+		t.Errorf("the last codes moved: IP_PART_NEEDED %d, FENCED %d", CodeIPPartNeeded, AdminFenced)
 	}
 }

@@ -67,7 +67,7 @@ func (c ReturnCall) build() ([]string, []interface{}, error) {
 	return keys, []interface{}{c.RequestID, c.Pin, string(c.Mode), c.NowMs, c.Reason}, nil
 }
 
-// QueueReturn queues return.lua on a pipeline (EVALSHA only: Load first, or use RunPipeline).
+// QueueReturn queues return.lua on a pipeline (EVALSHA only: Load the scripts first, and again after NOSCRIPT).
 func QueueReturn(ctx context.Context, p redis.Pipeliner, c ReturnCall) *redis.Cmd {
 	keys, args, err := c.build()
 	if err != nil {

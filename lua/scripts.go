@@ -66,59 +66,6 @@ func IsNoScript(err error) bool {
 	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
-// RunPipeline queues commands (typically QueueGrab, QueueCommit, QueueReturn) on one
-// pipeline and executes it. If some EVALSHA replies are NOSCRIPT (a restarted or
-// flushed Redis), it loads every script and sends those commands once more, writing
-// the new replies into the same Cmd values, so the caller's references stay valid.
-//
-// Why the retry is safe: Redis answers NOSCRIPT before it starts the script, so a
-// NOSCRIPT command ran nothing and wrote nothing; sending it again cannot apply
-// anything twice. Only the NOSCRIPT commands are sent again, never the commands that
-// ran: re-running a grab that succeeded would answer DUPLICATE and count its rate
-// window twice.
-//
-// The error is the first command error, as with Pipeliner.Exec.
-func RunPipeline(ctx context.Context, c redis.UniversalClient, queue func(redis.Pipeliner)) ([]redis.Cmder, error) {
-	p := c.Pipeline()
-	queue(p)
-	cmds, err := p.Exec(ctx)
-	if err == nil {
-		return cmds, nil
-	}
-	var missing []*redis.Cmd
-	for _, cmd := range cmds {
-		if sc, ok := cmd.(*redis.Cmd); ok && IsNoScript(sc.Err()) {
-			missing = append(missing, sc)
-		}
-	}
-	if len(missing) == 0 {
-		return cmds, err
-	}
-	if lerr := Load(ctx, c); lerr != nil {
-		return cmds, fmt.Errorf("reload after NOSCRIPT: %w", lerr)
-	}
-	retry := c.Pipeline()
-	again := make([]*redis.Cmd, len(missing))
-	for i, cmd := range missing {
-		again[i] = retry.Do(ctx, cmd.Args()...)
-	}
-	_, _ = retry.Exec(ctx) // each command's own error is copied below
-	for i, cmd := range missing {
-		cmd.SetVal(again[i].Val())
-		cmd.SetErr(again[i].Err())
-	}
-	return cmds, firstErr(cmds)
-}
-
-func firstErr(cmds []redis.Cmder) error {
-	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // errCmd is a Cmd that failed before it was sent (invalid call), so Parse* reports it.
 func errCmd(ctx context.Context, err error) *redis.Cmd {
 	cmd := redis.NewCmd(ctx)

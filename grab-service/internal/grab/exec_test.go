@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/testenv"
+	"github.com/flashsale/platform/lua"
 )
 
 // A flood of calls on one shard is coalesced into pipelines, none longer than
@@ -58,4 +60,48 @@ func TestShardExecCoalescesWithinMaxBatch(t *testing.T) {
 		return
 	}
 	t.Fatal("no flashsale_grab_redis_pipeline_calls metric")
+}
+
+// A restarted Redis has lost its scripts: the calls that answered NOSCRIPT are run
+// once more after the scripts are loaded, and the calls that did run are not sent
+// twice (a grab run twice would take twice and count its rate window twice).
+func TestShardExecReloadsScriptsAfterAFlush(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := testenv.StartRedis(t, testenv.Volatile).Client()
+	const key = "C_flushed_1"
+	now := time.Now().UnixMilli()
+	if code, err := lua.Create(ctx, c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 10, MaxPerGrab: 5, RateWindowMs: 1000,
+		StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+		t.Fatalf("create: %v %v", code, err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e := newShardExec(0, c, 1, 8, 8, 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	defer e.close()
+
+	var wg sync.WaitGroup
+	var grab, incr *redis.Cmd
+	wg.Add(2)
+	go func() { // in the same pipeline as the grab, or the one before: both must hold
+		defer wg.Done()
+		incr = e.do(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.Do(ctx, "incr", "ran") })
+	}()
+	go func() {
+		defer wg.Done()
+		call := lua.GrabCall{NowMs: now, DeadlineMs: now + 5000, RequestID: "r1", BodyHash: "h", Pin: "p", IP: "1.1.1.1",
+			RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 2}}}
+		grab = e.do(ctx, func(p redis.Pipeliner) *redis.Cmd { return lua.QueueGrab(ctx, p, call) })
+	}()
+	wg.Wait()
+	if r, err := lua.ParseGrab(grab); err != nil || r.Code != lua.CodeOK || r.Remaining[0] != 8 {
+		t.Fatalf("grab after SCRIPT FLUSH: %+v %v, want OK with 8 left", r, err)
+	}
+	if n, err := incr.Int(); err != nil || n != 1 || c.Get(ctx, "ran").Val() != "1" {
+		t.Fatalf("the INCR that ran was sent again: %d %v, stored %s", n, err, c.Get(ctx, "ran").Val())
+	}
+	if h, _, err := lua.ReadHash(ctx, c, key); err != nil || h.Remaining != 8 {
+		t.Fatalf("remaining %d (%v): the grab ran twice or not at all", h.Remaining, err)
+	}
 }
