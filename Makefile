@@ -51,13 +51,16 @@ bench:
 drill:
 	@deploy/local/run-tool.sh drill
 
+# deploy/validate is a module outside go.work (go.work says why): its own go command.
 fmt:
 	@echo "==> fmt"
 	go fmt $(GO_PKGS)
+	cd deploy/validate && GOWORK=off go fmt ./...
 
 vet:
 	@echo "==> vet"
 	go vet $(GO_PKGS)
+	cd deploy/validate && GOWORK=off go vet ./...
 
 clean: down
 	@echo "==> clean"
