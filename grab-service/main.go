@@ -46,6 +46,8 @@ func run(logger *slog.Logger) error {
 	fs.DurationVar(&cfg.AnswerTimeout, "answer-timeout", cfg.AnswerTimeout, "bound on a grab or cancel, end to end")
 	fs.IntVar(&cfg.Workers, "shard-workers", cfg.Workers, "pipelines in flight per shard")
 	fs.IntVar(&cfg.MaxBatch, "shard-batch", cfg.MaxBatch, "most script calls coalesced into one pipeline (1 = no coalescing)")
+	fs.IntVar(&cfg.RefusalCacheSize, "refusal-cache-size", cfg.RefusalCacheSize, "most promotions the local SOLD_OUT/STOPPED/ENDED/NOT_FOUND cache holds")
+	fs.IntVar(&cfg.StatusCacheSize, "status-cache-size", cfg.StatusCacheSize, "most promotions the status cache holds")
 	maxInFlight := fs.Int("max-in-flight", 4096, "grabs and cancels one instance works on at once; past it they wait --queue-wait, then answer 503 UNAVAILABLE (0 = no bound)")
 	queueWait := fs.Duration("queue-wait", 50*time.Millisecond, "longest a grab or cancel waits for a slot under --max-in-flight")
 	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ (for profiling; keep off in production)")

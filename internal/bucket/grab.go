@@ -26,12 +26,35 @@ type Grabber struct {
 	// costs at most a late SOLD_OUT, never a broken limit.
 	EmptyTTL time.Duration
 
-	empty expiry.Map[struct{}] // bucket keys that answered SOLD_OUT
-	next  atomic.Uint32        // donor round robin
-	// ipLimited holds the promotions found to have an ip limit (promotion key ->
-	// true): their grabs always carry an ip part. The others leave it out when it
-	// would cost a shard of its own, until q.lua answers that they may not.
-	ipLimited sync.Map
+	once  sync.Once
+	empty *expiry.Map[struct{}] // bucket keys that answered SOLD_OUT
+	next  atomic.Uint32         // donor round robin
+	// ipLimited holds the promotions found to have an ip limit (promotion key):
+	// their grabs always carry an ip part. The others leave it out when it would
+	// cost a shard of its own, until q.lua answers that they may not. Forgetting
+	// one costs one more attempt (q.lua answers IP_PART_NEEDED again), so it is
+	// bounded like the refusals, in number and in age.
+	ipLimited *expiry.Map[struct{}]
+}
+
+// Bounds of the Grabber's memory: its maps are keyed by the promotions requests
+// name, so they must not grow with what clients send.
+const (
+	// emptySize holds the sold-out buckets of a sale's bucketed promotions: a few
+	// hundred promotions of up to Max buckets each, with a margin.
+	emptySize = 1 << 14
+	// ipLimitedSize holds the bucketed promotions with an ip limit, with a margin.
+	ipLimitedSize = 1 << 12
+	// ipLimitedTTL is how long a promotion is known to have an ip limit: its limit
+	// can be taken off by a patch, and a deleted promotion's entry must go.
+	ipLimitedTTL = 10 * time.Minute
+)
+
+func (g *Grabber) init() {
+	g.once.Do(func() {
+		g.empty = expiry.New[struct{}](emptySize, g.EmptyTTL)
+		g.ipLimited = expiry.New[struct{}](ipLimitedSize, ipLimitedTTL)
+	})
 }
 
 // Request is one bucketed grab of Num units of the promotion hash Key.
@@ -61,6 +84,7 @@ func (g *Grabber) Grab(ctx context.Context, req Request) (Reply, error) {
 	if req.Buckets < 1 || req.Buckets > Max {
 		return Reply{}, fmt.Errorf("grab %s: %d buckets, want 1..%d", req.RequestID, req.Buckets, Max)
 	}
+	g.init()
 	keys := Keys(g.Ring, req.Key, req.Buckets)
 	pinHome, ipHome := Home(req.Pin, req.Buckets), Home(req.IP, req.Buckets)
 	tried := make([]bool, req.Buckets)
@@ -71,10 +95,10 @@ func (g *Grabber) Grab(ctx context.Context, req Request) (Reply, error) {
 			continue
 		}
 		out.Tries++
-		_, limited := g.ipLimited.Load(req.Key)
+		_, limited := g.ipLimited.Get(req.Key, req.Now)
 		code, state, err := g.attempt(ctx, req, keys, Plan(stock, pinHome, ipHome, limited))
 		if err == nil && code == lua.CodeIPPartNeeded {
-			g.ipLimited.Store(req.Key, true)
+			g.ipLimited.Put(req.Key, struct{}{}, req.Now)
 			out.Tries++
 			code, state, err = g.attempt(ctx, req, keys, Plan(stock, pinHome, ipHome, true))
 		}
@@ -82,7 +106,7 @@ func (g *Grabber) Grab(ctx context.Context, req Request) (Reply, error) {
 		case err != nil:
 			return out, err
 		case code == lua.CodeSoldOut:
-			g.empty.Put(keys[stock], struct{}{}, req.Now.Add(g.EmptyTTL))
+			g.empty.Put(keys[stock], struct{}{}, req.Now)
 			continue
 		}
 		out.Code, out.Stock, out.LedgerState = code, stock, state

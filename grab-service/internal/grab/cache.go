@@ -1,6 +1,10 @@
 package grab
 
-import "github.com/flashsale/platform/internal/expiry"
+import (
+	"time"
+
+	"github.com/flashsale/platform/internal/expiry"
+)
 
 // refusalCache is the sold-out short-circuit (the Alibaba and 12306 idea): once a
 // promotion is known SOLD_OUT, STOPPED, ENDED or NOT_FOUND, grabs for it are answered
@@ -12,4 +16,44 @@ type refusalCache = expiry.Map[Outcome]
 
 func cacheable(o Outcome) bool {
 	return o == SoldOut || o == Stopped || o == Ended || o == NotFound
+}
+
+// The two caches are keyed by the promotions clients name, and a client may name
+// any id: NOT_FOUND is cached like SOLD_OUT, and the status route is public. So
+// each holds at most its size (the entry put longest ago goes first, the one with
+// the least life left) and drops lapsed entries without being read (expiry.Map,
+// and the sweeper below): a flood of distinct ids costs at most the size's worth
+// of memory while it lasts, and nothing once it stops.
+const (
+	// DefaultRefusalCacheSize holds every promotion of a sale that can be refused at
+	// once (hundreds to a few thousand live at a time: what the record lists as
+	// ending within a day) with a margin of four or more. Only a flood of over this
+	// many distinct refusals within RefusalTTL (32,768 a second at 500 ms) evicts a
+	// hot SOLD_OUT before its time, which then costs one Redis read to put back. An
+	// entry is about 200-250 bytes (expiry's test measures it): 4 MiB at most.
+	DefaultRefusalCacheSize = 1 << 14
+	// DefaultStatusCacheSize is sized as the refusals: the live promotions the
+	// detail pages poll, with a margin. An entry is about 300-350 bytes: 6 MiB at
+	// most.
+	DefaultStatusCacheSize = 1 << 14
+)
+
+// sweepCaches drops the lapsed entries of both caches every interval until Close,
+// so that the memory a flood of distinct keys took comes back once it stops, read
+// or put again or not. Entries are judged by the service's clock, as Get judges
+// them; a sweep holds a cache's lock for a few hundred entries at a time.
+func (s *Service) sweepCaches(every time.Duration) {
+	defer close(s.swept)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopSweep:
+			return
+		case <-t.C:
+			now := s.Clock()
+			s.refusals.Sweep(now)
+			s.status.m.Sweep(now)
+		}
+	}
 }

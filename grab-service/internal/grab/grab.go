@@ -169,7 +169,7 @@ func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 		return refusal(rid, Unavailable, failedAt, lostMessage(gs[failed].shard)), nil, true
 	}
 	if cacheable(o) {
-		s.refusals.Put(key, o, now.Add(s.cfg.RefusalTTL))
+		s.refusals.Put(key, o, now)
 	}
 	return refusal(rid, o, failedAt, ""), nil, true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
@@ -38,6 +39,11 @@ type Config struct {
 	RefusalTTL time.Duration
 	// StatusTTL is the life of a cached status answer.
 	StatusTTL time.Duration
+	// RefusalCacheSize and StatusCacheSize bound the entries of the two caches,
+	// which are keyed by promotions clients name (cache.go); CacheSweepEvery is how
+	// often their lapsed entries are dropped when nothing else drops them.
+	RefusalCacheSize, StatusCacheSize int
+	CacheSweepEvery                   time.Duration
 	// RedisTimeout bounds one pipeline round trip.
 	RedisTimeout time.Duration
 	// ReconcileMatch is the SCAN pattern of the pending sets a reconciler sweep
@@ -59,6 +65,9 @@ func Defaults() Config {
 		ReconcileMargin:     5 * time.Second,
 		RefusalTTL:          500 * time.Millisecond,
 		StatusTTL:           500 * time.Millisecond,
+		RefusalCacheSize:    DefaultRefusalCacheSize,
+		StatusCacheSize:     DefaultStatusCacheSize,
+		CacheSweepEvery:     time.Second,
 		RedisTimeout:        time.Second,
 		ReconcileMatch:      "{C_*}:pending",
 		ReconcileSweepEvery: 10 * time.Minute,
@@ -96,11 +105,13 @@ type Service struct {
 	cfg      Config
 	ring     *ring.Ring
 	execs    []*shardExec
-	refusals refusalCache
+	refusals *refusalCache
 	status   statusCache
 	passes   reconcilePasses
 	// markerReads coalesce each shard's reads of its markers (lostshard.go).
 	markerReads [ring.Shards]markerReads
+	// stopSweep ends the cache sweeper (cache.go); swept closes when it has.
+	stopSweep, swept chan struct{}
 }
 
 // New builds the service and starts its shard executors.
@@ -114,15 +125,26 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Fault == nil {
 		d.Fault = func(string) error { return nil }
 	}
-	s := &Service{Deps: d, cfg: cfg, ring: ring.Default}
+	if cfg.RefusalCacheSize < 1 || cfg.StatusCacheSize < 1 || cfg.CacheSweepEvery <= 0 {
+		return nil, fmt.Errorf("grab service: cache sizes %d and %d and sweep interval %s, want each above 0",
+			cfg.RefusalCacheSize, cfg.StatusCacheSize, cfg.CacheSweepEvery)
+	}
+	s := &Service{Deps: d, cfg: cfg, ring: ring.Default,
+		refusals:  expiry.New[Outcome](cfg.RefusalCacheSize, cfg.RefusalTTL),
+		status:    statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL)},
+		stopSweep: make(chan struct{}), swept: make(chan struct{})}
 	for i, c := range d.Shards {
 		s.execs = append(s.execs, newShardExec(i, c, cfg.Workers, cfg.MaxBatch, cfg.Queue, cfg.RedisTimeout, d.Metrics))
 	}
+	go s.sweepCaches(cfg.CacheSweepEvery)
 	return s, nil
 }
 
-// Close stops the shard executors; call it after the last request has finished.
+// Close stops the shard executors and the cache sweeper; call it after the last
+// request has finished.
 func (s *Service) Close() {
+	close(s.stopSweep)
+	<-s.swept
 	for _, e := range s.execs {
 		e.close()
 	}

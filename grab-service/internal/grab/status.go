@@ -2,13 +2,12 @@ package grab
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/httpx"
-
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
@@ -25,16 +24,16 @@ type Status struct {
 
 // statusCache keeps each promotion's status for StatusTTL and lets one request per
 // key per instance through to Redis, so the detail page's refresh storm barely
-// reaches the shard.
+// reaches the shard. The route is public, so the map is bounded (cache.go); the
+// singleflight group holds only the reads in flight.
 type statusCache struct {
-	m     sync.Map // key -> cachedStatus
+	m     *expiry.Map[cachedStatus] // key -> status, for StatusTTL
 	group singleflight.Group
 }
 
 type cachedStatus struct {
 	st    Status
 	found bool
-	until time.Time
 }
 
 // ErrPromotionNotFound answers a status request for a promotion that does not exist.
@@ -44,21 +43,21 @@ var ErrPromotionNotFound = httpx.NotFound("promotion not found")
 func (s *Service) Status(ctx context.Context, promoID string, typ int) (Status, error) {
 	key := promo.Key(promoID, typ)
 	now := s.Clock()
-	if v, ok := s.status.m.Load(key); ok && now.Before(v.(cachedStatus).until) {
-		return v.(cachedStatus).result()
+	if c, ok := s.status.m.Get(key, now); ok {
+		return c.result()
 	}
 	v, err, _ := s.status.group.Do(key, func() (any, error) {
 		h, found, err := lua.ReadHash(ctx, s.Shards[s.ring.Shard(key)], key)
 		if err != nil {
 			return nil, err
 		}
-		c := cachedStatus{found: found, until: s.Clock().Add(s.cfg.StatusTTL)}
+		c := cachedStatus{found: found}
 		if found {
 			start, end := time.UnixMilli(h.StartMs).UTC(), time.UnixMilli(h.EndMs).UTC()
 			c.st = Status{PromoID: promoID, Type: typ, Remaining: h.Remaining, StartAt: start, EndAt: end,
 				State: promo.DeriveState(promo.State(h.State), start, end, h.Remaining, now)}
 		}
-		s.status.m.Store(key, c)
+		s.status.m.Put(key, c, s.Clock())
 		return c, nil
 	})
 	if err != nil {
