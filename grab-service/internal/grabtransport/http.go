@@ -1,4 +1,4 @@
-// Package grabtransport serves the grab endpoints over HTTP/JSON per openapi.yaml:
+// Package grabtransport serves the grab endpoints over HTTP/JSON per api/openapi.yaml:
 // strict decoding, one error encoder, and the contract's status codes.
 package grabtransport
 
@@ -23,7 +23,8 @@ import (
 // MaxItems is the contract's cap on items per grab.
 const MaxItems = 50
 
-// Handler mounts the grab routes on mux behind the checkout role.
+// Handler mounts the grab routes on mux behind the checkout role, and the
+// contract they follow at GET /openapi.yaml.
 func Handler(mux *http.ServeMux, set grabendpoint.Set, tokens httpx.Tokens, m *httpx.RouteMetrics) {
 	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(httpx.WriteError)}
 	route := func(pattern, name string, h http.Handler) {
@@ -32,6 +33,7 @@ func Handler(mux *http.ServeMux, set grabendpoint.Set, tokens httpx.Tokens, m *h
 	route("POST /v1/grab", "grab", tokens.Require(kithttp.NewServer(set.Grab, decodeGrab, encodeGrab, opts...), httpx.RoleCheckout))
 	route("POST /v1/grab/{requestId}/cancel", "cancel", tokens.Require(kithttp.NewServer(set.Cancel, decodeCancel, encodeResult, opts...), httpx.RoleCheckout))
 	route("GET /v1/promotions/{promoId}/{type}/status", "status", kithttp.NewServer(set.Status, decodeStatus, encodeStatus, opts...))
+	httpx.ServeSpec(mux)
 }
 
 type wireItem struct {

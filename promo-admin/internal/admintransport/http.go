@@ -1,5 +1,5 @@
 // Package admintransport serves promo-admin's endpoints over HTTP/JSON as
-// openapi.yaml specifies: routes, roles, strict decoding and the one error encoder.
+// api/openapi.yaml specifies: routes, roles, strict decoding and the one error encoder.
 package admintransport
 
 import (
@@ -36,12 +36,17 @@ type Options struct {
 	Switches       *configcenter.Holder
 	SwitchesSource string
 	// Console, when set, serves the merchandiser console's pages under /console/;
-	// the pages need no token, the API calls they make do.
+	// the pages need no token, the API calls they make do. GET / then redirects
+	// there, for a merchandiser who types only the host name.
 	Console http.Handler
 }
 
-// NewHTTPHandler mounts every route, /healthz, /readyz and /metrics. Every
-// response carries X-Request-Id; every error body is the contract's Error.
+// ConsolePath is where the console is served and GET / redirects to.
+const ConsolePath = "/console/"
+
+// NewHTTPHandler mounts every route, /healthz, /readyz, /metrics and the contract
+// at /openapi.yaml. Every response carries X-Request-Id; every error body is the
+// contract's Error.
 func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	mux := http.NewServeMux()
 	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(encodeError)}
@@ -58,8 +63,12 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	route(RouteStop, kithttp.NewServer(set.StopEndpoint, decodeStop, encodePromotion, opts...), write...)
 	route(RouteSwitches, switchesHandler(o.Switches, o.SwitchesSource), read...)
 	if o.Console != nil {
-		mux.Handle("GET /console/", o.Console)
+		mux.Handle("GET "+ConsolePath, o.Console)
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, ConsolePath, http.StatusFound) // 302, as the contract says
+		})
 	}
 	httpx.Ops(mux, o.Registry, o.Checks)
+	httpx.ServeSpec(mux)
 	return httpx.WithRequestID(httpx.RouteFallback(mux))
 }
