@@ -26,6 +26,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
+	"github.com/flashsale/platform/internal/apitest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
@@ -139,10 +140,14 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The handler as main.go builds it, behind the contract's validator: every
+	// request of every test here, and its answer, is checked against api/openapi.yaml.
 	mux := http.NewServeMux()
 	tokens := httpx.Tokens{{Token: checkoutToken, Role: httpx.RoleCheckout}, {Token: "viewer", Role: httpx.RoleViewer}}
-	Handler(mux, grabendpoint.New(e.svc, e.switches, nil), tokens, httpx.NewRouteMetrics(prometheus.NewRegistry(), "grab"))
-	e.srv = httptest.NewServer(httpx.WithRequestID(mux))
+	reg := prometheus.NewRegistry()
+	Handler(mux, grabendpoint.New(e.svc, e.switches, nil), tokens, httpx.NewRouteMetrics(reg, "grab"))
+	httpx.OpsReadiness(mux, reg, e.switches.Info, nil, nil)
+	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.WithRequestID(httpx.RouteFallback(mux))))
 	t.Cleanup(func() { e.srv.Close(); e.svc.Close() })
 	return e
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/apitest"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/shardpool"
@@ -118,7 +119,8 @@ func Start(t testing.TB, o Options) *Env {
 	followCtx, stopFollowing := context.WithCancel(context.Background())
 	following := make(chan error, 1)
 	go func() { following <- a.FollowSwitches(followCtx) }()
-	srv := httptest.NewServer(a.Handler)
+	// Every request of the test, and its answer, is checked against api/openapi.yaml.
+	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, a.Handler))
 	e := &Env{t: t, App: a, Server: srv, Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
 	byAddr := map[string]*redis.Client{}
 	for _, addr := range o.RedisAddrs {
