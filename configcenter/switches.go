@@ -1,4 +1,4 @@
-// Package configcenter holds the on-call switches of a flash sale (CONTRACT.md,
+// Package configcenter holds the on-call switches of a flash sale (docs/CONTRACT.md,
 // "Config center"): the typed, validated snapshot the services read on the hot path,
 // and the sources that feed it (a watched local file; Nacos in production).
 package configcenter

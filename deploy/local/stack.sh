@@ -25,7 +25,7 @@ PIDS="$RUN/pids"
 STACK_FILE="$RUN/stack.json"
 SWITCHES_FILE="$RUN/switches.json"
 
-# Addresses follow CONTRACT.md; the FLASHSALE_* variables move them when the machine's
+# Addresses follow docs/CONTRACT.md; the FLASHSALE_* variables move them when the machine's
 # ports are taken (everything that talks to the stack reads .run/stack.json).
 SHARDS=16
 REDIS_HOST=127.0.0.1

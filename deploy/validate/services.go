@@ -11,7 +11,7 @@ import (
 	"sync"
 )
 
-// Shards is the number of logical Redis shards (CONTRACT.md).
+// Shards is the number of logical Redis shards (docs/CONTRACT.md).
 const Shards = 16
 
 // Invocation is one service process as a deployment file starts it.

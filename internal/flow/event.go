@@ -1,5 +1,5 @@
 // Package flow is the schema of the flow events on Kafka topic promo-grab-flow
-// (CONTRACT.md, "Flow events"), shared by grab-service and the flow sink.
+// (docs/CONTRACT.md, "Flow events"), shared by grab-service and the flow sink.
 package flow
 
 import (

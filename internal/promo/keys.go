@@ -4,7 +4,7 @@ import "strconv"
 
 // Key builders: the one place Redis key names are made. Every companion key carries
 // the promotion hash key inside {} so that, on Redis Cluster too, all keys a script
-// touches for one promotion hash to the same slot (CONTRACT.md, "Shard ring").
+// touches for one promotion hash to the same slot (docs/CONTRACT.md, "Shard ring").
 
 // Key is the promotion hash key C_<promoId>_<type>, also the routed key of the ring.
 func Key(promoID string, typ int) string {

@@ -27,7 +27,7 @@ func ValidState(s string) bool {
 	return false
 }
 
-// Limits of the contract (openapi.yaml).
+// Limits of the contract (api/openapi.yaml).
 const (
 	MaxTotal         = 1_000_000_000
 	MaxWindowSeconds = 3600

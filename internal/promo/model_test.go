@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The contract's patterns (openapi.yaml): the byte tables must accept exactly what
+// The contract's patterns (api/openapi.yaml): the byte tables must accept exactly what
 // they do.
 var (
 	promoIDPattern   = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)

@@ -1,5 +1,5 @@
 // Package ring maps a promotion key to one of the 16 logical Redis shards,
-// exactly as CONTRACT.md specifies (Jedis-style consistent hashing, murmur3).
+// exactly as docs/CONTRACT.md specifies (Jedis-style consistent hashing, murmur3).
 package ring
 
 import (

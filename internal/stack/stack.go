@@ -1,5 +1,5 @@
 // Package stack reads .run/stack.json, the description of the running local stack
-// that `make up` writes (CONTRACT.md, "The local stack and its commands").
+// that `make up` writes (docs/CONTRACT.md, "The local stack and its commands").
 package stack
 
 import (

@@ -148,7 +148,7 @@ func (res *results) bucketTable() table {
 }
 
 func (res *results) invariantTable() table {
-	t := table{head: []string{"invariant (CONTRACT.md)", "promotions checked", "verdict"}}
+	t := table{head: []string{"invariant (docs/CONTRACT.md)", "promotions checked", "verdict"}}
 	for _, r := range res.Invariants {
 		v := "PASS"
 		if !r.Pass {

@@ -1,4 +1,4 @@
-// Package checker checks CONTRACT.md's invariants across the whole stack at once, the
+// Package checker checks docs/CONTRACT.md's invariants across the whole stack at once, the
 // way Jepsen's bank test checks that money is conserved: it reads what clients were
 // told (the final answer of every request), every promotion's Redis hash, counters and
 // request ledger, the MySQL flow log and the Kafka topic, and reconciles them request by

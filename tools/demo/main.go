@@ -129,7 +129,7 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 	fmt.Printf("\nthroughput %.0f answers/s over %s; latency p50 %s, p99 %s, p99.9 %s\n",
 		sum.Throughput(), sum.Elapsed.Round(time.Millisecond), sum.P50.Round(time.Microsecond), sum.P99.Round(time.Microsecond), sum.P999.Round(time.Microsecond))
 
-	section("invariants (CONTRACT.md)")
+	section("invariants (docs/CONTRACT.md)")
 	shards := make([]*redis.Client, len(st.Redis))
 	for i, addr := range st.Redis {
 		shards[i] = redis.NewClient(&redis.Options{Addr: addr})

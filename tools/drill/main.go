@@ -3,7 +3,7 @@
 // all 16 shards it stops Kafka, SIGKILLs grab-service, loses a Redis shard and
 // rebuilds it, stops MariaDB, flips the on-call switches, fails over between two
 // grab-service instances and storms the API with hostile input, and after each
-// drill checks CONTRACT.md's invariants across the whole stack (tools/checker): no
+// drill checks docs/CONTRACT.md's invariants across the whole stack (tools/checker): no
 // oversell, limits hold, nothing leaks or is lost, the record agrees with Redis, bad
 // input changes nothing. It prints one table; it exits 1 if any count is not 0.
 package main

@@ -1,4 +1,4 @@
-// Package invariants checks CONTRACT.md's invariants for a promotion against what
+// Package invariants checks docs/CONTRACT.md's invariants for a promotion against what
 // the clients were told: the demo, the benchmarks and the fault drills share it.
 package invariants
 

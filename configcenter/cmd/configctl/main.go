@@ -1,5 +1,5 @@
 // Command configctl is the on-call tool for the flash-sale switches document
-// (CONTRACT.md, "Config center"): read it, change one switch, compare versions,
+// (docs/CONTRACT.md, "Config center"): read it, change one switch, compare versions,
 // and list what was published. Every change is validated with the services' own
 // parser before it is published, and published as a compare-and-set over the
 // version read, so two engineers never overwrite each other blindly.

@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// Topics the platform relies on (CONTRACT.md, "Flow events"). Partition counts are
+// Topics the platform relies on (docs/CONTRACT.md, "Flow events"). Partition counts are
 // seeded so that every client sees the same layout from its first metadata request.
 const (
 	flowTopic       = "promo-grab-flow"

@@ -1,4 +1,4 @@
--- 0001_init: the two contract tables (CONTRACT.md, "MySQL").
+-- 0001_init: the two contract tables (docs/CONTRACT.md, "MySQL").
 -- Ids that become Redis keys or ledger fields compare byte for byte (utf8mb4_bin):
 -- Redis keys are case-sensitive, so "A" and "a" are two promotions.
 

@@ -1,4 +1,4 @@
-// Merchandiser console: plain JavaScript over promo-admin's API (openapi.yaml).
+// Merchandiser console: plain JavaScript over promo-admin's API (api/openapi.yaml).
 // The API decides and validates everything; the page only sends what was typed
 // and shows the API's answer, an error next to the field the API names.
 'use strict';
