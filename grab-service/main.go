@@ -48,6 +48,8 @@ func run(logger *slog.Logger) error {
 	fs.IntVar(&cfg.MaxBatch, "shard-batch", cfg.MaxBatch, "most script calls coalesced into one pipeline (1 = no coalescing)")
 	fs.IntVar(&cfg.RefusalCacheSize, "refusal-cache-size", cfg.RefusalCacheSize, "most promotions the local SOLD_OUT/STOPPED/ENDED/NOT_FOUND cache holds")
 	fs.IntVar(&cfg.StatusCacheSize, "status-cache-size", cfg.StatusCacheSize, "most promotions the status cache holds")
+	fs.Float64Var(&cfg.StatusRate, "status-rate", cfg.StatusRate,
+		"shard reads per second for status answers not in the cache; past it the status route answers 429 RATE_LIMITED (0 = no limit)")
 	maxInFlight := fs.Int("max-in-flight", 4096, "grabs and cancels one instance works on at once; past it they wait --queue-wait, then answer 503 UNAVAILABLE (0 = no bound)")
 	queueWait := fs.Duration("queue-wait", 50*time.Millisecond, "longest a grab or cancel waits for a slot under --max-in-flight")
 	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ (for profiling; keep off in production)")

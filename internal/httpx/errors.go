@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // Error is the contract's Error object, and the one error type handlers return to
@@ -17,6 +19,9 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// RetryAfter, when set, travels as the Retry-After header (whole seconds,
+	// rounded up).
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *Error) Error() string {
@@ -40,6 +45,12 @@ func Conflict(code, msg string) *Error {
 }
 func Unavailable(msg string) *Error {
 	return &Error{Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: msg}
+}
+
+// RateLimited is a 429 RATE_LIMITED (the code grab answers carry for the same
+// refusal) telling the client when to retry.
+func RateLimited(msg string, retryAfter time.Duration) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: "RATE_LIMITED", Message: msg, RetryAfter: retryAfter}
 }
 
 var (
@@ -88,5 +99,8 @@ var contentTypeJSON = []string{"application/json; charset=utf-8"}
 // encoder of both services (go-kit's ServerErrorEncoder points here).
 func WriteError(_ context.Context, err error, w http.ResponseWriter) {
 	e := AsError(err)
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
+	}
 	WriteJSON(w, e.Status, e)
 }

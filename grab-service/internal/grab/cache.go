@@ -32,9 +32,10 @@ const (
 	// hot SOLD_OUT before its time, which then costs one Redis read to put back. An
 	// entry is about 200-250 bytes (expiry's test measures it): 4 MiB at most.
 	DefaultRefusalCacheSize = 1 << 14
-	// DefaultStatusCacheSize is sized as the refusals: the live promotions the
-	// detail pages poll, with a margin. An entry is about 300-350 bytes: 6 MiB at
-	// most.
+	// DefaultStatusCacheSize is sized as the refusals, and above what the status
+	// route's limit lets in within StatusTTL (DefaultStatusRate × 500 ms = 2,500),
+	// so a flood of distinct ids meets the limit, not the eviction of the live
+	// promotions' entries. An entry is about 250-350 bytes: 6 MiB at most.
 	DefaultStatusCacheSize = 1 << 14
 )
 

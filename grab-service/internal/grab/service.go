@@ -44,6 +44,9 @@ type Config struct {
 	// often their lapsed entries are dropped when nothing else drops them.
 	RefusalCacheSize, StatusCacheSize int
 	CacheSweepEvery                   time.Duration
+	// StatusRate bounds the shard reads per second the status route makes for
+	// answers not in its cache, past which it answers 429 (status.go); 0: no bound.
+	StatusRate float64
 	// RedisTimeout bounds one pipeline round trip.
 	RedisTimeout time.Duration
 	// ReconcileMatch is the SCAN pattern of the pending sets a reconciler sweep
@@ -68,6 +71,7 @@ func Defaults() Config {
 		RefusalCacheSize:    DefaultRefusalCacheSize,
 		StatusCacheSize:     DefaultStatusCacheSize,
 		CacheSweepEvery:     time.Second,
+		StatusRate:          DefaultStatusRate,
 		RedisTimeout:        time.Second,
 		ReconcileMatch:      "{C_*}:pending",
 		ReconcileSweepEvery: 10 * time.Minute,
@@ -130,8 +134,9 @@ func New(cfg Config, d Deps) (*Service, error) {
 			cfg.RefusalCacheSize, cfg.StatusCacheSize, cfg.CacheSweepEvery)
 	}
 	s := &Service{Deps: d, cfg: cfg, ring: ring.Default,
-		refusals:  expiry.New[Outcome](cfg.RefusalCacheSize, cfg.RefusalTTL),
-		status:    statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL)},
+		refusals: expiry.New[Outcome](cfg.RefusalCacheSize, cfg.RefusalTTL),
+		status: statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL),
+			limit: newStatusLimit(cfg.StatusRate)},
 		stopSweep: make(chan struct{}), swept: make(chan struct{})}
 	for i, c := range d.Shards {
 		s.execs = append(s.execs, newShardExec(i, c, cfg.Workers, cfg.MaxBatch, cfg.Queue, cfg.RedisTimeout, d.Metrics))

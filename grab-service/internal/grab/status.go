@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 
 	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/httpx"
@@ -24,12 +25,36 @@ type Status struct {
 
 // statusCache keeps each promotion's status for StatusTTL and lets one request per
 // key per instance through to Redis, so the detail page's refresh storm barely
-// reaches the shard. The route is public, so the map is bounded (cache.go); the
-// singleflight group holds only the reads in flight.
+// reaches the shard. The route is public, so the map is bounded (cache.go), the
+// singleflight group holds only the reads in flight, and the reads themselves
+// are limited.
 type statusCache struct {
 	m     *expiry.Map[cachedStatus] // key -> status, for StatusTTL
 	group singleflight.Group
+	limit *rate.Limiter // nil: no limit
 }
+
+// DefaultStatusRate is the shard reads a second one instance makes for status
+// answers it does not hold. A promotion the detail pages poll costs at most one
+// read per StatusTTL (2 a second at 500 ms), so this serves 2,500 promotions
+// polled at once, above a sale's live ones; it is a few hundred reads a second on
+// each shard, and at most 2,500 cache entries within a StatusTTL, well inside
+// DefaultStatusCacheSize. A flood of distinct ids past it is answered 429.
+const DefaultStatusRate = 5000
+
+// newStatusLimit is a token bucket of perSecond (nil for 0 or less) holding a
+// tenth of a second's worth, as the method limits do. It runs on the service's
+// clock, as the cache does.
+func newStatusLimit(perSecond float64) *rate.Limiter {
+	if perSecond <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
+}
+
+// ErrStatusRateLimited answers a status the cache does not hold while the
+// instance is at its status rate.
+var ErrStatusRateLimited = httpx.RateLimited("this instance is at its rate limit of status reads not answered from its cache; retry", time.Second)
 
 type cachedStatus struct {
 	st    Status
@@ -47,6 +72,15 @@ func (s *Service) Status(ctx context.Context, promoID string, typ int) (Status, 
 		return c.result()
 	}
 	v, err, _ := s.status.group.Do(key, func() (any, error) {
+		// The limit is on reads of the shard, not on requests: an answer from the
+		// cache costs neither the shard nor memory, and the detail pages' refresh
+		// storm on a live promotion is the cache's to absorb, so it must not be
+		// refused for it. Only a miss takes a token, one per key at a time (the
+		// waiters share it): what is limited is the flood of distinct ids, each a
+		// read and an entry, to StatusRate reads and entries a second.
+		if s.status.limit != nil && !s.status.limit.AllowN(now, 1) {
+			return nil, ErrStatusRateLimited
+		}
 		h, found, err := lua.ReadHash(ctx, s.Shards[s.ring.Shard(key)], key)
 		if err != nil {
 			return nil, err

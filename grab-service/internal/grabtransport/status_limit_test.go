@@ -1,0 +1,54 @@
+package grabtransport
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flashsale/platform/grab-service/internal/grab"
+)
+
+// The status route is public: a flood of distinct promotion ids, each a read of a
+// shard and an entry of the cache, is held to the instance's status rate and
+// answered 429 RATE_LIMITED past it, in the contract's Error body with
+// Retry-After. An answer the cache holds costs neither and is never refused.
+func TestStatusRateLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *grab.Config, _ *grab.Deps) {
+		// One read, then the next a hundred seconds of the service's clock later:
+		// the test moves that clock, so the wall clock's pace cannot refill it.
+		c.StatusRate = 0.01
+		c.StatusTTL = time.Hour // the cached answer stays while the test runs
+	})
+	status := func(id string) answer { return e.do("GET", "/v1/promotions/"+id+"/1/status", "", nil) }
+	live := e.promotion("limited", spec{total: 3})
+	if r := status(live); r.status != 200 {
+		t.Fatalf("first status: %d %s", r.status, r.raw)
+	}
+
+	missing := "flood-" + e.suffix
+	r := status(missing)
+	want := `{"code":"RATE_LIMITED","message":"` + grab.ErrStatusRateLimited.Message + `"}` + "\n"
+	if r.status != 429 || r.raw != want || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("a read past the rate: %d Retry-After %q %q; want 429, 1 and %q", r.status, r.header.Get("Retry-After"), r.raw, want)
+	}
+	for i := range 20 {
+		if r := status(live); r.status != 200 {
+			t.Fatalf("cached status %d while at the rate: %d %s; answers from the cache are not limited", i, r.status, r.raw)
+		}
+	}
+	if m := e.do("GET", "/metrics", "", nil); !strings.Contains(m.raw, `flashsale_grab_http_requests_total{code="429",route="status"} 1`) {
+		t.Errorf("the 429 is not counted in the route metrics")
+	}
+
+	e.clock.advance(100 * time.Second) // one token back
+	if r := status(missing); r.status != 404 || r.err.Code != "NOT_FOUND" {
+		t.Fatalf("the read a token later: %d %s; want 404 NOT_FOUND", r.status, r.raw)
+	}
+	if r := status(missing); r.status != 404 {
+		t.Fatalf("the cached NOT_FOUND: %d %s", r.status, r.raw)
+	}
+	if r := status("other-" + e.suffix); r.status != 429 {
+		t.Fatalf("another id with no token left: %d %s; want 429", r.status, r.raw)
+	}
+}
