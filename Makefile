@@ -1,4 +1,4 @@
-# Entry points of the repository (CONTRACT.md, "The local stack and its commands").
+# Entry points of the repository (docs/CONTRACT.md, "The local stack and its commands").
 # The work is done by the scripts under deploy/; each prints the name of every step.
 
 SHELL := /bin/bash
