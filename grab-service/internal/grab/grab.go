@@ -10,7 +10,6 @@ import (
 
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/flow"
-	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -158,7 +157,7 @@ func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	key := gs[failed].keys[r.Index]
 	switch r.Code {
 	case lua.CodeTooMany:
-		return Result{}, httpx.Invalid(fmt.Sprintf("items[%d].num", failedAt), "above the promotion's maxPerGrab"), true
+		return Result{}, &FieldError{Field: fmt.Sprintf("items[%d].num", failedAt), Msg: "above the promotion's maxPerGrab"}, true
 	case lua.CodeRateLimited:
 		res := refusal(rid, RateLimited, failedAt, "promotion rate limit reached")
 		res.RetryAfter = time.Duration(r.RetryAfterMs) * time.Millisecond

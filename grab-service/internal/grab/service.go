@@ -13,7 +13,6 @@ import (
 	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/flow"
-	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
@@ -154,9 +153,6 @@ func (s *Service) Close() {
 		e.close()
 	}
 }
-
-// ErrGrabNotFound answers a cancel of a request that holds nothing granted.
-var ErrGrabNotFound = httpx.NotFound("no granted grab with that requestId for that pin")
 
 // group is the part of a request that lives on one shard.
 type group struct {

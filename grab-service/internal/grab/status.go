@@ -8,7 +8,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/flashsale/platform/internal/expiry"
-	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
@@ -52,17 +51,10 @@ func newStatusLimit(perSecond float64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
 }
 
-// ErrStatusRateLimited answers a status the cache does not hold while the
-// instance is at its status rate.
-var ErrStatusRateLimited = httpx.RateLimited("this instance is at its rate limit of status reads not answered from its cache; retry", time.Second)
-
 type cachedStatus struct {
 	st    Status
 	found bool
 }
-
-// ErrPromotionNotFound answers a status request for a promotion that does not exist.
-var ErrPromotionNotFound = httpx.NotFound("promotion not found")
 
 // Status answers from the cache, or reads the promotion hash once.
 func (s *Service) Status(ctx context.Context, promoID string, typ int) (Status, error) {

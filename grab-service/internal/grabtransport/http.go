@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync"
 
 	kithttp "github.com/go-kit/kit/transport/http"
 
@@ -26,7 +25,7 @@ const MaxItems = 50
 // Handler mounts the grab routes on mux behind the checkout role, and the
 // contract they follow at GET /openapi.yaml.
 func Handler(mux *http.ServeMux, set grabendpoint.Set, tokens httpx.Tokens, m *httpx.RouteMetrics) {
-	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(httpx.WriteError)}
+	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(encodeError)}
 	route := func(pattern, name string, h http.Handler) {
 		mux.Handle(pattern, m.Wrap(name, h))
 	}
@@ -226,61 +225,4 @@ func PromotionPath(r *http.Request) (string, int, error) {
 func decodeStatus(_ context.Context, r *http.Request) (any, error) {
 	id, typ, err := PromotionPath(r)
 	return grabendpoint.StatusRequest{PromoID: id, Type: typ}, err
-}
-
-// statusOf maps a result to the contract's HTTP status.
-func statusOf(o grab.Outcome) int {
-	switch o {
-	case grab.Granted, grab.Returned:
-		return http.StatusOK
-	case grab.RateLimited:
-		return http.StatusTooManyRequests
-	case grab.Degraded, grab.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusConflict
-}
-
-// encodeGrab answers a replayed grab that was since returned with 409: a 200 from
-// the grab route always means GRANTED to the checkout service.
-func encodeGrab(ctx context.Context, w http.ResponseWriter, resp any) error {
-	res := resp.(grab.Result)
-	if res.Result == grab.AlreadyReturned {
-		writeResult(w, http.StatusConflict, res)
-		return nil
-	}
-	return encodeResult(ctx, w, res)
-}
-
-func encodeResult(_ context.Context, w http.ResponseWriter, resp any) error {
-	res := resp.(grab.Result)
-	if res.Result == grab.AlreadyReturned {
-		writeResult(w, http.StatusOK, res)
-		return nil
-	}
-	if res.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((res.RetryAfter+999_999_999)/1_000_000_000)))
-	}
-	writeResult(w, statusOf(res.Result), res)
-	return nil
-}
-
-// writeResult writes res without reflection, in a pooled buffer: every grab is
-// answered with one. Write copies what it is given, so the buffer goes back at
-// once, unless a result of many items grew it past what answers usually need.
-func writeResult(w http.ResponseWriter, status int, res grab.Result) {
-	bp := resultBufs.Get().(*[]byte)
-	*bp = append(res.AppendJSON((*bp)[:0]), '\n')
-	httpx.WriteJSONBytes(w, status, *bp)
-	if cap(*bp) <= 4<<10 {
-		resultBufs.Put(bp)
-	}
-}
-
-var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-func encodeStatus(_ context.Context, w http.ResponseWriter, resp any) error {
-	w.Header().Set("Cache-Control", "public, max-age=1")
-	httpx.WriteJSON(w, http.StatusOK, resp)
-	return nil
 }

@@ -28,7 +28,7 @@ func TestStatusRateLimit(t *testing.T) {
 
 	missing := "flood-" + e.suffix
 	r := status(missing)
-	want := `{"code":"RATE_LIMITED","message":"` + grab.ErrStatusRateLimited.Message + `"}` + "\n"
+	want := `{"code":"RATE_LIMITED","message":"` + grab.ErrStatusRateLimited.Error() + `"}` + "\n"
 	if r.status != 429 || r.raw != want || r.header.Get("Retry-After") != "1" {
 		t.Fatalf("a read past the rate: %d Retry-After %q %q; want 429, 1 and %q", r.status, r.header.Get("Retry-After"), r.raw, want)
 	}
