@@ -113,7 +113,7 @@ func run(logger *slog.Logger) error {
 	httpx.OpsReadiness(mux, reg, switches.Info, required, advisory)
 
 	g := svc.NewGroup(logger)
-	g.HTTP(svc.Server(f.Listen, fence.Readyz(httpx.RouteFallback(mux)), logger))
+	g.HTTP(svc.Server(f.Listen, grabtransport.Readyz(fence.Status, httpx.RouteFallback(mux)), logger))
 	g.Loop(func(ctx context.Context) error { return fence.Run(ctx, 200*time.Millisecond) })
 	g.Loop(func(ctx context.Context) error { return service.RunReconciler(ctx, *reconcileEvery) })
 	g.Loop(func(ctx context.Context) error {

@@ -1,13 +1,10 @@
 package grab
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sort"
 	"strconv"
 	"sync"
@@ -232,43 +229,6 @@ func (f *Fence) Status() []FencedShard {
 	sort.Slice(out, func(i, j int) bool { return out[i].Shard < out[j].Shard })
 	return out
 }
-
-// Readyz adds "fencedShards" to next's /readyz answer. A fence does not make the
-// instance unready: every instance is fenced alike, and the other shards still sell.
-func (f *Fence) Readyz(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/readyz" || f == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		rec := &bufferedResponse{header: http.Header{}, code: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		body := rec.body.Bytes()
-		var doc map[string]any
-		if json.Unmarshal(body, &doc) == nil {
-			doc["fencedShards"] = f.Status()
-			if b, err := json.Marshal(doc); err == nil {
-				body = append(b, '\n')
-			}
-		}
-		for k, v := range rec.header {
-			w.Header()[k] = v
-		}
-		w.Header().Del("Content-Length")
-		w.WriteHeader(rec.code)
-		_, _ = w.Write(body)
-	})
-}
-
-type bufferedResponse struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header         { return b.header }
-func (b *bufferedResponse) WriteHeader(code int)        { b.code = code }
-func (b *bufferedResponse) Write(p []byte) (int, error) { return b.body.Write(p) }
 
 // fenceRefusal answers UNAVAILABLE, naming the first item on a fenced shard,
 // before anything is taken.
