@@ -6,14 +6,15 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -22,7 +23,7 @@ import (
 // Call is one request to send.
 type Call struct {
 	Method, Path string
-	Body         any
+	Body         any // JSON: []byte, json.RawMessage or string as it is, else encoding/json
 	Token        string
 	// Attempt, when above 0, is sent as X-Grab-Attempt: the caller's attempt number
 	// for the grab's requestId (1 for its first send).
@@ -45,6 +46,7 @@ type Config struct {
 	Calls       int
 	Label       string // shown on the progress bar; empty hides the bar
 	Timeout     time.Duration
+	KeepBodies  bool // Run's answers keep their bodies (they are dropped otherwise)
 }
 
 // Client returns an HTTP client that keeps one connection per worker alive.
@@ -58,31 +60,52 @@ func Client(concurrency int, timeout time.Duration) *http.Client {
 
 // Run sends cfg.Calls calls made by gen over cfg.Concurrency workers and returns
 // every answer, in call order. onAnswer, when set, sees each answer as it arrives.
+// Each worker keeps one HTTP/1.1 connection of its own (conn.go) for an http://
+// base; answers keep their bodies only when cfg.KeepBodies is set.
 func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(Answer)) []Answer {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	client := Client(cfg.Concurrency, cfg.Timeout)
-	// The run's connections end with it: left idle, the server under test would
-	// keep them (and a goroutine and buffers each, which its GC scans) into the
-	// runs that follow.
-	defer client.CloseIdleConnections()
-	var bar *progressbar.ProgressBar
-	if cfg.Label != "" {
-		bar = progressbar.NewOptions(cfg.Calls, progressbar.OptionSetWriter(os.Stderr),
-			progressbar.OptionSetDescription(cfg.Label), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	host, lean := strings.CutPrefix(cfg.BaseURL, "http://")
+	lean = lean && host != "" && !strings.ContainsAny(host, "/?#")
+	var client *http.Client
+	if !lean {
+		client = Client(cfg.Concurrency, cfg.Timeout)
+		// The run's connections end with it: left idle, the server under test would
+		// keep them (and a goroutine and buffers each, which its GC scans) into the
+		// runs that follow.
+		defer client.CloseIdleConnections()
 	}
+	var done atomic.Int64
+	stopBar := progress(cfg, &done)
 	answers := make([]Answer, cfg.Calls)
-	next := make(chan int)
+	next := make(chan int, cfg.Concurrency)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for w := 0; w < cfg.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var k *conn
+			if lean {
+				k = newConn(host, cfg.Timeout)
+				defer k.close()
+			}
 			for i := range next {
-				a := Do(ctx, client, cfg.BaseURL, gen(i))
+				var a Answer
+				if lean {
+					a = k.do(ctx, gen(i))
+					if cfg.KeepBodies {
+						a.Body = bytes.Clone(a.Body)
+					} else {
+						a.Body = nil
+					}
+				} else {
+					a = Do(ctx, client, cfg.BaseURL, gen(i))
+					if !cfg.KeepBodies {
+						a.Body = nil
+					}
+				}
 				a.Index = i
 				answers[i] = a
 				if onAnswer != nil {
@@ -90,9 +113,7 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 					onAnswer(a)
 					mu.Unlock()
 				}
-				if bar != nil {
-					_ = bar.Add(1)
-				}
+				done.Add(1)
 			}
 		}()
 	}
@@ -106,17 +127,46 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	stopBar()
 	return answers
+}
+
+// progress shows the run's progress bar (none without a label), redrawn from the
+// count of answers ten times a second rather than by every worker for every answer.
+func progress(cfg Config, done *atomic.Int64) func() {
+	if cfg.Label == "" {
+		return func() {}
+	}
+	bar := progressbar.NewOptions(cfg.Calls, progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(cfg.Label), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	quit, over := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(over)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				_ = bar.Set(int(done.Load()))
+			case <-quit:
+				_ = bar.Set(int(done.Load()))
+				_ = bar.Finish()
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-over }
 }
 
 // Do sends one call and reads the answer's "result" field when it has one.
 func Do(ctx context.Context, client *http.Client, base string, c Call) Answer {
 	var body io.Reader
 	if c.Body != nil {
-		b, _ := json.Marshal(c.Body)
+		b, err := encodeBody(c.Body)
+		if err != nil {
+			return Answer{Result: "CLIENT_ERROR"}
+		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, c.Method, base+c.Path, body)
@@ -140,15 +190,7 @@ func Do(ctx context.Context, client *http.Client, base string, c Call) Answer {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	a := Answer{Status: resp.StatusCode, Latency: time.Since(start), Body: raw}
-	var r struct {
-		Result string `json:"result"`
-		Code   string `json:"code"`
-	}
-	_ = json.Unmarshal(raw, &r)
-	a.Result = r.Result
-	if a.Result == "" {
-		a.Result = r.Code
-	}
+	a.Result = resultOf(raw)
 	return a
 }
 
