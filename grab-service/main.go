@@ -103,6 +103,8 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	defer service.Close()
+	// The reconciler settles what a crashed grab or cancel left open (grab/reconcile.go).
+	reconciler := grab.NewReconciler(service)
 
 	mux := http.NewServeMux()
 	if *pprofOn {
@@ -115,7 +117,7 @@ func run(logger *slog.Logger) error {
 	g := svc.NewGroup(logger)
 	g.HTTP(svc.Server(f.Listen, grabtransport.Readyz(fence.Status, httpx.RouteFallback(mux)), logger))
 	g.Loop(func(ctx context.Context) error { return fence.Run(ctx, 200*time.Millisecond) })
-	g.Loop(func(ctx context.Context) error { return service.RunReconciler(ctx, *reconcileEvery) })
+	g.Loop(func(ctx context.Context) error { return reconciler.RunReconciler(ctx, *reconcileEvery) })
 	g.Loop(func(ctx context.Context) error {
 		return configcenter.Follow(ctx, nacos.Source(f.Switches, logger), switches, cfgMetrics, logger)
 	})

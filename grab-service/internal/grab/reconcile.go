@@ -39,8 +39,21 @@ type ReconcileStats struct {
 	shardDown  map[int]error // shards that failed a read this pass, asked no more
 }
 
+// Reconciler settles what the grab path left open. It works through the service's
+// shard executors, record and publisher, so it is built on the service, and runs
+// as a loop of its own (RunReconciler).
+type Reconciler struct {
+	*Service
+	passes reconcilePasses
+}
+
+// NewReconciler builds the reconciler of svc.
+func NewReconciler(svc *Service) *Reconciler {
+	return &Reconciler{Service: svc}
+}
+
 // RunReconciler runs a pass at once and then every interval until ctx ends.
-func (s *Service) RunReconciler(ctx context.Context, every time.Duration) error {
+func (s *Reconciler) RunReconciler(ctx context.Context, every time.Duration) error {
 	return svc.Every(ctx, every, func(ctx context.Context) {
 		if _, err := s.Reconcile(ctx); err != nil {
 			s.logErr("reconcile pass incomplete", err)
@@ -57,7 +70,7 @@ type owed struct {
 
 // Reconcile runs one pass over every shard. The CANCELs owed on all shards go out
 // in one batch, so a pass costs one Kafka round trip, and one timeout while Kafka is down.
-func (s *Service) Reconcile(ctx context.Context) (ReconcileStats, error) {
+func (s *Reconciler) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	var st ReconcileStats
 	var firstErr error
 	var debts []owed
@@ -157,7 +170,7 @@ func (p *reconcilePasses) overdue(now time.Time) float64 {
 
 // next returns the promotion pending keys to visit by shard, or sweep, and the
 // pass's time.
-func (p *reconcilePasses) next(ctx context.Context, s *Service) (map[int][]string, bool, time.Time) {
+func (p *reconcilePasses) next(ctx context.Context, s *Reconciler) (map[int][]string, bool, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := s.Clock()
@@ -192,7 +205,7 @@ func (p *reconcilePasses) swept(at time.Time) {
 // sweepPending lists every pending set of the shard matching ReconcileMatch (with
 // what it found before a SCAN failed). Keys of another layout, or of another shard
 // sharing this server, are passed over.
-func (s *Service) sweepPending(ctx context.Context, shard int, c redis.UniversalClient) ([]string, error) {
+func (s *Reconciler) sweepPending(ctx context.Context, shard int, c redis.UniversalClient) ([]string, error) {
 	var sets []string
 	iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
 	for iter.Next(ctx) {
@@ -205,7 +218,7 @@ func (s *Service) sweepPending(ctx context.Context, shard int, c redis.Universal
 	return slices.Compact(sets), iter.Err() // SCAN may return a key twice
 }
 
-func (s *Service) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, sets []string, st *ReconcileStats) ([]owed, error) {
+func (s *Reconciler) reconcileShard(ctx context.Context, shard int, c redis.UniversalClient, sets []string, st *ReconcileStats) ([]owed, error) {
 	due := strconv.FormatInt(s.Clock().Add(-s.cfg.ReconcileMargin).UnixMilli(), 10)
 	var debts []owed
 	// The due entries of many sets in one round trip: most sets hold none.
@@ -237,7 +250,7 @@ const dueReadsPerPipeline = 500
 // settleDue settles the due entries of one pending set (requestIds scored by
 // their deadlines) and returns the CANCELs they owe and the earliest settling time
 // of a take it could not settle (zero for none).
-func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, due []redis.Z, st *ReconcileStats) ([]owed, time.Time, error) {
+func (s *Reconciler) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, due []redis.Z, st *ReconcileStats) ([]owed, time.Time, error) {
 	key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
 	var debts []owed
 	var blockedSince time.Time
@@ -274,7 +287,7 @@ func (s *Service) settleDue(ctx context.Context, shard int, c redis.UniversalCli
 // settlePending settles a take left pending by the outcome of its whole request
 // (requestOutcome): commits it, or aborts it; it reports whether a CANCEL is now
 // owed.
-func (s *Service) settlePending(ctx context.Context, key, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
+func (s *Reconciler) settlePending(ctx context.Context, key, rid string, e lua.LedgerEntry, st *ReconcileStats) (bool, error) {
 	// Bounded as a whole: a hung MySQL or shard must not stall the pass (and with it
 	// every owed CANCEL on every shard).
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
@@ -306,7 +319,7 @@ func (s *Service) settlePending(ctx context.Context, key, rid string, e lua.Ledg
 
 // commitTake commits a pending take (P -> G) and counts it; committed is false when
 // it was not pending.
-func (s *Service) commitTake(ctx context.Context, t take, rid string, st *ReconcileStats) (committed bool, err error) {
+func (s *Reconciler) commitTake(ctx context.Context, t take, rid string, st *ReconcileStats) (committed bool, err error) {
 	code, err := lua.Commit(ctx, s.Shards[t.shard], rid, []string{t.key})
 	if err != nil || code != lua.CommitCommitted {
 		return false, err
@@ -319,7 +332,7 @@ func (s *Service) commitTake(ctx context.Context, t take, rid string, st *Reconc
 // abortTake aborts a pending take (P -> A: stock back, a CANCEL owed) and counts
 // it; aborted is false when it was not pending (committed meanwhile, or already
 // aborted: nothing owed by this call).
-func (s *Service) abortTake(ctx context.Context, t take, rid, pin string, st *ReconcileStats) (aborted bool, err error) {
+func (s *Reconciler) abortTake(ctx context.Context, t take, rid, pin string, st *ReconcileStats) (aborted bool, err error) {
 	r, err := lua.Return(ctx, s.Shards[t.shard], lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}})
 	if err != nil || r.Code != lua.ReturnReturned {
 		return false, err
@@ -334,7 +347,7 @@ func (s *Service) abortTake(ctx context.Context, t take, rid, pin string, st *Re
 // back, a CANCEL owed, paid by a later pass); a take in any other state is left as
 // it is. A failure is logged: the pass that settles another take of the request
 // tries again.
-func (s *Service) cancelTake(ctx context.Context, t take, rid, pin, reason string) {
+func (s *Reconciler) cancelTake(ctx context.Context, t take, rid, pin, reason string) {
 	call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}}
 	if _, err := lua.Return(ctx, s.Shards[t.shard], call); err != nil {
 		s.logErr("cancel of a take by the reconciler failed", err, "requestId", rid, "shard", t.shard)
@@ -354,7 +367,7 @@ type take struct {
 // by what every take and the record say (anchorVerdict): commit.lua and return.lua
 // each turn P into G or A atomically and refuse the other, so whichever reconciler
 // reaches the anchor first decides the request for every take and every instance.
-func (s *Service) requestOutcome(ctx context.Context, rid string, own take, ownEntry lua.LedgerEntry, st *ReconcileStats) (bool, []take, error) {
+func (s *Reconciler) requestOutcome(ctx context.Context, rid string, own take, ownEntry lua.LedgerEntry, st *ReconcileStats) (bool, []take, error) {
 	takes, items, err := s.takesOf(ctx, rid, own, st)
 	if err != nil {
 		return false, nil, err
@@ -403,7 +416,7 @@ func (s *Service) requestOutcome(ctx context.Context, rid string, own take, ownE
 // and its commit would leave this take granted beside a cancelled anchor. Read
 // after the commit, the anchor tells: either the cancel came later and finds this
 // take granted too, or it is seen here. A failure is logged.
-func (s *Service) followCancel(ctx context.Context, rid, pin string, anchor, own take) {
+func (s *Reconciler) followCancel(ctx context.Context, rid, pin string, anchor, own take) {
 	if anchor == own {
 		return
 	}
@@ -421,7 +434,7 @@ func (s *Service) followCancel(ctx context.Context, rid, pin string, anchor, own
 // from the record if its GRAB is there, so the decision waits for it.
 // A shard that fails a read is asked no more in the pass: a frozen one would
 // otherwise cost every take that needs it an answer timeout, one after another.
-func (s *Service) readTake(ctx context.Context, t take, rid string, st *ReconcileStats) (lua.LedgerEntry, bool, error) {
+func (s *Reconciler) readTake(ctx context.Context, t take, rid string, st *ReconcileStats) (lua.LedgerEntry, bool, error) {
 	if err := st.shardDown[t.shard]; err != nil {
 		return lua.LedgerEntry{}, false, err
 	}
@@ -444,7 +457,7 @@ func (s *Service) readTake(ctx context.Context, t take, rid string, st *Reconcil
 // reached it); one committed means the GRAB was acknowledged, however far behind
 // the record is. Otherwise the record decides: a GRAB for every item, and no
 // CANCEL stored or owed for any (store.Granted, item by item).
-func (s *Service) anchorVerdict(ctx context.Context, rid string, takes []take, items []flow.Item,
+func (s *Reconciler) anchorVerdict(ctx context.Context, rid string, takes []take, items []flow.Item,
 	read func(take) (lua.LedgerEntry, bool, error), st *ReconcileStats) (bool, error) {
 	committed := false
 	for _, t := range takes {
@@ -483,7 +496,7 @@ func (s *Service) anchorVerdict(ctx context.Context, rid string, takes []take, i
 // else from the record's GRAB rows; own alone when neither knows it (the index
 // entry lost with its shard and the GRAB not stored: nothing says more). An index
 // that does not answer is an error, not an absence: the pass after decides.
-func (s *Service) takesOf(ctx context.Context, rid string, own take, st *ReconcileStats) ([]take, []flow.Item, error) {
+func (s *Reconciler) takesOf(ctx context.Context, rid string, own take, st *ReconcileStats) ([]take, []flow.Item, error) {
 	promoID, typ, _ := promo.ParseKey(own.key)
 	ownItem := []flow.Item{{PromoID: promoID, Type: typ}}
 	idx, found, err := s.readIndex(ctx, rid)
@@ -519,7 +532,7 @@ func (s *Service) takesOf(ctx context.Context, rid string, own take, st *Reconci
 }
 
 // payDebts publishes the owed CANCEL events in one batch and finalizes them.
-func (s *Service) payDebts(ctx context.Context, debts []owed, st *ReconcileStats) error {
+func (s *Reconciler) payDebts(ctx context.Context, debts []owed, st *ReconcileStats) error {
 	if len(debts) == 0 {
 		return nil
 	}

@@ -78,10 +78,11 @@ func TestReconcilerIsNotStalledByAHungRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
+	rc := NewReconciler(svc)
 
 	done := make(chan ReconcileStats, 1)
 	go func() {
-		st, _ := svc.Reconcile(ctx) // no deadline of its own, as RunReconciler calls it
+		st, _ := rc.Reconcile(ctx) // no deadline of its own, as RunReconciler calls it
 		done <- st
 	}()
 	select {

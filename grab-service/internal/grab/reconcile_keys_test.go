@@ -45,6 +45,7 @@ func TestReconcilerVisitsTheListedPromotionsAndSweepsRarely(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
+	rc := NewReconciler(svc)
 	for i, key := range []string{listed, unlisted} {
 		if code, err := lua.Create(ctx, c, 4+2*i, key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1, RateWindowMs: 1000,
 			StartMs: now.Add(-time.Hour).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
@@ -67,7 +68,7 @@ func TestReconcilerVisitsTheListedPromotionsAndSweepsRarely(t *testing.T) {
 	pass := func(wantPublished int, wantScan bool, why string) {
 		t.Helper()
 		before := testenv.CommandCalls(t, c)["scan"]
-		st, err := svc.Reconcile(ctx)
+		st, err := rc.Reconcile(ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", why, err)
 		}

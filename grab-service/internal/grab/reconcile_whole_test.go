@@ -93,8 +93,8 @@ func openTakes(t *testing.T, c *redis.Client, rid, pin string, keys []string, mi
 	return items
 }
 
-// reconciler is a Service over shards for the reconciler tests.
-func reconciler(t *testing.T, shards []redis.UniversalClient, rec Record, clock func() time.Time, fault func(string) error) *Service {
+// reconciler is a Reconciler, and its Service, over shards for the reconciler tests.
+func reconciler(t *testing.T, shards []redis.UniversalClient, rec Record, clock func() time.Time, fault func(string) error) *Reconciler {
 	t.Helper()
 	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -103,7 +103,7 @@ func reconciler(t *testing.T, shards []redis.UniversalClient, rec Record, clock 
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
-	return svc
+	return NewReconciler(svc)
 }
 
 // mustCommit and mustAbort settle a take as the killed process (or a live abort)

@@ -102,7 +102,8 @@ type Deps struct {
 	PromotionKeys func(ctx context.Context) ([]string, error)
 }
 
-// Service implements grab, cancel, status and the reconciler.
+// Service implements grab, cancel and status; the Reconciler (reconcile.go) is
+// built on it.
 type Service struct {
 	Deps
 	cfg      Config
@@ -110,7 +111,6 @@ type Service struct {
 	execs    []*shardExec
 	refusals *refusalCache
 	status   statusCache
-	passes   reconcilePasses
 	// markerReads coalesce each shard's reads of its markers (lostshard.go).
 	markerReads [ring.Shards]markerReads
 	// stopSweep ends the cache sweeper (cache.go); swept closes when it has.

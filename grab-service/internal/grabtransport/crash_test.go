@@ -41,7 +41,7 @@ func (e *env) ledger(id, rid string) lua.LedgerEntry {
 
 func (e *env) reconcile() grab.ReconcileStats {
 	e.t.Helper()
-	st, err := e.svc.Reconcile(context.Background())
+	st, err := e.rec.Reconcile(context.Background())
 	if err != nil {
 		e.t.Fatalf("reconcile: %v", err)
 	}

@@ -87,6 +87,7 @@ type env struct {
 	t        *testing.T
 	srv      *httptest.Server
 	svc      *grab.Service
+	rec      *grab.Reconciler // the reconciler of svc: tests run its passes
 	shards   []*redis.Client
 	kafka    *kfake.Cluster
 	pub      *recorder
@@ -140,6 +141,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.rec = grab.NewReconciler(e.svc)
 	// The handler as main.go builds it, behind the contract's validator: every
 	// request of every test here, and its answer, is checked against api/openapi.yaml.
 	mux := http.NewServeMux()

@@ -584,7 +584,7 @@ func TestDegradedCancelOfAGrabStillInKafka(t *testing.T) {
 		t.Fatalf("cancel g2: %d %s", a.status, a.raw)
 	}
 	e.pastDeadline() // owed CANCELs are the reconciler's once their take's deadline has passed
-	if _, err := e.svc.Reconcile(ctx); err == nil {
+	if _, err := e.rec.Reconcile(ctx); err == nil {
 		t.Fatal("the reconciler paid g2's CANCEL with Kafka down and its GRAB not in MySQL")
 	}
 	if e.ledger(id, "g2").State != lua.LedgerCancelled {
