@@ -61,6 +61,7 @@ func (b *bench) hot(ctx context.Context) error {
 		return err
 	}
 	b.res.HotGranted, b.hotMeasured = perSecond(ours.Summary, "GRANTED"), ours
+	b.res.TargetRuns.Hot, b.res.TargetRuns.Direct = &ours, &base
 	b.res.addCPU(1, ours, base, "1: grab-service, per GRANTED", "1: EVALSHA q.lua, per call", "GRANTED")
 	b.res.add(ratioRow{N: 1, Scenario: fmt.Sprintf("hot phase, 1 promotion, shard %d", shard),
 		Ours: b.res.HotGranted, OursUnit: "GRANTED/s via HTTP+Redis+Kafka",

@@ -188,6 +188,8 @@ func (res *results) markdown() string {
 		}
 	}
 	b.WriteString(strings.Join(mixes, "; ") + ".\n")
+	b.WriteString("\n#### Targets\n\n" + targetsScope + "\n\n")
+	b.WriteString(res.targetTable().markdown())
 	if len(res.CPU) > 0 {
 		b.WriteString("\n#### Where the CPU goes: scenarios 1 to 3 in CPU per answer\n\n" + cpuScope + "\n\n")
 		b.WriteString(res.cpuTable().markdown())
@@ -218,6 +220,8 @@ func (res *results) html(svg string) string {
 		b.WriteString("<p>" + html.EscapeString(l) + "</p>\n")
 	}
 	b.WriteString(res.mainTable().html())
+	b.WriteString("<h2>Targets</h2>\n<p>" + html.EscapeString(targetsScope) + "</p>\n")
+	b.WriteString(res.targetTable().html())
 	if len(res.CPU) > 0 {
 		b.WriteString("<h2>Where the CPU goes: scenarios 1 to 3 in CPU per answer</h2>\n<p>" + html.EscapeString(cpuScope) + "</p>\n")
 		b.WriteString(res.cpuTable().html())

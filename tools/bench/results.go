@@ -25,6 +25,7 @@ type results struct {
 	Buckets           []bucketRow
 	Invariants        []invariantRow
 	CPU               []cpuComparison // scenarios 1 to 3 counted in CPU per answer
+	TargetRuns        targetRuns      // the runs the targets table is computed from (targets.go)
 }
 
 // ratioRow is one line of the main table: ours against a baseline of the same run.

@@ -45,6 +45,7 @@ func (b *bench) soldOut(ctx context.Context) error {
 		},
 		func() measured { return measure(ctx, retry, "grab-service sold out, retries", b.conc, b.dur) })
 	ours, bare, retries := m[0], m[1], m[2]
+	b.res.TargetRuns.SoldOut, b.res.TargetRuns.Retries, b.res.TargetRuns.Bare = &ours, &retries, &bare
 	b.res.add(ratioRow{N: 2, Scenario: "sold-out phase (first attempts)", Ours: perSecond(ours.Summary), OursUnit: "answers/s",
 		Base: perSecond(bare.Summary), BaseUnit: "answers/s of a bare Go handler", Target: 0.8,
 		Detail: fmt.Sprintf("%s; retries (no X-Grab-Attempt: 1, so each looked up in the request index) %.0f answers/s, %.2f of the bare handler",
