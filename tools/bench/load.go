@@ -49,7 +49,8 @@ func httpRun(base string, gen func(n int64) loadgen.Call, seen func(n int64, a l
 // one Answer per call (Result is what fn returns).
 func funcRun(fn func(ctx context.Context, n int64) string) runner {
 	return func(ctx context.Context, label string, conc, calls int) ([]loadgen.Answer, time.Duration) {
-		bar := newBar(label, calls)
+		var done atomic.Int64
+		stopBar := loadgen.Progress(label, calls, &done)
 		answers := make([]loadgen.Answer, calls)
 		next := make(chan int)
 		var wg sync.WaitGroup
@@ -62,9 +63,7 @@ func funcRun(fn func(ctx context.Context, n int64) string) runner {
 					t := time.Now()
 					r := fn(ctx, callSeq.Add(1))
 					answers[i] = loadgen.Answer{Index: i, Status: 200, Result: r, Latency: time.Since(t)}
-					if bar != nil {
-						_ = bar.Add(1)
-					}
+					done.Add(1)
 				}
 			}()
 		}
@@ -79,9 +78,7 @@ func funcRun(fn func(ctx context.Context, n int64) string) runner {
 		close(next)
 		wg.Wait()
 		elapsed := time.Since(start)
-		if bar != nil {
-			_ = bar.Finish()
-		}
+		stopBar()
 		return answers, elapsed
 	}
 }

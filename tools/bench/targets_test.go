@@ -86,9 +86,9 @@ func TestTargetVerdictsAtTheBoundaries(t *testing.T) {
 
 func TestTargetTableShowsMissingFiguresAsDashes(t *testing.T) {
 	res := sampleTargets()
-	res.TargetRuns.Bare = nil                              // scenario 2 skipped: rows 1 to 3 and 5 lose their baseline
-	res.TargetRuns.Direct.CPU = cpuUse{}                   // no redis CPU seen in the EVALSHA run
-	delete(res.TargetRuns.Hot.CPU, roleSink)               // no flow sink running
+	res.TargetRuns.Bare = nil                                // scenario 2 skipped: rows 1 to 3 and 5 lose their baseline
+	res.TargetRuns.Direct.CPU = cpuUse{}                     // no redis CPU seen in the EVALSHA run
+	delete(res.TargetRuns.Hot.CPU, roleSink)                 // no flow sink running
 	res.TargetRuns.Retries = runOf(0, map[string]int{}, nil) // a run without answers
 	res.Latency = nil
 	md := res.targetTable().markdown()

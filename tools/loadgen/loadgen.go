@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 		defer client.CloseIdleConnections()
 	}
 	var done atomic.Int64
-	stopBar := progress(cfg, &done)
+	stopBar := Progress(cfg.Label, cfg.Calls, &done)
 	answers := make([]Answer, cfg.Calls)
 	next := make(chan int, cfg.Concurrency)
 	var wg sync.WaitGroup
@@ -131,14 +131,15 @@ feed:
 	return answers
 }
 
-// progress shows the run's progress bar (none without a label), redrawn from the
-// count of answers ten times a second rather than by every worker for every answer.
-func progress(cfg Config, done *atomic.Int64) func() {
-	if cfg.Label == "" {
+// Progress shows a run's progress bar on stderr (none without a label), redrawn
+// from done, the count of answers, ten times a second rather than by every worker
+// for every answer; the function it returns draws the last count and removes it.
+func Progress(label string, calls int, done *atomic.Int64) func() {
+	if label == "" {
 		return func() {}
 	}
-	bar := progressbar.NewOptions(cfg.Calls, progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionSetDescription(cfg.Label), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+	bar := progressbar.NewOptions(calls, progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(label), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 	quit, over := make(chan struct{}), make(chan struct{})
 	go func() {
