@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
 	"github.com/flashsale/platform/grab-service/internal/grabtransport"
+	"github.com/flashsale/platform/grab-service/internal/publish"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
@@ -76,7 +77,7 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
-	publisher := grab.NewKafkaPublisher(f.Kafka, *batch)
+	publisher := publish.NewKafka(f.Kafka, *batch)
 	defer publisher.Close()
 
 	reg := prometheus.NewRegistry()
@@ -91,8 +92,8 @@ func run(logger *slog.Logger) error {
 	// The fence answers UNAVAILABLE for shards being rebuilt or lost (grab/fence.go).
 	fence := grab.NewFence(shards, db.PromotionKeys, reg, logger)
 	service, err := grab.New(cfg, grab.Deps{
-		// kafkaDegrade routes flows straight into MySQL (grab/degrade.go).
-		Shards: shards, Publisher: grab.NewDegradePublisher(publisher, db, switches, reg), Record: db, Switches: switches,
+		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
+		Shards: shards, Publisher: publish.NewRouter(publisher, db, switches, reg), Record: db, Switches: switches,
 		Metrics: grab.NewMetrics(reg), Logger: logger, Fence: fence,
 		// The reconciler's list each second: what ended over a day ago is the sweep's.
 		PromotionKeys: func(ctx context.Context) ([]string, error) {

@@ -10,7 +10,7 @@ import (
 // Cancel returns every item a granted grab holds (remaining, pin and ip counters)
 // and publishes a CANCEL event. The return is durable in Redis before the event is
 // sent; an event Kafka does not take now is written to MySQL if its GRAB is there
-// (DegradePublisher), else owed in the ledger and published by the reconciler, so
+// (publish.Router), else owed in the ledger and published by the reconciler, so
 // the answer is RETURNED either way.
 func (s *Service) Cancel(ctx context.Context, requestID, pin, reason string) (Result, error) {
 	res, err := s.cancel(ctx, requestID, pin, reason)

@@ -26,6 +26,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
+	"github.com/flashsale/platform/grab-service/internal/publish"
 	"github.com/flashsale/platform/internal/apitest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
@@ -109,7 +110,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	}
 	e.kafka = cluster
 	t.Cleanup(cluster.Close)
-	kp := grab.NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	kp := publish.NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
 	t.Cleanup(func() { kp.Close() })
 	e.pub = &recorder{inner: kp}
 

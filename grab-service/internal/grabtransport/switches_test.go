@@ -28,6 +28,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/configcenter/nacostest"
 	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/publish"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/testenv"
@@ -407,7 +408,7 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 
 // withDegrade gives the instance the publisher main wires: Kafka, or MySQL while degraded.
 func withDegrade(_ *grab.Config, d *grab.Deps) {
-	d.Publisher = grab.NewDegradePublisher(d.Publisher, d.Record.(grab.FlowLog), d.Switches, nil)
+	d.Publisher = publish.NewRouter(d.Publisher, d.Record.(publish.FlowLog), d.Switches, nil)
 }
 
 // kafkaDegrade with the broker stopped: once the switch applies, grabs keep being

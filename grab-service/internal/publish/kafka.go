@@ -1,9 +1,10 @@
-package grab
+// Package publish commits the grab path's flow events: Kafka writes them to the
+// flow topic in batches, and Router, the publisher every grab uses, sends them to
+// Kafka or, while the kafkaDegrade switch is on, straight into the MySQL flow log.
+package publish
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,13 +19,7 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 )
 
-// Publisher commits flow events: Publish returns nil only once every event is
-// acknowledged by the record (Kafka with acks=all, or MySQL while degraded).
-type Publisher interface {
-	Publish(ctx context.Context, events ...flow.Event) error
-}
-
-// KafkaPublisher writes flow events to promo-grab-flow with kafka-go, batching
+// Kafka writes flow events to promo-grab-flow with kafka-go, batching
 // across partitions. kafka-go's Writer batches per partition: at the commit path's
 // rates a partition rarely sees two events within a batch timeout, so nearly every
 // event went to the broker as a produce request of its own. Here the events that
@@ -38,7 +33,7 @@ type Publisher interface {
 // one published before it. A caller that gave up waiting (its deadline) and then
 // publishes the CANCEL of a GRAB still being sent gets that CANCEL in a later
 // batch, behind the GRAB, as the Writer's per-partition queue kept it.
-type KafkaPublisher struct {
+type Kafka struct {
 	brokers   []string
 	client    *kafka.Client
 	linger    time.Duration
@@ -66,21 +61,21 @@ const (
 
 var errPublisherClosed = errors.New("kafka publisher closed")
 
-// NewKafkaPublisher starts the publisher of the commit path. batchTimeout bounds
+// NewKafka starts the publisher of the commit path. batchTimeout bounds
 // how long a lone event waits for company.
-func NewKafkaPublisher(brokers []string, batchTimeout time.Duration) *KafkaPublisher {
-	p := newPublisher(brokers, batchTimeout)
+func NewKafka(brokers []string, batchTimeout time.Duration) *Kafka {
+	p := newKafka(brokers, batchTimeout)
 	p.send = p.writeBatch
 	go p.batch()
 	return p
 }
 
-func newPublisher(brokers []string, batchTimeout time.Duration) *KafkaPublisher {
+func newKafka(brokers []string, batchTimeout time.Duration) *Kafka {
 	// Leaders move in a failover, and kafka-go's Transport learns of it only by
 	// its periodic metadata refresh: every second rather than its default 6 s, so a
 	// moved partition fails grabs for at most about that long.
 	transport := &kafka.Transport{MetadataTTL: time.Second, MetadataTopics: []string{flow.Topic}}
-	return &KafkaPublisher{
+	return &Kafka{
 		brokers: brokers,
 		client:  &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: publishTimeout},
 		linger:  batchTimeout,
@@ -93,7 +88,7 @@ func newPublisher(brokers []string, batchTimeout time.Duration) *KafkaPublisher 
 // Publish sends events and waits for the acknowledgement. An error may still mean
 // the broker wrote some of them (the acknowledgement was lost): the callers' aborts
 // publish a CANCEL for that reason.
-func (p *KafkaPublisher) Publish(ctx context.Context, events ...flow.Event) error {
+func (p *Kafka) Publish(ctx context.Context, events ...flow.Event) error {
 	c := &publishCall{msgs: make([]kafka.Message, len(events)), done: make(chan error, 1)}
 	for i, e := range events {
 		c.msgs[i] = kafka.Message{Key: []byte(e.RequestID), Value: e.AppendJSON(make([]byte, 0, 320)), Time: time.Now()}
@@ -119,7 +114,7 @@ func (p *KafkaPublisher) Publish(ctx context.Context, events ...flow.Event) erro
 // batch gathers calls into batches and sends them one at a time: a batch gathers
 // for the linger after its first call and for as long as the batch before is being
 // sent, so under load batches grow rather than queue.
-func (p *KafkaPublisher) batch() {
+func (p *Kafka) batch() {
 	inFlight := make(chan struct{}) // closed when the batch in flight was sent
 	close(inFlight)
 	defer func() {
@@ -170,7 +165,7 @@ func (p *KafkaPublisher) batch() {
 // leader refuses, or a connection loses, is sent again (with the leaders read
 // afresh, as a failover moves them) until the batch's deadline; a call is answered
 // by the partitions of its events.
-func (p *KafkaPublisher) writeBatch(batch []*publishCall) {
+func (p *Kafka) writeBatch(batch []*publishCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	var unsent map[int][]*kafka.Message // by partition, until acknowledged
@@ -227,7 +222,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // layout reads the topic's sorted partition ids and each one's leader (from the
 // Transport's cached metadata).
-func (p *KafkaPublisher) layout(ctx context.Context) ([]int, map[int]int, error) {
+func (p *Kafka) layout(ctx context.Context) ([]int, map[int]int, error) {
 	meta, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{flow.Topic}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("metadata of %s: %w", flow.Topic, err)
@@ -271,7 +266,7 @@ func place(batch []*publishCall, ids []int) map[int][]*kafka.Message {
 // The records are made afresh for every attempt: a record's key and value are
 // readers, consumed by the attempt that wrote them, so a retry reusing them would
 // send, and have acknowledged, empty events.
-func (p *KafkaPublisher) produce(ctx context.Context, byPartition map[int][]*kafka.Message, leaders map[int]int) map[int]error {
+func (p *Kafka) produce(ctx context.Context, byPartition map[int][]*kafka.Message, leaders map[int]int) map[int]error {
 	byLeader := map[int][]produce.RequestPartition{}
 	for part, msgs := range byPartition {
 		records := make([]protocol.Record, len(msgs))
@@ -331,7 +326,7 @@ func produceTo(ctx context.Context, c *kafka.Client, parts []produce.RequestPart
 
 // Close stops taking events, waits for the batch in flight and closes the
 // connections. It may be called more than once.
-func (p *KafkaPublisher) Close() error {
+func (p *Kafka) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.closing)
 		<-p.stopped
@@ -340,16 +335,8 @@ func (p *KafkaPublisher) Close() error {
 	return nil
 }
 
-// newEventID is unique per event; deduplication in the record is on
-// (requestId, kind, promotion), so a re-sent event may carry a new id.
-func newEventID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // Ping checks that a bootstrap broker answers (for /readyz).
-func (p *KafkaPublisher) Ping(ctx context.Context) error {
+func (p *Kafka) Ping(ctx context.Context) error {
 	var err error
 	for _, b := range p.brokers {
 		var conn *kafka.Conn

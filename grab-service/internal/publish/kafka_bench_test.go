@@ -1,9 +1,9 @@
-package grab
+package publish
 
 // The commit path's Kafka writes, measured: concurrent grabs publishing through one
 // writer to an in-process Kafka-protocol broker (kfake, acks=all).
-//   go test -bench KafkaBatch -run ^$ ./internal/grab            (BatchTimeout)
-//   go test -bench KafkaPublishAllocs -benchmem -run ^$ ./internal/grab
+//   go test -bench KafkaBatch -run ^$ ./internal/publish            (BatchTimeout)
+//   go test -bench KafkaPublishAllocs -benchmem -run ^$ ./internal/publish
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // benchPublish runs 64 concurrent publishers (32 per core on 2 cores) through p,
 // and reports the process's CPU per event beside the time: the in-process broker's
 // work included, since fewer, larger produce requests are mostly the broker's gain.
-func benchPublish(b *testing.B, p *KafkaPublisher) {
+func benchPublish(b *testing.B, p *Kafka) {
 	var seq atomic.Int64
 	cpu0 := processCPU()
 	defer func() { b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op") }()
@@ -60,7 +60,7 @@ func BenchmarkKafkaBatchTimeout(b *testing.B) {
 	cluster := benchCluster(b)
 	for _, timeout := range []time.Duration{500 * time.Microsecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond} {
 		b.Run(fmt.Sprintf("batch=%s/inflight=64", timeout), func(b *testing.B) {
-			p := NewKafkaPublisher(cluster.ListenAddrs(), timeout)
+			p := NewKafka(cluster.ListenAddrs(), timeout)
 			defer p.Close()
 			benchPublish(b, p)
 		})
@@ -69,7 +69,7 @@ func BenchmarkKafkaBatchTimeout(b *testing.B) {
 
 // BenchmarkKafkaPublishAllocs reports the garbage a publish makes.
 func BenchmarkKafkaPublishAllocs(b *testing.B) {
-	p := NewKafkaPublisher(benchCluster(b).ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(benchCluster(b).ListenAddrs(), 2*time.Millisecond)
 	defer p.Close()
 	b.Run("inflight=64", func(b *testing.B) {
 		b.ReportAllocs()

@@ -1,7 +1,9 @@
-package grab
+package publish
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +26,13 @@ func publishCluster(t *testing.T) *kfake.Cluster {
 	}
 	t.Cleanup(cluster.Close)
 	return cluster
+}
+
+// newEventID is an event id as the grab path makes them (grab/publisher.go).
+func newEventID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func grabEvent(rid string) flow.Event {
@@ -85,7 +94,7 @@ func readTopic(ctx context.Context, t *testing.T, cluster *kfake.Cluster) []topi
 func TestKafkaPublisherPlacesEveryEventByItsKey(t *testing.T) {
 	t.Parallel()
 	cluster := publishCluster(t)
-	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -153,7 +162,7 @@ func TestKafkaPublisherPlacesEveryEventByItsKey(t *testing.T) {
 func TestKafkaPublisherFailsWithoutABroker(t *testing.T) {
 	t.Parallel()
 	cluster := publishCluster(t)
-	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
 	ctx := context.Background()
 	if err := p.Publish(ctx, grabEvent("before")); err != nil {
 		t.Fatalf("publish with the broker up: %v", err)
@@ -195,7 +204,7 @@ func TestKafkaPublisherRetriesWholeEvents(t *testing.T) {
 		dropped++
 		return nil, errors.New("connection dropped by the test"), true // one produce request
 	})
-	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -217,7 +226,7 @@ func TestKafkaPublisherRetriesWholeEvents(t *testing.T) {
 // Close waits for the batch in flight and may be called twice.
 func TestKafkaPublisherSendsOneBatchAtATime(t *testing.T) {
 	t.Parallel()
-	p := newPublisher([]string{"127.0.0.1:1"}, time.Millisecond)
+	p := newKafka([]string{"127.0.0.1:1"}, time.Millisecond)
 	sends := make(chan []*publishCall)
 	release := make(chan struct{})
 	p.send = func(batch []*publishCall) {
@@ -298,7 +307,7 @@ func TestKafkaPublisherFollowsLeadersAcrossBrokers(t *testing.T) {
 	if len(leaders) < 2 {
 		t.Fatalf("test set-up: the 16 partitions are led by %d broker(s); want several", len(leaders))
 	}
-	p := NewKafkaPublisher(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -327,4 +336,17 @@ func TestKafkaPublisherFollowsLeadersAcrossBrokers(t *testing.T) {
 	if n != 200 {
 		t.Fatalf("%d events on the topic; want the 200 acknowledged", n)
 	}
+}
+
+// recv receives from c, failing the test after 5 s rather than hanging it.
+func recv[T any](t *testing.T, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing received within 5s")
+	}
+	var zero T
+	return zero
 }

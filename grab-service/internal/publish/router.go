@@ -1,4 +1,4 @@
-package grab
+package publish
 
 import (
 	"context"
@@ -22,7 +22,13 @@ type FlowLog interface {
 	OweCancels(ctx context.Context, events []flow.Event) error
 }
 
-// DegradePublisher is the commit path's Publisher. It routes each Publish by the
+// Publisher commits flow events: Publish returns nil only once every event is
+// acknowledged (Kafka with acks=all); Router wraps one.
+type Publisher interface {
+	Publish(ctx context.Context, events ...flow.Event) error
+}
+
+// Router is the commit path's publisher (grab.Publisher). It routes each Publish by the
 // switches in force: to Kafka, or, while kafkaDegrade is on, straight into the
 // MySQL flow log in one transaction; a nil return means committed either way, so
 // GRANTED still follows the record's commit.
@@ -33,16 +39,16 @@ type FlowLog interface {
 // otherwise to Kafka, behind its GRAB on the requestId's partition. One that can
 // go to neither stays owed in the ledger, with a copy in the record's owed list
 // (store.OweCancels). Why each case: docs/design.md, "Rollbacks and owed CANCELs".
-type DegradePublisher struct {
+type Router struct {
 	kafka    Publisher
 	log      FlowLog
 	switches *configcenter.Holder
 	routed   *prometheus.CounterVec
 }
 
-// NewDegradePublisher wraps the Kafka publisher; reg may be nil.
-func NewDegradePublisher(kafka Publisher, log FlowLog, switches *configcenter.Holder, reg prometheus.Registerer) *DegradePublisher {
-	p := &DegradePublisher{kafka: kafka, log: log, switches: switches,
+// NewRouter wraps the Kafka publisher; reg may be nil.
+func NewRouter(kafka Publisher, log FlowLog, switches *configcenter.Holder, reg prometheus.Registerer) *Router {
+	p := &Router{kafka: kafka, log: log, switches: switches,
 		routed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flashsale", Subsystem: "grab",
 			Name: "flow_events_routed_total", Help: "Flow events committed, by route: kafka, mysql (degraded), kafka_behind_grab (a degraded CANCEL whose GRAB is not in MySQL yet), mysql_kafka_refused (a CANCEL Kafka refused whose GRAB is in MySQL), or mysql_owed (a CANCEL that could go to neither, copied to the owed list; still owed in Redis)."},
 			[]string{"route"})}
@@ -52,8 +58,8 @@ func NewDegradePublisher(kafka Publisher, log FlowLog, switches *configcenter.Ho
 	return p
 }
 
-// Publish implements Publisher.
-func (p *DegradePublisher) Publish(ctx context.Context, events ...flow.Event) error {
+// Publish implements grab.Publisher.
+func (p *Router) Publish(ctx context.Context, events ...flow.Event) error {
 	if !p.switches.Load().KafkaDegrade {
 		err := p.kafka.Publish(ctx, events...)
 		if err == nil {
@@ -88,7 +94,7 @@ const fallbackTimeout = 2 * time.Second
 
 // recordCancels writes the items of CANCELs Kafka refused (kafkaErr) whose GRAB is
 // in MySQL; it returns nil only when every item is recorded.
-func (p *DegradePublisher) recordCancels(ctx context.Context, events []flow.Event, kafkaErr error) error {
+func (p *Router) recordCancels(ctx context.Context, events []flow.Event, kafkaErr error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fallbackTimeout)
 	defer cancel()
 	toLog, behind, err := p.split(ctx, events)
@@ -107,7 +113,7 @@ func (p *DegradePublisher) recordCancels(ctx context.Context, events []flow.Even
 // owe keeps a copy of CANCELs whose GRAB is not in MySQL yet and that Kafka did not
 // take (cause) in the record's owed list. The error it returns still says they are
 // not committed, so the debt stays in the ledger too and the reconciler retries it.
-func (p *DegradePublisher) owe(ctx context.Context, cancels []flow.Event, cause error) error {
+func (p *Router) owe(ctx context.Context, cancels []flow.Event, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fallbackTimeout)
 	defer cancel()
 	if err := p.log.OweCancels(ctx, cancels); err != nil {
@@ -118,7 +124,7 @@ func (p *DegradePublisher) owe(ctx context.Context, cancels []flow.Event, cause 
 }
 
 // logFlows writes events to the MySQL flow log and counts them under route.
-func (p *DegradePublisher) logFlows(ctx context.Context, events []flow.Event, route string) error {
+func (p *Router) logFlows(ctx context.Context, events []flow.Event, route string) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -146,7 +152,7 @@ type grabRef struct {
 // split sends GRABs to the log, and each CANCEL item to the log if its GRAB is
 // there (or in this batch), else to Kafka. A GRAB row is never deleted, so one
 // seen here is still there when the CANCEL is inserted.
-func (p *DegradePublisher) split(ctx context.Context, events []flow.Event) (toLog, behind []flow.Event, err error) {
+func (p *Router) split(ctx context.Context, events []flow.Event) (toLog, behind []flow.Event, err error) {
 	inBatch := map[grabRef]bool{}
 	for _, e := range events {
 		if e.Kind == flow.Grab {
