@@ -1,29 +1,19 @@
 // Command grab-service answers the checkout service's grabs and cancels and the
-// detail page's status polls. It only wires the packages under internal/.
+// detail page's status polls. It parses its flags and runs what internal/app wires.
 package main
 
 import (
 	"context"
 	"flag"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/app"
 	"github.com/flashsale/platform/grab-service/internal/grab"
-	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
-	"github.com/flashsale/platform/grab-service/internal/grabtransport"
-	"github.com/flashsale/platform/grab-service/internal/publish"
 	"github.com/flashsale/platform/internal/httpx"
-	"github.com/flashsale/platform/internal/shardpool"
-	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/svc"
-	"github.com/flashsale/platform/lua"
 )
 
 func main() {
@@ -60,67 +50,22 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pool, err := shardpool.New(f.Redis, redis.Options{PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, c := range pool.Servers() {
-		if err := lua.Load(ctx, c); err != nil {
-			logger.Error("scripts not loaded yet; they load on first use", "err", err.Error())
-		}
-	}
-	db, err := store.Open(ctx, f.MySQL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	publisher := publish.NewKafka(f.Kafka, *batch)
-	defer publisher.Close()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	switches := configcenter.NewHolder()
-	cfgMetrics := configcenter.NewMetrics(reg)
-
-	shards := make([]redis.UniversalClient, 16)
-	for i := range shards {
-		shards[i] = pool.Client(i)
-	}
-	// The fence answers UNAVAILABLE for shards being rebuilt or lost (grab/fence.go).
-	fence := grab.NewFence(shards, db.PromotionKeys, reg, logger)
-	service, err := grab.New(cfg, grab.Deps{
-		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
-		Shards: shards, Publisher: publish.NewRouter(publisher, db, switches, reg), Record: db, Switches: switches,
-		Metrics: grab.NewMetrics(reg), Logger: logger, Fence: fence,
-		// The reconciler's list each second: what ended over a day ago is the sweep's.
-		PromotionKeys: func(ctx context.Context) ([]string, error) {
-			return db.PromotionKeysEndingAfter(ctx, time.Now().Add(-24*time.Hour))
-		},
+	a, err := app.New(ctx, app.Config{
+		RedisAddrs: f.Redis, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
+		Tokens: tokens, Logger: logger, Grab: cfg, MaxInFlight: *maxInFlight, QueueWait: *queueWait,
+		ReconcileEvery: *reconcileEvery, Pprof: *pprofOn, Switches: nacos.Source(f.Switches, logger),
 	})
 	if err != nil {
 		return err
 	}
-	defer service.Close()
-	// The reconciler settles what a crashed grab or cancel left open (grab/reconcile.go).
-	reconciler := grab.NewReconciler(service)
-
-	mux := http.NewServeMux()
-	if *pprofOn {
-		mountPprof(mux)
-	}
-	grabtransport.Handler(mux, grabendpoint.New(service, switches, grabendpoint.NewAdmission(*maxInFlight, *queueWait, reg)), tokens, httpx.NewRouteMetrics(reg, "grab"))
-	required, advisory := readiness(pool, db.Ping, publisher.Ping, switches)
-	httpx.OpsReadiness(mux, reg, switches.Info, required, advisory)
+	defer a.Close()
 
 	g := svc.NewGroup(logger)
-	g.HTTP(svc.Server(f.Listen, grabtransport.Readyz(fence.Status, httpx.RouteFallback(mux)), logger))
-	g.Loop(func(ctx context.Context) error { return fence.Run(ctx, 200*time.Millisecond) })
-	g.Loop(func(ctx context.Context) error { return reconciler.RunReconciler(ctx, *reconcileEvery) })
-	g.Loop(func(ctx context.Context) error {
-		return configcenter.Follow(ctx, nacos.Source(f.Switches, logger), switches, cfgMetrics, logger)
-	})
+	g.HTTP(svc.Server(f.Listen, a.Handler, logger))
+	g.Loop(a.RunFence)
+	g.Loop(a.RunReconciler) // settles what a crashed grab or cancel left open
+	g.Loop(a.FollowSwitches)
 	return g.Run()
 }

@@ -1,4 +1,4 @@
-package grabtransport
+package grabtransport_test
 
 // Component tests: the real grab-service handler over the local stack's 16
 // redis-servers, a throwaway MariaDB database, and an in-process kfake Kafka
@@ -24,9 +24,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/app"
 	"github.com/flashsale/platform/grab-service/internal/grab"
-	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
-	"github.com/flashsale/platform/grab-service/internal/publish"
+	"github.com/flashsale/platform/grab-service/internal/grabtransport"
 	"github.com/flashsale/platform/internal/apitest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
@@ -103,23 +103,13 @@ type envOpt func(*grab.Config, *grab.Deps)
 
 func newEnv(t *testing.T, opts ...envOpt) *env {
 	t.Helper()
-	e := &env{t: t, shards: testenv.Shards(t), switches: configcenter.NewHolder(), clock: &clock{}, suffix: testenv.Suffix()}
+	e := &env{t: t, shards: testenv.Shards(t), clock: &clock{}, suffix: testenv.Suffix()}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, flow.Topic))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
 	}
 	e.kafka = cluster
 	t.Cleanup(cluster.Close)
-	kp := publish.NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
-	t.Cleanup(func() { kp.Close() })
-	e.pub = &recorder{inner: kp}
-
-	ctx := context.Background()
-	e.db, err = store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatalf("store: %v", err)
-	}
-	t.Cleanup(func() { e.db.Close() })
 
 	cfg := grab.Defaults()
 	// Tests that count grants must not see them turn into (correct) timeouts on a
@@ -132,26 +122,35 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	for i, c := range e.shards {
 		shards[i] = c
 	}
-	deps := grab.Deps{Shards: shards, Publisher: e.pub, Record: e.db, Switches: e.switches,
-		Metrics: grab.NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: e.clock.now}
-	for _, o := range opts {
-		o(&cfg, &deps)
+	// The app as main.go builds it, but for the test's own shard clients, clock,
+	// recording publisher (straight to Kafka unless an option routes it) and
+	// metrics, and without the fence and the reconciler's promotion list: every
+	// pass sweeps the test's pending sets.
+	hook := func(c *grab.Config, d *grab.Deps, kafka grab.Publisher) {
+		e.pub = &recorder{inner: kafka}
+		d.Shards, d.Publisher, d.Clock, d.Fence, d.PromotionKeys = shards, e.pub, e.clock.now, nil, nil
+		d.Metrics, d.Logger = grab.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil))
+		for _, o := range opts {
+			o(c, d)
+		}
+		e.cfg = *c
 	}
-	e.cfg = cfg
-	e.svc, err = grab.New(cfg, deps)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := app.New(ctx, app.Config{
+		RedisAddrs: testenv.Stack(t).Redis, MySQLDSN: testenv.MySQLDSN(t),
+		KafkaBrokers: cluster.ListenAddrs(), KafkaBatchTimeout: 2 * time.Millisecond,
+		Tokens: httpx.Tokens{{Token: checkoutToken, Role: httpx.RoleCheckout}, {Token: "viewer", Role: httpx.RoleViewer}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Grab: cfg, Hook: hook,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.rec = grab.NewReconciler(e.svc)
-	// The handler as main.go builds it, behind the contract's validator: every
-	// request of every test here, and its answer, is checked against api/openapi.yaml.
-	mux := http.NewServeMux()
-	tokens := httpx.Tokens{{Token: checkoutToken, Role: httpx.RoleCheckout}, {Token: "viewer", Role: httpx.RoleViewer}}
-	reg := prometheus.NewRegistry()
-	Handler(mux, grabendpoint.New(e.svc, e.switches, nil), tokens, httpx.NewRouteMetrics(reg, "grab"))
-	httpx.OpsReadiness(mux, reg, e.switches.Info, nil, nil)
-	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.WithRequestID(httpx.RouteFallback(mux))))
-	t.Cleanup(func() { e.srv.Close(); e.svc.Close() })
+	e.svc, e.rec, e.db, e.switches = a.Service, a.Reconciler, a.Store, a.Switches
+	// Behind the contract's validator: every request of every test here, and its
+	// answer, is checked against api/openapi.yaml.
+	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.WithRequestID(a.Handler)))
+	t.Cleanup(func() { e.srv.Close(); a.Close() })
 	return e
 }
 
@@ -279,7 +278,7 @@ func (e *env) grabAttempt(body map[string]any, attempt string) answer {
 	}
 	var h http.Header
 	if attempt != "" {
-		h = http.Header{AttemptHeader: {attempt}}
+		h = http.Header{grabtransport.AttemptHeader: {attempt}}
 	}
 	return e.send("POST", "/v1/grab", checkoutToken, h, body)
 }

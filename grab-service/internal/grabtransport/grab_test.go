@@ -1,4 +1,4 @@
-package grabtransport
+package grabtransport_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabtransport"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
@@ -513,8 +514,8 @@ func TestAttemptHeaderIsValidated(t *testing.T) {
 	id := e.promotion("attempt-header", spec{total: 5})
 	for i, v := range []string{"0", "-1", "one", "1.0", "1000001", "99999999999999999999"} {
 		r := e.grabAttempt(grabBody(fmt.Sprintf("ah-%d", i), "a", "10.14.0.1", id, 1), v)
-		if r.status != http.StatusBadRequest || r.err.Code != "INVALID_REQUEST" || r.err.Field != AttemptHeader {
-			t.Errorf("attempt %q: want 400 INVALID_REQUEST on %s, have %d %s", v, AttemptHeader, r.status, r.raw)
+		if r.status != http.StatusBadRequest || r.err.Code != "INVALID_REQUEST" || r.err.Field != grabtransport.AttemptHeader {
+			t.Errorf("attempt %q: want 400 INVALID_REQUEST on %s, have %d %s", v, grabtransport.AttemptHeader, r.status, r.raw)
 		}
 	}
 	if h := e.hash(id); h.Remaining != 5 {

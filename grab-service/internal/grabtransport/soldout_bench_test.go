@@ -32,6 +32,9 @@ import (
 // service, encode) in process, against a bare handler writing a fixed answer, the
 // baseline of bench scenario 2. Needs the local stack's shards (`make up`):
 // go test -bench SoldOutAnswer -benchmem -run '^$' ./internal/grabtransport
+// checkoutToken is the token the benchmark's handler knows (env_test.go has its own).
+const checkoutToken = "test-checkout-token"
+
 func BenchmarkSoldOutAnswer(b *testing.B) {
 	ctx := context.Background()
 	clients := testenv.Shards(b)

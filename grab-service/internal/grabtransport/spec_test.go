@@ -1,4 +1,4 @@
-package grabtransport
+package grabtransport_test
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package grabtransport
+package grabtransport_test
 
 // End-to-end tests of the on-call switches: each switch is published to a test
 // Nacos server, applied by the instance through the real nacos-sdk-go client, and

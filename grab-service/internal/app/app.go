@@ -1,0 +1,177 @@
+// Package app wires grab-service from the inside out: the shard pool, the record,
+// the flow publishers, the fence, the service and its reconciler, the endpoints
+// and the HTTP handler. main and the component tests build the same thing through New.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
+	"github.com/flashsale/platform/grab-service/internal/grabtransport"
+	"github.com/flashsale/platform/grab-service/internal/publish"
+	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/shardpool"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
+)
+
+// Config is everything grab-service is told (main fills it from its flags);
+// nothing is read from the environment here.
+type Config struct {
+	RedisAddrs        []string // 16 entries, index = logical shard
+	MySQLDSN          string
+	KafkaBrokers      []string
+	KafkaBatchTimeout time.Duration
+	Tokens            httpx.Tokens
+	Logger            *slog.Logger
+	Grab              grab.Config
+	// MaxInFlight and QueueWait bound the grabs and cancels in flight (0: no bound).
+	MaxInFlight int
+	QueueWait   time.Duration
+	// ReconcileEvery is the interval of the reconciler's passes (RunReconciler).
+	ReconcileEvery time.Duration
+	// Pprof serves net/http/pprof under /debug/pprof/.
+	Pprof bool
+	// Switches is where the on-call switches are read from (FollowSwitches); nil
+	// follows none and the defaults stay in force.
+	Switches configcenter.Source
+	// Hook, when set (tests), has the last word on the service's config and deps
+	// before it is built: a clock, private shards, faults, a publisher that records.
+	// kafka is the Kafka publisher that d.Publisher (a publish.Router) routes to.
+	Hook func(c *grab.Config, d *grab.Deps, kafka grab.Publisher)
+}
+
+// App is a wired grab-service.
+type App struct {
+	Service    *grab.Service
+	Reconciler *grab.Reconciler
+	Fence      *grab.Fence // nil when a Hook took it away
+	Store      *store.Store
+	Pool       *shardpool.Pool
+	Kafka      *publish.Kafka
+	Registry   *prometheus.Registry
+	// Switches holds the switches document in force.
+	Switches *configcenter.Holder
+	Handler  http.Handler
+
+	cfg             Config
+	switchesMetrics *configcenter.Metrics
+	log             *slog.Logger
+}
+
+// New builds the app. It does not wait for Redis or Kafka: the scripts load on
+// first use when they cannot load now, and /readyz reports what does not answer.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	pool, err := shardpool.New(cfg.RedisAddrs, redis.Options{PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range pool.Servers() {
+		if err := lua.Load(ctx, c); err != nil {
+			logger.Error("scripts not loaded yet; they load on first use", "err", err.Error())
+		}
+	}
+	db, err := store.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	kafka := publish.NewKafka(cfg.KafkaBrokers, cfg.KafkaBatchTimeout)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	switches := configcenter.NewHolder()
+
+	shards := make([]redis.UniversalClient, 16)
+	for i := range shards {
+		shards[i] = pool.Client(i)
+	}
+	gc := cfg.Grab
+	deps := grab.Deps{
+		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
+		Shards: shards, Publisher: publish.NewRouter(kafka, db, switches, reg), Record: db, Switches: switches,
+		Metrics: grab.NewMetrics(reg), Logger: logger,
+		// The fence answers UNAVAILABLE for shards being rebuilt or lost (grab/fence.go).
+		Fence: grab.NewFence(shards, db.PromotionKeys, reg, logger),
+		// The reconciler's list each second: what ended over a day ago is the sweep's.
+		PromotionKeys: func(ctx context.Context) ([]string, error) {
+			return db.PromotionKeysEndingAfter(ctx, time.Now().Add(-24*time.Hour))
+		},
+	}
+	if cfg.Hook != nil {
+		cfg.Hook(&gc, &deps, kafka)
+	}
+	service, err := grab.New(gc, deps)
+	if err != nil {
+		kafka.Close()
+		db.Close()
+		pool.Close()
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	if cfg.Pprof {
+		mountPprof(mux)
+	}
+	grabtransport.Handler(mux, grabendpoint.New(service, switches, grabendpoint.NewAdmission(cfg.MaxInFlight, cfg.QueueWait, reg)), cfg.Tokens, httpx.NewRouteMetrics(reg, "grab"))
+	required, advisory := readiness(pool, db.Ping, kafka.Ping, switches)
+	httpx.OpsReadiness(mux, reg, switches.Info, required, advisory)
+	var fenced func() []grab.FencedShard
+	if deps.Fence != nil {
+		fenced = deps.Fence.Status
+	}
+	return &App{Service: service, Reconciler: grab.NewReconciler(service), Fence: deps.Fence,
+		Store: db, Pool: pool, Kafka: kafka, Registry: reg, Switches: switches,
+		Handler: grabtransport.Readyz(fenced, httpx.RouteFallback(mux)),
+		cfg:     cfg, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
+}
+
+// RunFence polls the shards' markers until ctx ends (grab/fence.go).
+func (a *App) RunFence(ctx context.Context) error {
+	if a.Fence == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return a.Fence.Run(ctx, 200*time.Millisecond)
+}
+
+// RunReconciler runs the reconciler's passes every Config.ReconcileEvery until ctx ends.
+func (a *App) RunReconciler(ctx context.Context) error {
+	return a.Reconciler.RunReconciler(ctx, a.cfg.ReconcileEvery)
+}
+
+// FollowSwitches applies every valid switches document of Config.Switches until
+// ctx ends. With no source it only waits for ctx.
+func (a *App) FollowSwitches(ctx context.Context) error {
+	if a.cfg.Switches == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return configcenter.Follow(ctx, a.cfg.Switches, a.Switches, a.switchesMetrics, a.log)
+}
+
+// Close stops the service, then the Kafka publisher, the record and the shard
+// clients; call it after the last request has finished.
+func (a *App) Close() error {
+	a.Service.Close()
+	err := errors.Join(a.Kafka.Close(), a.Store.Close(), a.Pool.Close())
+	if err != nil {
+		return fmt.Errorf("grab-service: close: %w", err)
+	}
+	return nil
+}
