@@ -54,7 +54,7 @@ type Config struct {
 
 // App is a wired grab-service.
 type App struct {
-	Service    *grab.Service
+	Service    *grab.Grabber
 	Reconciler *grab.Reconciler
 	Fence      *grab.Fence // nil when a Hook took it away
 	Store      *store.Store

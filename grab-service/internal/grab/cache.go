@@ -43,7 +43,7 @@ const (
 // so that the memory a flood of distinct keys took comes back once it stops, read
 // or put again or not. Entries are judged by the service's clock, as Get judges
 // them; a sweep holds a cache's lock for a few hundred entries at a time.
-func (s *Service) sweepCaches(every time.Duration) {
+func (s *Grabber) sweepCaches(every time.Duration) {
 	defer close(s.swept)
 	t := time.NewTicker(every)
 	defer t.Stop()

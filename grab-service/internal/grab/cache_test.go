@@ -32,7 +32,7 @@ func (c *fakeClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 func (c *fakeClock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
 
 // cacheService is a service on the stack's shards with cfg and clock.
-func cacheService(t *testing.T, cfg Config, clock func() time.Time) *Service {
+func cacheService(t *testing.T, cfg Config, clock func() time.Time) *Grabber {
 	t.Helper()
 	clients := testenv.Shards(t)
 	shards := make([]redis.UniversalClient, len(clients))

@@ -12,7 +12,7 @@ import (
 // sent; an event Kafka does not take now is written to MySQL if its GRAB is there
 // (publish.Router), else owed in the ledger and published by the reconciler, so
 // the answer is RETURNED either way.
-func (s *Service) Cancel(ctx context.Context, requestID, pin, reason string) (Result, error) {
+func (s *Grabber) Cancel(ctx context.Context, requestID, pin, reason string) (Result, error) {
 	res, err := s.cancel(ctx, requestID, pin, reason)
 	if err == nil {
 		s.Metrics.cancels.WithLabelValues(string(res.Result)).Inc()
@@ -22,7 +22,7 @@ func (s *Service) Cancel(ctx context.Context, requestID, pin, reason string) (Re
 	return res, err
 }
 
-func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, error) {
+func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, error) {
 	now := s.Clock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
@@ -92,7 +92,7 @@ func (s *Service) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 }
 
 // finalize records that the CANCEL owed for these takes has been acknowledged.
-func (s *Service) finalize(rid, pin string, gs []group) {
+func (s *Grabber) finalize(rid, pin string, gs []group) {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	_, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnFinalize, NowMs: s.Clock().UnixMilli()})
@@ -103,7 +103,7 @@ func (s *Service) finalize(rid, pin string, gs []group) {
 }
 
 // lookup finds a granted request's items: the Redis request index, else the record.
-func (s *Service) lookup(ctx context.Context, rid string) (flow.RequestIndex, error) {
+func (s *Grabber) lookup(ctx context.Context, rid string) (flow.RequestIndex, error) {
 	idx, found, err := s.readIndex(ctx, rid)
 	if found {
 		return idx, nil

@@ -25,7 +25,7 @@ type claim struct {
 	err     error
 }
 
-func (s *Service) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
+func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
 	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
 	b := idx.AppendJSON(make([]byte, 0, 192))
 	// NX with GET: set when absent, and either way answer what was there.
@@ -45,7 +45,7 @@ func (s *Service) claim(ctx context.Context, req Request, hash string, items []f
 
 // checkClaim answers when the claim failed: REQUEST_ID_REUSED, or UNAVAILABLE when
 // the index shard did not answer. done is false when the grab may go on.
-func (s *Service) checkClaim(req Request, c claim) (Result, bool) {
+func (s *Grabber) checkClaim(req Request, c claim) (Result, bool) {
 	switch {
 	case c.reused:
 		return Result{RequestID: req.RequestID, Result: RequestIDReused, Message: "requestId already used with another body"}, true
@@ -63,7 +63,7 @@ func (s *Service) checkClaim(req Request, c claim) (Result, bool) {
 // spread over every shard, never the hot promotion's. A first attempt holds no
 // claim by the caller's word, so it is answered with no read at all: after a sell-out
 // that is most of the traffic, and the index shards' share of it.
-func (s *Service) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
+func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
 	for i, it := range req.Items {
 		o, ok := s.refusals.Get(promo.Key(it.PromoID, it.Type), now)
 		if !ok {
@@ -80,14 +80,14 @@ func (s *Service) shortCircuit(ctx context.Context, req Request, now time.Time) 
 
 // claimed reports whether requestID holds a claim; when the index cannot tell, it
 // says yes, so the grab takes the full way.
-func (s *Service) claimed(ctx context.Context, requestID string) bool {
+func (s *Grabber) claimed(ctx context.Context, requestID string) bool {
 	n, err := s.indexCommand(ctx, requestID, "exists").Int64()
 	return err != nil || n > 0
 }
 
 // releaseClaim removes the index entry this grab created when it ends refused, so a
 // refused requestId does not hold memory for a month; a later retry claims afresh.
-func (s *Service) releaseClaim(req Request) {
+func (s *Grabber) releaseClaim(req Request) {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	err := s.indexCommand(ctx, req.RequestID, "del").Err()
@@ -96,7 +96,7 @@ func (s *Service) releaseClaim(req Request) {
 
 // readIndex reads request rid's index entry; found is false when there is none (or
 // what is there does not parse: no entry of ours).
-func (s *Service) readIndex(ctx context.Context, rid string) (idx flow.RequestIndex, found bool, err error) {
+func (s *Grabber) readIndex(ctx context.Context, rid string) (idx flow.RequestIndex, found bool, err error) {
 	raw, err := s.indexCommand(ctx, rid, "get").Text()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -109,7 +109,7 @@ func (s *Service) readIndex(ctx context.Context, rid string) (idx flow.RequestIn
 
 // indexCommand runs one command on requestID's index entry (name key args...),
 // through the executor of the shard the ring gives the index key.
-func (s *Service) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
+func (s *Grabber) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
 	key := promo.RequestIndexKey(requestID)
 	return s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
 		cmd := redis.NewCmd(ctx, append([]any{name, key}, args...)...)

@@ -232,7 +232,7 @@ func (f *Fence) Status() []FencedShard {
 
 // fenceRefusal answers UNAVAILABLE, naming the first item on a fenced shard,
 // before anything is taken.
-func (s *Service) fenceRefusal(rid string, gs []group) (Result, bool) {
+func (s *Grabber) fenceRefusal(rid string, gs []group) (Result, bool) {
 	for _, g := range gs { // groups come in order of their first item
 		if s.Fence.Fenced(g.shard) {
 			s.Fence.refused.WithLabelValues(strconv.Itoa(g.shard), "grab").Inc()
@@ -244,7 +244,7 @@ func (s *Service) fenceRefusal(rid string, gs []group) (Result, bool) {
 
 // fenceCancel refuses a buyer's cancel on a fenced shard. The other modes settle
 // takes that began before the fence went up, and must run.
-func (s *Service) fenceCancel(call lua.ReturnCall, shard int) error {
+func (s *Grabber) fenceCancel(call lua.ReturnCall, shard int) error {
 	if call.Mode != lua.ReturnCancel || call.Reason == rollbackReason || !s.Fence.Fenced(shard) {
 		return nil
 	}

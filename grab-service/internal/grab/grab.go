@@ -17,7 +17,7 @@ import (
 // once the GRAB flow event is acknowledged. The error return is for failures of the
 // service itself (and bad input found late, num above maxPerGrab); every business
 // answer, refusals included, is a Result.
-func (s *Service) Grab(ctx context.Context, req Request) (Result, error) {
+func (s *Grabber) Grab(ctx context.Context, req Request) (Result, error) {
 	start := s.Clock()
 	res, err := s.grab(ctx, req, start)
 	s.Metrics.grabLatency.Observe(s.Clock().Sub(start).Seconds())
@@ -27,7 +27,7 @@ func (s *Service) Grab(ctx context.Context, req Request) (Result, error) {
 	return res, err
 }
 
-func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result, error) {
+func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result, error) {
 	rid := req.RequestID
 	snap := s.Switches.Load()
 	if !snap.GrabEnabled {
@@ -92,7 +92,7 @@ func (s *Service) grab(ctx context.Context, req Request, now time.Time) (Result,
 }
 
 // take runs one q.lua per shard, shards in parallel.
-func (s *Service) take(ctx context.Context, req Request, hash string, gs []group, now, deadline time.Time, factor int64) ([]lua.GrabReply, []error) {
+func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group, now, deadline time.Time, factor int64) ([]lua.GrabReply, []error) {
 	replies := make([]lua.GrabReply, len(gs))
 	errs := make([]error, len(gs))
 	fanout.Each(gs, func(i int, g group) {
@@ -114,7 +114,7 @@ func (s *Service) take(ctx context.Context, req Request, hash string, gs []group
 // settleTakes decides the answer when not every shard took: it undoes the shards
 // that did (nothing was published, so the ledger forgets them) and names the first
 // failing item. done is false only when every shard took.
-func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, errs []error, now time.Time) (Result, error, bool) {
+func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, errs []error, now time.Time) (Result, error, bool) {
 	rid := req.RequestID
 	var took []group
 	failed, failedAt := -1, len(req.Items)
@@ -178,7 +178,7 @@ func (s *Service) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 // means the first answer is not known yet; one aborted means the grab was rolled
 // back as a whole (its committed parts were then cancelled, so they read C or R);
 // only when every part is cancelled or returned was it granted and since returned.
-func (s *Service) replay(req Request, states []string) Result {
+func (s *Grabber) replay(req Request, states []string) Result {
 	rid := req.RequestID
 	switch {
 	case slices.Contains(states, lua.LedgerPending):
@@ -196,7 +196,7 @@ func (s *Service) replay(req Request, states []string) Result {
 }
 
 // undo gives back takes whose GRAB was never published: the ledger forgets them.
-func (s *Service) undo(req Request, gs []group) {
+func (s *Grabber) undo(req Request, gs []group) {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	_, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnUndo, NowMs: s.Clock().UnixMilli()})
@@ -227,7 +227,7 @@ func rolledBack(rid string, settled bool) Result {
 // then cannot take the debt with it. Otherwise the reconciler publishes it on its
 // next pass. Entries already gone (their shard came back empty) hold no debt, so
 // their CANCEL is always published here. It reports whether every part settled.
-func (s *Service) abort(req Request, gs []group, published bool) bool {
+func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	call := lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli()}
@@ -281,7 +281,7 @@ func (s *Service) abort(req Request, gs []group, published bool) bool {
 // reports whether Kafka took it. An item whose entry is gone has nothing left in
 // Redis to owe its CANCEL, so it is paid here or the rebuild would restore the
 // grant (docs/design.md, "Rollbacks and owed CANCELs").
-func (s *Service) publishRollback(ctx context.Context, req Request, gs []group) bool {
+func (s *Grabber) publishRollback(ctx context.Context, req Request, gs []group) bool {
 	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, flowItems(req.Items, gs), s.Clock(), "ROLLBACK")
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("rollback CANCEL not acknowledged; an entry still owing it is published by the reconciler, one already gone is reported by `recovery verify`",
@@ -292,7 +292,7 @@ func (s *Service) publishRollback(ctx context.Context, req Request, gs []group) 
 }
 
 // commit marks every take granted and records where the request's items live.
-func (s *Service) commit(ctx context.Context, req Request, gs []group) bool {
+func (s *Grabber) commit(ctx context.Context, req Request, gs []group) bool {
 	ok := make([]bool, len(gs))
 	fanout.Each(gs, func(i int, g group) {
 		for attempt := 0; attempt < 2 && !ok[i]; attempt++ {
@@ -339,12 +339,12 @@ func flowItems(items []Item, gs []group) []flow.Item {
 	return out
 }
 
-func (s *Service) event(kind flow.Kind, rid, pin, ip string, items []flow.Item, at time.Time, reason string) flow.Event {
+func (s *Grabber) event(kind flow.Kind, rid, pin, ip string, items []flow.Item, at time.Time, reason string) flow.Event {
 	return flow.Event{EventID: newEventID(), Kind: kind, RequestID: rid, Pin: pin, IP: ip,
 		Items: items, OccurredAt: flow.Stamp(at), Reason: reason}
 }
 
-func (s *Service) publish(ctx context.Context, events ...flow.Event) error {
+func (s *Grabber) publish(ctx context.Context, events ...flow.Event) error {
 	start := time.Now()
 	err := s.Publisher.Publish(ctx, events...)
 	s.Metrics.kafkaLatency.Observe(time.Since(start).Seconds())

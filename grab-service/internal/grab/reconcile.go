@@ -43,13 +43,13 @@ type ReconcileStats struct {
 // shard executors, record and publisher, so it is built on the service, and runs
 // as a loop of its own (RunReconciler).
 type Reconciler struct {
-	*Service
+	*Grabber
 	passes reconcilePasses
 }
 
 // NewReconciler builds the reconciler of svc.
-func NewReconciler(svc *Service) *Reconciler {
-	return &Reconciler{Service: svc}
+func NewReconciler(svc *Grabber) *Reconciler {
+	return &Reconciler{Grabber: svc}
 }
 
 // RunReconciler runs a pass at once and then every interval until ctx ends.

@@ -12,7 +12,7 @@ import (
 // entry on one shard and a cancelled one on the other, and must read as rolled
 // back from either side, not as granted and returned.
 func TestReplayStatesDecideByPrecedence(t *testing.T) {
-	var s Service
+	var s Grabber
 	req := Request{RequestID: "r", Items: []Item{{PromoID: "a", Type: 1, Num: 1}, {PromoID: "b", Type: 1, Num: 1}}}
 	const (
 		P, G, A, X, C, R = lua.LedgerPending, lua.LedgerCommitted, lua.LedgerAborted, lua.LedgerAbortRecorded, lua.LedgerCancelled, lua.LedgerReturned

@@ -102,9 +102,19 @@ type Deps struct {
 	PromotionKeys func(ctx context.Context) ([]string, error)
 }
 
-// Service implements grab, cancel and status; the Reconciler (reconcile.go) is
+// Service is what the checkout service and the detail page can do; grabendpoint
+// serves it, and Grabber implements it.
+type Service interface {
+	Grab(ctx context.Context, req Request) (Result, error)
+	Cancel(ctx context.Context, requestID, pin, reason string) (Result, error)
+	Status(ctx context.Context, promoID string, typ int) (Status, error)
+}
+
+var _ Service = (*Grabber)(nil)
+
+// Grabber implements Service over the 16 shards; the Reconciler (reconcile.go) is
 // built on it.
-type Service struct {
+type Grabber struct {
 	Deps
 	cfg      Config
 	ring     *ring.Ring
@@ -118,7 +128,7 @@ type Service struct {
 }
 
 // New builds the service and starts its shard executors.
-func New(cfg Config, d Deps) (*Service, error) {
+func New(cfg Config, d Deps) (*Grabber, error) {
 	if len(d.Shards) != ring.Shards {
 		return nil, fmt.Errorf("grab service: %d shard clients, want %d", len(d.Shards), ring.Shards)
 	}
@@ -132,7 +142,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 		return nil, fmt.Errorf("grab service: cache sizes %d and %d and sweep interval %s, want each above 0",
 			cfg.RefusalCacheSize, cfg.StatusCacheSize, cfg.CacheSweepEvery)
 	}
-	s := &Service{Deps: d, cfg: cfg, ring: ring.Default,
+	s := &Grabber{Deps: d, cfg: cfg, ring: ring.Default,
 		refusals: expiry.New[Outcome](cfg.RefusalCacheSize, cfg.RefusalTTL),
 		status: statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL),
 			limit: newStatusLimit(cfg.StatusRate)},
@@ -146,7 +156,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 
 // Close stops the shard executors and the cache sweeper; call it after the last
 // request has finished.
-func (s *Service) Close() {
+func (s *Grabber) Close() {
 	close(s.stopSweep)
 	<-s.swept
 	for _, e := range s.execs {
@@ -161,7 +171,7 @@ type group struct {
 	keys  []string // promotion hash keys, in idx order
 }
 
-func (s *Service) groups(items []Item) []group {
+func (s *Grabber) groups(items []Item) []group {
 	var gs []group
 	at := map[int]int{}
 	for i, it := range items {
@@ -180,7 +190,7 @@ func (s *Service) groups(items []Item) []group {
 }
 
 // returnOn runs return.lua in mode on every group and reports each reply.
-func (s *Service) returnOn(ctx context.Context, gs []group, call lua.ReturnCall) ([]lua.ReturnReply, []error) {
+func (s *Grabber) returnOn(ctx context.Context, gs []group, call lua.ReturnCall) ([]lua.ReturnReply, []error) {
 	replies := make([]lua.ReturnReply, len(gs))
 	errs := make([]error, len(gs))
 	fanout.Each(gs, func(i int, g group) {
@@ -197,11 +207,11 @@ func (s *Service) returnOn(ctx context.Context, gs []group, call lua.ReturnCall)
 }
 
 // settleCtx is for clean-up that must run even when the caller's deadline has passed.
-func (s *Service) settleCtx() (context.Context, context.CancelFunc) {
+func (s *Grabber) settleCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.cfg.RedisTimeout*2)
 }
 
-func (s *Service) logErr(msg string, err error, attrs ...any) {
+func (s *Grabber) logErr(msg string, err error, attrs ...any) {
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.Logger.Warn(msg, append(attrs, "err", err.Error())...)
 	}

@@ -57,7 +57,7 @@ type cachedStatus struct {
 }
 
 // Status answers from the cache, or reads the promotion hash once.
-func (s *Service) Status(ctx context.Context, promoID string, typ int) (Status, error) {
+func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, error) {
 	key := promo.Key(promoID, typ)
 	now := s.Clock()
 	if c, ok := s.status.m.Get(key, now); ok {

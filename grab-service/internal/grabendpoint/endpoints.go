@@ -33,7 +33,7 @@ type Set struct {
 // like every refusal, so nothing placed around it would count limiting as failure.
 // adm (nil: none) bounds the grabs and cancels in flight; a request the limiter
 // refuses never takes one of its slots.
-func New(svc *grab.Service, switches *configcenter.Holder, adm *Admission) Set {
+func New(svc grab.Service, switches *configcenter.Holder, adm *Admission) Set {
 	grabLimit := &methodLimiter{get: func(s *configcenter.Snapshot) float64 { return s.MethodLimits.Grab }, switches: switches}
 	cancelLimit := &methodLimiter{get: func(s *configcenter.Snapshot) float64 { return s.MethodLimits.Cancel }, switches: switches}
 	var grabEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {

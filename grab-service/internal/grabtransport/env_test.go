@@ -87,7 +87,7 @@ func (c *clock) advance(d time.Duration) {
 type env struct {
 	t        *testing.T
 	srv      *httptest.Server
-	svc      *grab.Service
+	svc      *grab.Grabber
 	rec      *grab.Reconciler // the reconciler of svc: tests run its passes
 	shards   []*redis.Client
 	kafka    *kfake.Cluster
