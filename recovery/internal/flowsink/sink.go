@@ -61,11 +61,24 @@ func Defaults() Config {
 	}
 }
 
+// consumer is the group's side of the topic (*kafka.Reader).
+type consumer interface {
+	FetchMessage(ctx context.Context) (kafka.Message, error)
+	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
+	Close() error
+}
+
+// producer is the dead-letter topic's writer (*kafka.Writer).
+type producer interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+	Close() error
+}
+
 // Sink consumes the flow topic into the record.
 type Sink struct {
 	cfg    Config
-	reader *kafka.Reader
-	dead   *kafka.Writer
+	reader consumer
+	dead   producer
 	rec    Record
 	m      *Metrics
 	log    *slog.Logger
