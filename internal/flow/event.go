@@ -54,8 +54,11 @@ func Stamp(t time.Time) string { return t.UTC().Format(TimeFormat) }
 // Decode parses and checks one event; the flow sink sends what fails to the dead-letter topic.
 func Decode(b []byte) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(b, &e); err != nil {
-		return e, fmt.Errorf("decode flow event: %w", err)
+	if !decodeJSON(b, &e) { // not in the producers' shape: encoding/json says what it is
+		e = Event{}
+		if err := json.Unmarshal(b, &e); err != nil {
+			return e, fmt.Errorf("decode flow event: %w", err)
+		}
 	}
 	if e.EventID == "" || e.RequestID == "" || len(e.Items) == 0 {
 		return e, fmt.Errorf("decode flow event %q: eventId, requestId and items are required", e.EventID)
