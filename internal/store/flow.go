@@ -1,16 +1,17 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
+	"math/bits"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
@@ -28,9 +29,34 @@ import (
 // (a batch costs a few statements, not one per row). If another writer inserts one
 // of them in between, the INSERT fails on the unique key and the whole transaction
 // is refused; the caller's retry then finds the row present.
+//
+// Why a lookup rather than INSERT IGNORE or ON DUPLICATE KEY UPDATE: the remaining
+// count moves only by the rows this call writes, and a CANCEL is written only when
+// its GRAB is in the log, so the call must know row by row what is there, which
+// neither tells; and INSERT IGNORE would also turn MySQL's refusal of a value (too
+// long, out of range) into a warning and a truncated row, where the flow sink needs
+// the error to dead-letter the event.
+//
+// The statements are prepared once (flowStmts) and reused on every connection:
+// the INSERT in row counts of powers of two up to flowBucketMax, a batch written
+// as the fewest of them (a batch of 300 rows: 256 + 32 + 8 + 4); the lookup, and
+// the one UPDATE of the batch's promotions, padded to the next power of two by
+// repeating their last request id or promotion. Building one statement per batch
+// instead would have MySQL parse and plan a statement of up to 6,656 placeholders
+// every batch (the driver prepares what it sends with arguments), and cost a
+// round trip more to prepare it; on this machine a round trip costs the sink more
+// CPU than writing a row.
 func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written int, err error) {
-	rows, err := flowRowsOf(events)
-	if err != nil || len(rows) == 0 {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	st, err := s.flowStatements(ctx)
+	if err != nil {
+		return 0, err
+	}
+	w := st.batch()
+	defer st.release(w)
+	if err := w.rowsOf(events); err != nil || len(w.rows) == 0 {
 		return 0, err
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
@@ -42,13 +68,11 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			_ = tx.Rollback()
 		}
 	}()
-	present, err := presentFlows(ctx, tx, rows)
-	if err != nil {
+	if err := w.lookUpPresent(ctx, tx.Tx, st); err != nil {
 		return 0, err
 	}
-	var fresh []newFlow
-	delta := map[ID]int64{}
-	for _, r := range rows {
+	present := w.present
+	for _, r := range w.rows {
 		if present[r.key] {
 			continue
 		}
@@ -60,36 +84,159 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			}
 		}
 		present[r.key] = true // a repeat within the batch is skipped too
-		fresh = append(fresh, r)
+		w.fresh = append(w.fresh, r)
 		if r.key.kind == flow.Grab {
-			delta[r.key.id] -= r.num
+			w.delta[r.key.id] -= r.num
 		} else {
-			delta[r.key.id] += r.num
+			w.delta[r.key.id] += r.num
 		}
 	}
-	for chunk := range slices.Chunk(fresh, insertChunk) {
-		q, args := insertFlowsSQL(chunk)
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+	for rows := w.fresh; len(rows) > 0; {
+		b := bits.Len(uint(min(len(rows), flowBucketMax))) - 1 // the largest bucket that fits
+		chunk := rows[:1<<b]
+		rows = rows[len(chunk):]
+		args := w.args[:0]
+		for _, r := range chunk {
+			args = append(args, w.events[r.event][:]...)
+			// Integers below 256 (a type, a shard, most nums) are boxed without an allocation.
+			args = append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard))
+		}
+		w.args = args
+		if _, err := tx.StmtContext(ctx, st.insert[b]).ExecContext(ctx, args...); err != nil {
 			return 0, fmt.Errorf("insert flows: %d rows from %s %s: %w", len(chunk), chunk[0].key.kind, chunk[0].key.requestID, err)
 		}
 	}
-	// In key order, so two writers (the sink's batches, its owed-CANCEL pass) lock the
-	// promotion rows in the same order and cannot deadlock on them.
-	ids := slices.SortedFunc(maps.Keys(delta), func(a, b ID) int { return strings.Compare(a.Key(), b.Key()) })
-	for _, id := range ids {
-		d := delta[id]
-		if _, err := tx.ExecContext(ctx, `UPDATE promotion SET remaining = remaining + ? WHERE promo_id = ? AND promo_type = ?`, d, id.PromoID, id.Type); err != nil {
-			return 0, fmt.Errorf("insert flows: remaining of %s: %w", id, err)
+	// One UPDATE for the batch's promotions (up to flowPromoMax), which InnoDB runs
+	// along the primary key; several in the primary key's order: two writers (the
+	// sink's batches, its owed-CANCEL pass) lock the promotion rows in the same order
+	// and cannot deadlock on them.
+	for id, d := range w.delta {
+		w.promos = append(w.promos, promoDelta{id, d})
+	}
+	slices.SortFunc(w.promos, func(a, b promoDelta) int {
+		return cmp.Or(strings.Compare(a.id.PromoID, b.id.PromoID), cmp.Compare(a.id.Type, b.id.Type))
+	})
+	for promos := range slices.Chunk(w.promos, flowPromoMax) {
+		b := bits.Len(uint(len(promos) - 1)) // the smallest bucket that holds them
+		args := w.args[:0]
+		for i := range 1 << b {
+			p := promos[min(i, len(promos)-1)] // padded with the last: its WHEN repeated changes nothing
+			args = append(args, p.id.PromoID, int64(p.id.Type), p.d)
+		}
+		for i := range 1 << b {
+			p := promos[min(i, len(promos)-1)]
+			args = append(args, p.id.PromoID, int64(p.id.Type))
+		}
+		w.args = args
+		if _, err := tx.StmtContext(ctx, st.update[b]).ExecContext(ctx, args...); err != nil {
+			return 0, fmt.Errorf("insert flows: remaining of %d promotions from %s: %w", len(promos), promos[0].id, err)
 		}
 	}
 	if err := commit(ctx, tx); err != nil {
 		return 0, fmt.Errorf("insert flows: commit: %w", err)
 	}
-	return len(fresh), nil
+	return len(w.fresh), nil
 }
 
-// insertChunk bounds the rows of one INSERT (and the request ids of one lookup).
+// insertChunk bounds the rows of one INSERT elsewhere (owed.go).
 const insertChunk = 500
+
+// flowBuckets is how many sizes InsertFlows' statements come in: 1, 2, 4, ...
+// flowBucketMax rows (request ids for the lookup). The largest INSERT carries
+// 13 × 512 = 6,656 placeholders, well under MySQL's 65,535.
+// The UPDATE of remaining comes in 1, 2, 4, ... flowPromoMax promotions.
+const (
+	flowBuckets      = 10
+	flowBucketMax    = 1 << (flowBuckets - 1)
+	flowPromoBuckets = 7
+	flowPromoMax     = 1 << (flowPromoBuckets - 1)
+)
+
+// flowColumns are grab_flow's columns as InsertFlows writes them: the event's
+// first (eventColumns of them, the same for each of its items), then the item's.
+const (
+	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard"
+	eventColumns = 9
+	rowColumns   = eventColumns + 4
+)
+
+// flowStmts are InsertFlows' statements, prepared on first use. A *sql.Stmt is
+// prepared again on each connection it runs on (database/sql keeps one per
+// connection), and a transaction takes the one of its connection (Tx.StmtContext).
+type flowStmts struct {
+	mu     sync.Mutex
+	ready  bool
+	insert [flowBuckets]*sql.Stmt      // insert[b] writes 1<<b rows
+	lookup [flowBuckets]*sql.Stmt      // lookup[b] looks up 1<<b request ids
+	update [flowPromoBuckets]*sql.Stmt // update[b] nets 1<<b promotions
+	// spare is the scratch of the last batch, for the next: sequential batches (the
+	// flow sink's) reuse one, grown once, which a sync.Pool would drop at every GC.
+	spare atomic.Pointer[flowBatch]
+}
+
+func (s *Store) flowStatements(ctx context.Context) (*flowStmts, error) {
+	f := &s.flows
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ready {
+		return f, nil
+	}
+	prepare := func(q string) (*sql.Stmt, error) {
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("insert flows: prepare: %w", err)
+		}
+		return st, nil
+	}
+	var err error
+	for b := range flowBuckets {
+		n := 1 << b
+		if f.insert[b], err = prepare(`INSERT INTO grab_flow (` + flowColumns + `) VALUES ` + placeholders(n, rowColumns)); err != nil {
+			break
+		}
+		if f.lookup[b], err = prepare(`SELECT request_id, kind, promo_id, promo_type FROM grab_flow WHERE request_id IN (` +
+			strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)`); err != nil {
+			break
+		}
+	}
+	for b := range flowPromoBuckets {
+		if err != nil {
+			break
+		}
+		n := 1 << b
+		f.update[b], err = prepare(`UPDATE promotion SET remaining = remaining + CASE` +
+			strings.Repeat(` WHEN promo_id = ? AND promo_type = ? THEN ?`, n) +
+			` ELSE 0 END WHERE (promo_id, promo_type) IN (` + placeholders(n, 2) + `)`)
+	}
+	if err != nil {
+		f.closeLocked()
+		return nil, err
+	}
+	f.ready = true
+	return f, nil
+}
+
+// close releases the statements (Store.Close).
+func (f *flowStmts) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closeLocked()
+}
+
+func (f *flowStmts) closeLocked() {
+	for _, st := range slices.Concat(f.insert[:], f.lookup[:], f.update[:]) {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+	f.insert, f.lookup, f.update, f.ready = [flowBuckets]*sql.Stmt{}, [flowBuckets]*sql.Stmt{}, [flowPromoBuckets]*sql.Stmt{}, false
+}
+
+// placeholders is n rows of cols placeholders each: (?, ?), (?, ?).
+func placeholders(n, cols int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+}
 
 // flowKey is grab_flow's unique key.
 type flowKey struct {
@@ -100,89 +247,135 @@ type flowKey struct {
 
 // newFlow is one grab_flow row to write: one item of one event.
 type newFlow struct {
-	key              flowKey
-	e                *flow.Event
-	num              int64
-	shard            int
-	indexShard       int // migration 0003: where the request's index entry lives
-	at               time.Time
-	bodyHash, reason string
+	key   flowKey
+	event int // the event's column values: flowBatch.events[event]
+	num   int64
+	shard int
 }
 
-func flowRowsOf(events []flow.Event) ([]newFlow, error) {
-	var rows []newFlow
+// flowBatch is the scratch of one InsertFlows: its slices and maps are reused by
+// the next batch, so a batch allocates little beyond its arguments.
+type flowBatch struct {
+	rows    []newFlow
+	events  [][eventColumns]any // each event's column values, boxed once for all its rows
+	ids     []any               // the request ids to look up, once each
+	seen    map[string]string   // request id -> the batch's copy of it
+	present map[flowKey]bool
+	fresh   []newFlow
+	delta   map[ID]int64
+	promos  []promoDelta
+	args    []any
+}
+
+type promoDelta struct {
+	id ID
+	d  int64
+}
+
+// batch is the spare scratch, or a new one when another call holds it.
+func (f *flowStmts) batch() *flowBatch {
+	if w := f.spare.Swap(nil); w != nil {
+		return w
+	}
+	return &flowBatch{seen: map[string]string{}, present: map[flowKey]bool{}, delta: map[ID]int64{}}
+}
+
+// release clears what the batch referred to (the events' strings) and keeps it as
+// the spare.
+func (f *flowStmts) release(w *flowBatch) {
+	clear(w.rows)
+	clear(w.events)
+	clear(w.ids)
+	clear(w.fresh)
+	clear(w.promos)
+	clear(w.args)
+	w.rows, w.events, w.ids, w.fresh, w.promos, w.args = w.rows[:0], w.events[:0], w.ids[:0], w.fresh[:0], w.promos[:0], w.args[:0]
+	clear(w.seen)
+	clear(w.present)
+	clear(w.delta)
+	f.spare.Store(w)
+}
+
+// Boxed once: the kinds as grab_flow's ENUM takes them.
+var kindArg = map[flow.Kind]any{flow.Grab: string(flow.Grab), flow.Cancel: string(flow.Cancel)}
+
+// rowsOf makes the batch's rows (an event's items, in order) and the request ids to
+// look up.
+func (w *flowBatch) rowsOf(events []flow.Event) error {
 	for i := range events {
 		e := &events[i]
 		at, err := time.Parse(time.RFC3339Nano, e.OccurredAt)
 		if err != nil {
-			return nil, fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, err)
+			return fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, err)
 		}
-		indexShard := ring.Default.Shard(promo.RequestIndexKey(e.RequestID))
+		kind, ok := kindArg[e.Kind]
+		if !ok {
+			kind = string(e.Kind) // MySQL refuses it, as it did
+		}
+		var hash, reason string // migration 0002's columns: a GRAB's hash, a CANCEL's reason
+		if e.Kind == flow.Grab {
+			hash = e.BodyHash
+		} else {
+			reason = e.Reason
+		}
+		indexShard := ring.Default.Shard(promo.RequestIndexKey(e.RequestID)) // migration 0003
+		requestID := any(e.RequestID)
+		w.events = append(w.events, [eventColumns]any{e.EventID, kind, requestID, e.Pin, e.IP, at.UTC(), hash, reason, int64(indexShard)})
+		if _, ok := w.seen[e.RequestID]; !ok {
+			w.seen[e.RequestID] = e.RequestID
+			w.ids = append(w.ids, requestID)
+		}
 		for _, it := range e.Items {
-			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, e: e, num: it.Num, shard: it.Shard, at: at.UTC(), indexShard: indexShard}
-			if e.Kind == flow.Grab { // migration 0002's columns: a GRAB's hash, a CANCEL's reason
-				r.bodyHash = e.BodyHash
-			} else {
-				r.reason = e.Reason
-			}
-			rows = append(rows, r)
+			w.rows = append(w.rows, newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, event: len(w.events) - 1, num: it.Num, shard: it.Shard})
 		}
 	}
-	return rows, nil
+	return nil
 }
 
-// presentFlows returns which of the rows' requests already have rows, of any kind
-// and promotion, by their unique key.
-func presentFlows(ctx context.Context, tx *sqlx.Tx, rows []newFlow) (map[flowKey]bool, error) {
-	seen := map[string]bool{}
-	var ids []string
-	for _, r := range rows {
-		if !seen[r.key.requestID] {
-			seen[r.key.requestID] = true
-			ids = append(ids, r.key.requestID)
+// lookUpPresent fills w.present with the rows present of the batch's requests, of
+// any kind and promotion, by their unique key.
+func (w *flowBatch) lookUpPresent(ctx context.Context, tx *sql.Tx, st *flowStmts) error {
+	for ids := range slices.Chunk(w.ids, flowBucketMax) {
+		b := bits.Len(uint(len(ids) - 1)) // the smallest bucket that holds them
+		args := append(w.args[:0], ids...)
+		for len(args) < 1<<b {
+			args = append(args, ids[len(ids)-1])
 		}
-	}
-	present := map[flowKey]bool{}
-	for chunk := range slices.Chunk(ids, insertChunk) {
-		q, args, err := sqlx.In(`SELECT request_id, kind, promo_id, promo_type FROM grab_flow WHERE request_id IN (?)`, chunk)
+		w.args = args
+		res, err := tx.StmtContext(ctx, st.lookup[b]).QueryContext(ctx, args...)
 		if err != nil {
-			return nil, fmt.Errorf("insert flows: %w", err)
+			return fmt.Errorf("insert flows: look up present rows: %w", err)
 		}
-		res, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
-		}
+		var rid, kind, promoID sql.RawBytes
+		var typ int64
 		for res.Next() {
-			var k flowKey
-			if err := res.Scan(&k.requestID, &k.kind, &k.id.PromoID, &k.id.Type); err != nil {
+			if err := res.Scan(&rid, &kind, &promoID, &typ); err != nil {
 				res.Close()
-				return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
+				return fmt.Errorf("insert flows: look up present rows: %w", err)
 			}
-			present[k] = true
+			k := flowKey{id: ID{string(promoID), int(typ)}}
+			switch string(kind) {
+			case string(flow.Grab):
+				k.kind = flow.Grab
+			case string(flow.Cancel):
+				k.kind = flow.Cancel
+			default:
+				k.kind = flow.Kind(kind)
+			}
+			var ok bool
+			if k.requestID, ok = w.seen[string(rid)]; !ok {
+				k.requestID = string(rid)
+			}
+			w.present[k] = true
 		}
 		if err := res.Close(); err != nil {
-			return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
+			return fmt.Errorf("insert flows: look up present rows: %w", err)
 		}
 		if err := res.Err(); err != nil {
-			return nil, fmt.Errorf("insert flows: look up present rows: %w", err)
+			return fmt.Errorf("insert flows: look up present rows: %w", err)
 		}
 	}
-	return present, nil
-}
-
-func insertFlowsSQL(rows []newFlow) (string, []any) {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash, reason, index_shard) VALUES `)
-	args := make([]any, 0, 13*len(rows))
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, r.e.EventID, string(r.key.kind), r.key.requestID, r.e.Pin, r.e.IP,
-			r.key.id.PromoID, r.key.id.Type, r.num, r.shard, r.at, r.bodyHash, r.reason, r.indexShard)
-	}
-	return b.String(), args
+	return nil
 }
 
 // HasGrab reports whether the GRAB of requestID for the promotion is in the log:

@@ -2,10 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/store"
@@ -117,5 +121,136 @@ func TestInsertFlowsRacingWritersLandEachRowOnce(t *testing.T) {
 	}
 	if r := remaining(t, s, "G"); r != 10_000-int64(len(batch)) {
 		t.Errorf("remaining: want %d, have %d", 10_000-len(batch), r)
+	}
+}
+
+// A batch larger than InsertFlows' largest statement (512 rows, 512 request ids, 64
+// promotions), holding rows stored by an earlier batch, repeats of its own rows and
+// CANCELs of GRABs stored before it, in it, and nowhere: each row lands once, in the
+// batch's order, and every promotion's remaining moves by exactly what was written.
+func TestInsertFlowsLargeBatchWithDuplicatesWritesEachRowOnce(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := context.Background()
+	const promos = 70
+	for p := range promos {
+		create(t, s, spec(fmt.Sprintf("L%d", p), 1000), time.Now())
+	}
+	twoItems := func(kind flow.Kind, i int) flow.Event {
+		e := flowEvent(kind, fmt.Sprintf("q%d", i), fmt.Sprintf("L%d", i%promos), 1)
+		e.Items = append(e.Items, flow.Item{PromoID: fmt.Sprintf("L%d", (i+1)%promos), Type: 1, Num: 2, Shard: 5})
+		return e
+	}
+	var earlier []flow.Event
+	for i := range 100 {
+		earlier = append(earlier, twoItems(flow.Grab, i))
+	}
+	if n, err := s.InsertFlows(ctx, earlier); err != nil || n != 200 {
+		t.Fatalf("earlier batch: want 200 rows, have %d (%v)", n, err)
+	}
+	// 600 GRABs of two items (1,200 rows), of which the first 100 are stored already;
+	// a repeat of every tenth; a CANCEL of every seventh, whose GRAB is stored, in
+	// this batch, or (past 600) nowhere.
+	var batch []flow.Event
+	want := 0
+	for i := range 600 {
+		batch = append(batch, twoItems(flow.Grab, i))
+		if i >= 100 {
+			want += 2
+		}
+		if i%10 == 0 {
+			batch = append(batch, twoItems(flow.Grab, i))
+		}
+	}
+	for i := 0; i < 700; i += 7 {
+		batch = append(batch, twoItems(flow.Cancel, i))
+		if i < 600 {
+			want += 2
+		}
+	}
+	n, err := s.InsertFlows(ctx, batch)
+	if err != nil || n != want {
+		t.Fatalf("large batch: want %d rows, have %d (%v)", want, n, err)
+	}
+	if n, err := s.InsertFlows(ctx, batch); err != nil || n != 0 {
+		t.Fatalf("large batch again: want 0 rows, have %d (%v)", n, err)
+	}
+	if rows := scalar(t, s, "SELECT COUNT(*) FROM grab_flow"); rows != int64(200+want) {
+		t.Errorf("rows in grab_flow: want %d, have %d", 200+want, rows)
+	}
+	if dups := scalar(t, s, "SELECT COUNT(*) FROM (SELECT 1 FROM grab_flow GROUP BY request_id, kind, promo_id, promo_type HAVING COUNT(*) > 1) d"); dups != 0 {
+		t.Errorf("%d keys written twice", dups)
+	}
+	// Remaining: each promotion's total less what the log nets for it.
+	for p := range promos {
+		id := fmt.Sprintf("L%d", p)
+		granted, err := s.GrantedByRecord(ctx, id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := remaining(t, s, id); r != 1000-granted {
+			t.Errorf("%s: remaining %d, granted by the record %d, total 1000", id, r, granted)
+		}
+	}
+	// The batch's order is the log's: a request's GRAB before its CANCEL, items in order.
+	if bad := scalar(t, s, `SELECT COUNT(*) FROM grab_flow c JOIN grab_flow g ON g.request_id = c.request_id
+ AND g.promo_id = c.promo_id AND g.kind = 'GRAB' WHERE c.kind = 'CANCEL' AND c.id < g.id`); bad != 0 {
+		t.Errorf("%d CANCEL rows precede their GRAB", bad)
+	}
+	_, _, items, err := s.GrabItems(ctx, "q150")
+	if err != nil || len(items) != 2 || items[0].PromoID != "L10" || items[1].PromoID != "L11" {
+		t.Errorf("q150's items in order: want L10, L11, have %+v (%v)", items, err)
+	}
+}
+
+// Every row count writes as the statements' sizes add up to it: counts around
+// each power of two, and past the largest.
+func TestInsertFlowsEveryBatchSize(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := context.Background()
+	create(t, s, spec("S", 1_000_000), time.Now())
+	total := int64(0)
+	for _, size := range []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 255, 257, 511, 512, 513, 1023, 1025} {
+		var batch []flow.Event
+		for i := range size {
+			batch = append(batch, flowEvent(flow.Grab, fmt.Sprintf("s%d-%d", size, i), "S", 1))
+		}
+		if n, err := s.InsertFlows(ctx, batch); err != nil || n != size {
+			t.Fatalf("%d events: want %d rows, have %d (%v)", size, size, n, err)
+		}
+		total += int64(size)
+		if r := remaining(t, s, "S"); r != 1_000_000-total {
+			t.Fatalf("after %d events: remaining %d, want %d", size, r, 1_000_000-total)
+		}
+	}
+	if rows := scalar(t, s, "SELECT COUNT(*) FROM grab_flow"); rows != total {
+		t.Errorf("rows: want %d, have %d", total, rows)
+	}
+}
+
+// MySQL refusing a value (here a pin longer than its column) stays an error of the
+// whole batch, nothing of it written: the flow sink then writes the events one by
+// one and dead-letters the refused one.
+func TestInsertFlowsRefusedValueIsAnErrorAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := context.Background()
+	create(t, s, spec("V", 100), time.Now())
+	bad := flowEvent(flow.Grab, "v2", "V", 1)
+	bad.Pin = strings.Repeat("p", 200)
+	_, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "v1", "V", 1), bad})
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1406 {
+		t.Fatalf("want MySQL error 1406 (data too long), have %v", err)
+	}
+	if rows := scalar(t, s, "SELECT COUNT(*) FROM grab_flow"); rows != 0 {
+		t.Errorf("%d rows written by a refused batch", rows)
+	}
+	if r := remaining(t, s, "V"); r != 100 {
+		t.Errorf("remaining moved by a refused batch: %d", r)
+	}
+	if n, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "v1", "V", 1)}); err != nil || n != 1 {
+		t.Errorf("the good event alone: want 1 row, have %d (%v)", n, err)
 	}
 }

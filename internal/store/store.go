@@ -23,7 +23,8 @@ var (
 
 // Store is the MySQL/MariaDB system of record. It is safe for concurrent use.
 type Store struct {
-	db *sqlx.DB
+	db    *sqlx.DB
+	flows flowStmts // InsertFlows' prepared statements (flow.go)
 }
 
 // Open connects to dsn (go-sql-driver form, database name required), creates the
@@ -99,7 +100,10 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Close closes the connection pool.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.flows.close()
+	return s.db.Close()
+}
 
 // isDuplicate reports whether err is MySQL's duplicate-key error (1062).
 func isDuplicate(err error) bool {
