@@ -35,11 +35,11 @@ import (
 // committed stands in for the group's reader: it takes the commits and counts them.
 type committed struct{ messages int }
 
-func (c *committed) Fetch(ctx context.Context, batch []kafka.Message, _ int, _ bool) ([]kafka.Message, error) {
+func (c *committed) FetchMessage(ctx context.Context) (kafka.Message, error) {
 	<-ctx.Done()
-	return batch, ctx.Err()
+	return kafka.Message{}, ctx.Err()
 }
-func (c *committed) Commit(_ context.Context, msgs []kafka.Message) error {
+func (c *committed) CommitMessages(_ context.Context, msgs ...kafka.Message) error {
 	c.messages += len(msgs)
 	return nil
 }

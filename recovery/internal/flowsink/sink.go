@@ -1,11 +1,11 @@
 // Package flowsink is the flow sink: a Kafka consumer group on promo-grab-flow that
 // writes GRAB and CANCEL events into MySQL's flow log (the system of record).
 //
-// The loop is fetch -> work -> commit: a batch (up to MaxBatch messages or MaxWait
-// after its first) is stored in one transaction by store.InsertFlows, and its
-// offsets are committed only after that transaction commits. While MySQL is down
-// the batch is retried with bounded, jittered backoff, forever: nothing is
-// skipped and no offset moves past what is stored. Writes are
+// The loop is FetchMessage -> work -> CommitMessages: a batch (up to MaxBatch
+// messages or MaxWait after its first) is stored in one transaction by
+// store.InsertFlows, and its offsets are committed only after that transaction
+// commits. While MySQL is down the batch is retried with bounded, jittered backoff,
+// forever: nothing is skipped and no offset moves past what is stored. Writes are
 // idempotent on (requestId, kind, promotion), so a redelivered batch changes nothing.
 // A message that is not a flow event goes to the dead-letter topic, counted and logged.
 package flowsink
@@ -61,13 +61,10 @@ func Defaults() Config {
 	}
 }
 
-// consumer is the group's side of the topic (*groupReader).
+// consumer is the group's side of the topic (*kafka.Reader).
 type consumer interface {
-	// Fetch appends to batch up to max messages fetched; with wait it first waits,
-	// until ctx ends, for at least one, without it returns at once. io.EOF: closed.
-	Fetch(ctx context.Context, batch []kafka.Message, max int, wait bool) ([]kafka.Message, error)
-	// Commit commits the offsets past msgs, and returns once they are committed.
-	Commit(ctx context.Context, msgs []kafka.Message) error
+	FetchMessage(ctx context.Context) (kafka.Message, error)
+	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
 	Close() error
 }
 
@@ -85,22 +82,40 @@ type Sink struct {
 	rec    Record
 	m      *Metrics
 	log    *slog.Logger
-	batch  []kafka.Message // fetch's, reused batch after batch
-	events []flow.Event    // Handle's, reused batch after batch
 }
 
-// New builds the sink; it starts joining the group at once.
+// New builds the sink; it joins the group on the first fetch.
 func New(cfg Config, rec Record, m *Metrics, log *slog.Logger) (*Sink, error) {
 	if cfg.MaxBatch < 1 || cfg.MaxWait <= 0 || cfg.Backoff.Min <= 0 || cfg.Backoff.Max < cfg.Backoff.Min {
 		return nil, fmt.Errorf("flow sink: bad batch or backoff settings %+v", cfg)
 	}
-	reader, err := newGroupReader(cfg, log)
-	if err != nil {
-		return nil, err
+	rc := kafka.ReaderConfig{
+		Brokers: cfg.Brokers, GroupID: cfg.Group, Topic: cfg.Topic,
+		// A fetch returns as soon as anything is there: the sooner an event is
+		// stored, the less a broker that loses data (the local kfake) can lose.
+		// Waiting for 16 KiB per fetch saved little CPU here and doubled the lag.
+		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond,
+		QueueCapacity: 2 * cfg.MaxBatch,
+		// Synchronous commits: an offset is committed when CommitMessages returns, never later.
+		CommitInterval: 0,
+		// A new group reads everything Kafka still holds: nothing acknowledged is skipped.
+		StartOffset:       kafka.FirstOffset,
+		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
+		// After a lost coordinator (a broker restart) the group is rejoined within a
+		// second, not kafka-go's default 5 s during which nothing reaches MySQL.
+		JoinGroupBackoff:      time.Second,
+		WatchPartitionChanges: true,
+		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
+			log.Warn("kafka reader", "msg", fmt.Sprintf(format, args...))
+		}),
+	}
+	// kafka-go panics on a bad config; check first so bad flags are an error.
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("flow sink: %w", err)
 	}
 	return &Sink{
 		cfg: cfg, rec: rec, m: m, log: log,
-		reader: reader,
+		reader: kafka.NewReader(rc),
 		dead: &kafka.Writer{
 			Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.DeadLetterTopic, Balancer: &kafka.Hash{},
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond,
@@ -149,64 +164,33 @@ func (s *Sink) Run(ctx context.Context) error {
 	}
 }
 
-// fetch waits for one message, then gathers more until MaxBatch or MaxWait. It
-// does not wait on each message: it sleeps, and every step of the window takes
-// what the client has fetched meanwhile (groupReader says why). The window still
-// closes MaxWait after its first message, or within a step of MaxBatch arriving.
+// fetch waits for one message, then gathers more until MaxBatch or MaxWait.
 func (s *Sink) fetch(ctx context.Context) ([]kafka.Message, time.Time, error) {
-	batch, err := s.reader.Fetch(ctx, s.batch[:0], s.cfg.MaxBatch, true)
-	if len(batch) == 0 {
-		if err == nil {
-			err = errors.New("kafka fetch returned nothing")
-		}
+	first, err := s.reader.FetchMessage(ctx)
+	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if err != nil && ctx.Err() == nil {
-		// Messages and errors of other partitions: store the messages; the client
-		// retries the partitions, and the next fetch reports what persists.
-		s.log.Warn("kafka fetch partly failed", "messages", len(batch), "err", err.Error())
-	}
 	start := time.Now()
-	end := start.Add(s.cfg.MaxWait)
-	step := min(max(s.cfg.MaxWait/fetchSteps, time.Millisecond), maxFetchStep)
-	var t *time.Timer
+	batch := []kafka.Message{first}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.MaxWait)
+	defer cancel()
 	for len(batch) < s.cfg.MaxBatch {
-		left := time.Until(end)
-		if left <= 0 {
+		m, err := s.reader.FetchMessage(wctx)
+		if err != nil {
+			// The window closed, or a fetch error that the next fetch reports again:
+			// either way, store what we have.
 			break
 		}
-		if t == nil {
-			t = time.NewTimer(min(step, left))
-			defer t.Stop()
-		} else {
-			t.Reset(min(step, left))
-		}
-		select {
-		case <-ctx.Done():
-			return batch, start, nil
-		case <-t.C:
-		}
-		// An error here is reported again by the next waiting fetch: store what we have.
-		batch, _ = s.reader.Fetch(ctx, batch, s.cfg.MaxBatch-len(batch), false)
+		batch = append(batch, m)
 	}
-	s.batch = batch
 	return batch, start, nil
 }
-
-// A batch's window takes what has been fetched fetchSteps times, at least every
-// maxFetchStep: a step is how late a message can be for its batch, a fetch per
-// step the price (groupReader).
-const (
-	fetchSteps   = 2
-	maxFetchStep = 25 * time.Millisecond
-)
 
 // Handle stores one batch and commits its offsets. It returns only when the batch
 // is committed (or given up to a rebalance) or ctx ends.
 func (s *Sink) Handle(ctx context.Context, batch []kafka.Message) error {
 	s.m.BatchSize.Observe(float64(len(batch)))
-	events := s.events[:0]
-	defer func() { clear(events); s.events = events[:0] }() // holds no batch's strings past it
+	var events []flow.Event
 	var dead []kafka.Message
 	for _, m := range batch {
 		e, err := flow.Decode(m.Value)
@@ -288,7 +272,7 @@ func (s *Sink) write(ctx context.Context, events []flow.Event) error {
 func (s *Sink) commit(ctx context.Context, batch []kafka.Message) {
 	var err error
 	for n := 0; n < s.cfg.CommitAttempts; n++ {
-		if err = s.reader.Commit(ctx, batch); err == nil || ctx.Err() != nil {
+		if err = s.reader.CommitMessages(ctx, batch...); err == nil || ctx.Err() != nil {
 			return
 		}
 		s.m.Retries.WithLabelValues("commit").Inc()
