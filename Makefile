@@ -8,7 +8,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 # (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
 FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./grab-service/internal/grabtransport:FuzzGrabScannerAgrees ./internal/httpx:FuzzDecodeBytes \
 	./promo-admin/internal/admintransport:FuzzDecodeCreate ./promo-admin/internal/admintransport:FuzzDecodePatch \
-	./internal/flow:FuzzDecode ./lua:FuzzLedgerJSON ./internal/promo:FuzzIDValidators \
+	./internal/flow:FuzzDecode ./internal/flow:FuzzDecodeJSON ./lua:FuzzLedgerJSON ./internal/promo:FuzzIDValidators \
 	./internal/jsonx:FuzzAppendString ./grab-service/internal/grab:FuzzResultJSON ./internal/flow:FuzzFlowJSON
 # A count of executions, not a duration: go1.26's fuzz coordinator can report a
 # bare "context deadline exceeded" failure when a duration ends while a worker on a
