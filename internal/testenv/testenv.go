@@ -112,3 +112,16 @@ func Within(t Fataler, d time.Duration, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// Recv receives from c, failing the test after 5 s rather than hanging it.
+func Recv[T any](t testing.TB, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing received within 5s")
+	}
+	var zero T
+	return zero
+}

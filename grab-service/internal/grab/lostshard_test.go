@@ -216,7 +216,7 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 	}
 	first := make(chan bool)
 	go func() { first <- m.lost(read) }()
-	if n := recv(t, started); n != 1 {
+	if n := testenv.Recv(t, started); n != 1 {
 		t.Fatalf("read %d started; want 1", n)
 	}
 	// Two NOT_FOUNDs come back while read 1 (of the server before the restart) is in flight.
@@ -236,15 +236,15 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 		}
 	}
 	release <- false // read 1: whole
-	if lost := recv(t, first); lost {
+	if lost := testenv.Recv(t, first); lost {
 		t.Fatal("the first caller got lost; want read 1's answer, whole")
 	}
-	if n := recv(t, started); n != 2 {
+	if n := testenv.Recv(t, started); n != 2 {
 		t.Fatalf("read %d started; want 2", n)
 	}
 	release <- true // read 2: the server restarted empty
 	for range 2 {
-		if lost := recv(t, later); !lost {
+		if lost := testenv.Recv(t, later); !lost {
 			t.Fatal("a caller that came back during read 1 took its answer; want read 2's, lost")
 		}
 	}
@@ -253,19 +253,6 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 		t.Fatalf("read %d started; the two later callers must share read 2", n)
 	case <-time.After(50 * time.Millisecond):
 	}
-}
-
-// recv receives from c, failing the test after 5 s rather than hanging it.
-func recv[T any](t *testing.T, c <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing received within 5s")
-	}
-	var zero T
-	return zero
 }
 
 // A flood of grabs naming promotions that do not exist (each its own key, so the

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/testenv"
 )
 
 func publishCluster(t *testing.T) *kfake.Cluster {
@@ -248,7 +249,7 @@ func TestKafkaPublisherSendsOneBatchAtATime(t *testing.T) {
 		}()
 	}
 	publish("grab")
-	first := recv(t, sends)
+	first := testenv.Recv(t, sends)
 	if len(first) != 1 || string(first[0].msgs[0].Key) != "grab" {
 		t.Fatalf("first batch %v; want the GRAB alone", first)
 	}
@@ -267,7 +268,7 @@ func TestKafkaPublisherSendsOneBatchAtATime(t *testing.T) {
 	release <- struct{}{}
 	// The second batch: the GRAB whose caller gave up (handed over before its
 	// deadline), then the two that came meanwhile, behind it.
-	second := recv(t, sends)
+	second := testenv.Recv(t, sends)
 	if len(second) != 3 || string(second[0].msgs[0].Key) != "grab" {
 		t.Fatalf("second batch %d calls, first %q; want 3, the given-up GRAB first", len(second), second[0].msgs[0].Key)
 	}
@@ -279,12 +280,12 @@ func TestKafkaPublisherSendsOneBatchAtATime(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	release <- struct{}{}
-	recv(t, closed)
+	testenv.Recv(t, closed)
 	if err := p.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
 	for range 3 {
-		recv(t, published)
+		testenv.Recv(t, published)
 	}
 }
 
@@ -336,17 +337,4 @@ func TestKafkaPublisherFollowsLeadersAcrossBrokers(t *testing.T) {
 	if n != 200 {
 		t.Fatalf("%d events on the topic; want the 200 acknowledged", n)
 	}
-}
-
-// recv receives from c, failing the test after 5 s rather than hanging it.
-func recv[T any](t *testing.T, c <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing received within 5s")
-	}
-	var zero T
-	return zero
 }

@@ -28,7 +28,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale/platform/internal/flow"
-	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
 )
 
@@ -87,17 +86,7 @@ func randHex(n int) string {
 }
 
 func BenchmarkSinkHandle(b *testing.B) {
-	db, err := store.Open(context.Background(), testenv.MySQLDSN(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	for i := range benchPromos {
-		if _, err := db.DB().Exec(`INSERT INTO promotion (promo_id, promo_type, total, start_at, end_at, state, remaining)
- VALUES (?, 1, 1000000000, NOW(3), NOW(3) + INTERVAL 1 DAY, 'ACTIVE', 1000000000)`, "bench-"+strconv.Itoa(i)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	db := benchStore(b)
 	maria := mariadbPID()
 	for _, size := range []int{50, 250, 500} {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
