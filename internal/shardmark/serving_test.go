@@ -70,19 +70,30 @@ func TestAwaitServingWaitsForEveryLiveInstance(t *testing.T) {
 
 	// A live instance that keeps refusing: the wait fails, naming it.
 	report("stuck", serverNow(), false)
+	// The reporter is a goroutine of its own: it must not call t.Fatal (only the
+	// test's goroutine may), and the test waits for it before the client closes.
 	stop := make(chan struct{})
+	stopped := make(chan error, 1)
 	go func() { // keeps reporting, as a live but fenced instance does
 		for {
 			select {
 			case <-stop:
+				stopped <- nil
 				return
 			case <-time.After(20 * time.Millisecond):
-				report("stuck", serverNow(), false)
+				if err := Report(ctx, c, shard, "stuck", serverNow(), false); err != nil {
+					stopped <- err
+					return
+				}
 			}
 		}
 	}()
-	defer close(stop)
-	if _, err := AwaitServing(ctx, c, shard, 300*time.Millisecond, 10*time.Millisecond); err == nil || !strings.Contains(err.Error(), "stuck") {
+	_, err = AwaitServing(ctx, c, shard, 300*time.Millisecond, 10*time.Millisecond)
+	close(stop)
+	if rerr := <-stopped; rerr != nil {
+		t.Fatalf("reporting for the stuck instance: %v", rerr)
+	}
+	if err == nil || !strings.Contains(err.Error(), "stuck") {
 		t.Fatalf("a live instance refusing the shard: %v, want an error naming it", err)
 	}
 }
