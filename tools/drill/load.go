@@ -28,12 +28,9 @@ import (
 type load struct {
 	base, token string
 	client      *http.Client
-	workers     int
-	rate        float64
 	budget      time.Duration // retry budget of one request
 	cancelShare float64       // share of grants cancelled afterwards
 	run         string
-	pins, ips   int
 
 	seq  atomic.Int64
 	mu   sync.Mutex
@@ -67,9 +64,10 @@ func (s *stats) add(o *stats) {
 	}
 }
 
-func newLoad(base, token, run string, workers int, perSecond float64) *load {
-	return &load{base: base, token: token, client: loadgen.Client(workers, 10*time.Second), workers: workers,
-		rate: perSecond, budget: 60 * time.Second, cancelShare: 0.2, run: run, pins: 600, ips: 120}
+// newLoad is the load of the drills, with connections for up to workers buyers.
+func newLoad(base, token, run string, workers int) *load {
+	return &load{base: base, token: token, client: loadgen.Client(workers, 10*time.Second),
+		budget: 60 * time.Second, cancelShare: 0.2, run: run}
 }
 
 // requests returns every request sent so far.
@@ -89,19 +87,32 @@ type running struct {
 	stop func() *stats
 }
 
+// shape is how hard a run sells: perSecond grabs by workers buyers at once, over
+// pins buyers from ips addresses. perSecond 0 is no pace at all: each worker grabs
+// again as soon as it has its answer, so the stack runs at its peak (saturation),
+// as the bench's hot phase drives it.
+type shape struct {
+	perSecond float64
+	workers   int
+	pins, ips int
+}
+
 // start sells round r until stop is called.
-func (l *load) start(r *round) running {
+func (l *load) start(r *round, sh shape) running {
 	st := newStats()
 	ctx, cancel := context.WithCancel(context.Background())
-	lim := rate.NewLimiter(rate.Limit(l.rate), max(1, int(l.rate/20)))
+	lim := rate.NewLimiter(rate.Inf, 1)
+	if sh.perSecond > 0 {
+		lim = rate.NewLimiter(rate.Limit(sh.perSecond), max(1, int(sh.perSecond/20)))
+	}
 	var wg sync.WaitGroup
-	for w := 0; w < l.workers; w++ {
+	for w := 0; w < sh.workers; w++ {
 		wg.Add(1)
 		go func(seed uint64) {
 			defer wg.Done()
 			rnd := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
 			for lim.Wait(ctx) == nil {
-				l.one(r, rnd, st)
+				l.one(r, rnd, st, sh)
 			}
 		}(uint64(w))
 	}
@@ -113,12 +124,12 @@ func (l *load) start(r *round) running {
 }
 
 // one buyer: a grab, and sometimes its cancel.
-func (l *load) one(r *round, rnd *rand.Rand, st *stats) {
-	u := rnd.IntN(l.pins)
+func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
+	u := rnd.IntN(sh.pins)
 	req := &checker.Request{
 		RequestID: fmt.Sprintf("%s-%d", l.run, l.seq.Add(1)),
 		Pin:       fmt.Sprintf("%s-%s-u%d", l.run, r.name, u),
-		IP:        fmt.Sprintf("10.%d.%d.%d", 1+rnd.IntN(2), (u%l.ips)/250, (u%l.ips)%250+1),
+		IP:        fmt.Sprintf("10.%d.%d.%d", 1+rnd.IntN(2), (u%sh.ips)/250, (u%sh.ips)%250+1),
 		Sent:      time.Now(),
 	}
 	var items []map[string]any

@@ -39,6 +39,7 @@ type options struct {
 	only            string
 	rate            float64
 	workers         int
+	satWorkers      int
 	hold            time.Duration // load before and after each fault
 	settle          time.Duration
 	kafkaDown       time.Duration
@@ -60,6 +61,7 @@ func main() {
 	flag.StringVar(&o.only, "drills", "", "comma-separated drills to run (default: all; with --short, the short suite): "+strings.Join(drillNames(), ","))
 	flag.Float64Var(&o.rate, "rate", 200, "grab load, requests per second")
 	flag.IntVar(&o.workers, "workers", 48, "concurrent buyers of the load")
+	flag.IntVar(&o.satWorkers, "saturate-workers", 128, "concurrent buyers of the saturation drills (kafka-sat, crash-sat), each grabbing again as soon as it is answered")
 	flag.DurationVar(&o.hold, "hold", 4*time.Second, "load before and after each fault (--short: 2s)")
 	flag.DurationVar(&o.settle, "settle", 90*time.Second, "longest wait for open takes to settle and the flow sink to catch up before a check")
 	flag.DurationVar(&o.kafkaDown, "kafka-down", 10*time.Second, "how long Kafka stays stopped (--short: 5s)")
@@ -239,7 +241,7 @@ func newDrillEnv(ctx context.Context, o options, ctl *stackCtl, log io.Writer) (
 	}
 	d.proxy = p
 	p.logf = d.logf
-	d.load = newLoad(p.URL(), d.checkout, d.run, o.workers, o.rate)
+	d.load = newLoad(p.URL(), d.checkout, d.run, max(o.workers, o.satWorkers))
 	for _, a := range ctl.st.Redis {
 		d.shards = append(d.shards, redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}))
 	}

@@ -15,9 +15,12 @@ import (
 // errShardBusy means a shard's queue stayed full until the caller's deadline.
 var errShardBusy = errors.New("shard queue full")
 
-// job is one script call waiting for its shard's next pipeline.
+// job is one command or script call waiting for its shard's next pipeline: queue
+// puts a command on the pipeline; a job without it is a script call (call) that
+// shares one EVALSHA with the other calls of its script in the pipeline.
 type job struct {
 	queue func(redis.Pipeliner) *redis.Cmd
+	call  lua.Call
 	cmd   *redis.Cmd
 	done  chan struct{}
 }
@@ -51,7 +54,16 @@ func newShardExec(shard int, c redis.UniversalClient, workers, maxBatch, queue i
 // do always waits for the pipeline (bounded by the executor's timeout): a take whose
 // reply was dropped would be held until the reconciler found it.
 func (e *shardExec) do(ctx context.Context, queue func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
-	j := &job{queue: queue, done: make(chan struct{})}
+	return e.wait(ctx, &job{queue: queue, done: make(chan struct{})})
+}
+
+// call runs a grab or commit script call (lua.GrabOf, lua.CommitOf) as do does a
+// command; the calls of one pipeline share an EVALSHA per script (lua.QueueCalls).
+func (e *shardExec) call(ctx context.Context, c lua.Call) *redis.Cmd {
+	return e.wait(ctx, &job{call: c, done: make(chan struct{})})
+}
+
+func (e *shardExec) wait(ctx context.Context, j *job) *redis.Cmd {
 	select {
 	case e.jobs <- j:
 	case <-ctx.Done():
@@ -121,8 +133,19 @@ func (e *shardExec) run(batch []*job) {
 
 func (e *shardExec) exec(ctx context.Context, batch []*job) {
 	pipe := e.client.Pipeline()
+	var calls []lua.Call
+	var callers []*job
 	for _, j := range batch {
+		if j.queue == nil {
+			calls, callers = append(calls, j.call), append(callers, j)
+			continue
+		}
 		j.cmd = j.queue(pipe)
 	}
+	cmds, split := lua.QueueCalls(ctx, pipe, calls)
 	_, _ = pipe.Exec(ctx) // each call's error stays on its own Cmd
+	split()
+	for i, j := range callers {
+		j.cmd = cmds[i]
+	}
 }
