@@ -42,7 +42,7 @@ var (
 
 // All returns every script of the package.
 func All() []*redis.Script {
-	return append([]*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript}, batchScripts()...)
+	return []*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript}
 }
 
 // Load sends SCRIPT LOAD for every script. Call it before pipelining: a pipeline only

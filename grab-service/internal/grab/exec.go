@@ -15,12 +15,9 @@ import (
 // errShardBusy means a shard's queue stayed full until the caller's deadline.
 var errShardBusy = errors.New("shard queue full")
 
-// job is one command or script call waiting for its shard's next pipeline: queue
-// puts a command on the pipeline; a job without it is a script call (call) that
-// shares one EVALSHA with the other calls of its script in the pipeline.
+// job is one script call waiting for its shard's next pipeline.
 type job struct {
 	queue func(redis.Pipeliner) *redis.Cmd
-	call  lua.Call
 	cmd   *redis.Cmd
 	done  chan struct{}
 }
@@ -54,16 +51,7 @@ func newShardExec(shard int, c redis.UniversalClient, workers, maxBatch, queue i
 // do always waits for the pipeline (bounded by the executor's timeout): a take whose
 // reply was dropped would be held until the reconciler found it.
 func (e *shardExec) do(ctx context.Context, queue func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
-	return e.wait(ctx, &job{queue: queue, done: make(chan struct{})})
-}
-
-// call runs a grab or commit script call (lua.GrabOf, lua.CommitOf) as do does a
-// command; the calls of one pipeline share an EVALSHA per script (lua.QueueCalls).
-func (e *shardExec) call(ctx context.Context, c lua.Call) *redis.Cmd {
-	return e.wait(ctx, &job{call: c, done: make(chan struct{})})
-}
-
-func (e *shardExec) wait(ctx context.Context, j *job) *redis.Cmd {
+	j := &job{queue: queue, done: make(chan struct{})}
 	select {
 	case e.jobs <- j:
 	case <-ctx.Done():
@@ -133,19 +121,8 @@ func (e *shardExec) run(batch []*job) {
 
 func (e *shardExec) exec(ctx context.Context, batch []*job) {
 	pipe := e.client.Pipeline()
-	var calls []lua.Call
-	var callers []*job
 	for _, j := range batch {
-		if j.queue == nil {
-			calls, callers = append(calls, j.call), append(callers, j)
-			continue
-		}
 		j.cmd = j.queue(pipe)
 	}
-	cmds, split := lua.QueueCalls(ctx, pipe, calls)
 	_, _ = pipe.Exec(ctx) // each call's error stays on its own Cmd
-	split()
-	for i, j := range callers {
-		j.cmd = cmds[i]
-	}
 }

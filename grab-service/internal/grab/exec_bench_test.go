@@ -2,12 +2,10 @@ package grab
 
 // Coalescing benchmark against a real redis-server (the local stack's shard 0):
 // the same q.lua grab sent by many goroutines, each on its own round trip
-// (direct, go-redis pooling only), coalesced into shared pipelines of one EVALSHA
-// per grab (pipelined), and coalesced into one EVALSHA of q.lua's batch form per
-// pipeline (batched, what grab-service does). Besides ns/op each reports the
-// redis-server's own CPU per grab (redis-us/op, from INFO cpu): the figure that
-// bounds a hot promotion, whose shard is one Redis core.
-// Compare them in one run: go test -bench ShardGrab -run ^$ ./internal/grab
+// (direct, go-redis pooling only) against calls coalesced into shared pipelines.
+// Besides ns/op, coalesced reports the redis-server's own CPU per grab
+// (redis-us/op, from INFO cpu): the figure that bounds a hot promotion, whose
+// shard is one Redis core. Compare in one run: go test -bench ShardGrab -run ^$ ./internal/grab
 
 import (
 	"context"
@@ -64,29 +62,22 @@ func BenchmarkShardGrab(b *testing.B) {
 				}
 			})
 		})
-		for _, mode := range []string{"pipelined", "batched"} {
-			b.Run(fmt.Sprintf("%s/inflight=%d", mode, par*2), func(b *testing.B) {
-				e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
-				defer e.close()
-				send := func(c lua.GrabCall) *redis.Cmd { return e.call(context.Background(), lua.GrabOf(c)) }
-				if mode == "pipelined" {
-					send = func(c lua.GrabCall) *redis.Cmd {
-						return e.do(context.Background(), func(p redis.Pipeliner) *redis.Cmd { return lua.QueueGrab(context.Background(), p, c) })
+		b.Run(fmt.Sprintf("coalesced/inflight=%d", par*2), func(b *testing.B) {
+			e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
+			defer e.close()
+			cpu := redisCPU(b, client)
+			b.SetParallelism(par)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c := call()
+					r, err := lua.ParseGrab(e.do(context.Background(), func(p redis.Pipeliner) *redis.Cmd { return lua.QueueGrab(context.Background(), p, c) }))
+					if err != nil || r.Code != lua.CodeOK {
+						b.Fatalf("%v %v", r, err)
 					}
 				}
-				cpu := redisCPU(b, client)
-				b.SetParallelism(par)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						r, err := lua.ParseGrab(send(call()))
-						if err != nil || r.Code != lua.CodeOK {
-							b.Fatalf("%v %v", r, err)
-						}
-					}
-				})
-				b.ReportMetric((redisCPU(b, client)-cpu)*1e6/float64(b.N), "redis-us/op")
 			})
-		}
+			b.ReportMetric((redisCPU(b, client)-cpu)*1e6/float64(b.N), "redis-us/op")
+		})
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/lua"
@@ -102,7 +104,9 @@ func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group
 		for k, key := range g.keys {
 			call.Items = append(call.Items, lua.GrabItem{Key: key, Num: req.Items[g.idx[k]].Num})
 		}
-		replies[i], errs[i] = lua.ParseGrab(s.execs[g.shard].call(ctx, lua.GrabOf(call)))
+		replies[i], errs[i] = lua.ParseGrab(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+			return lua.QueueGrab(ctx, p, call)
+		}))
 	})
 	return replies, errs
 }
@@ -292,7 +296,9 @@ func (s *Grabber) commit(ctx context.Context, req Request, gs []group) bool {
 	ok := make([]bool, len(gs))
 	fanout.Each(gs, func(i int, g group) {
 		for attempt := 0; attempt < 2 && !ok[i]; attempt++ {
-			code, err := lua.ParseCommit(s.execs[g.shard].call(ctx, lua.CommitOf(req.RequestID, g.keys)))
+			code, err := lua.ParseCommit(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+				return lua.QueueCommit(ctx, p, req.RequestID, g.keys)
+			}))
 			if err != nil {
 				s.logErr("commit failed", err, "requestId", req.RequestID, "shard", g.shard, "attempt", attempt)
 				continue
