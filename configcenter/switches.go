@@ -29,16 +29,27 @@ type MethodLimits struct {
 
 // Switches is the switches document.
 type Switches struct {
-	GrabEnabled       bool         `json:"grabEnabled"`
-	KafkaDegrade      bool         `json:"kafkaDegrade"`
-	DegradeRateFactor float64      `json:"degradeRateFactor"`
-	MethodLimits      MethodLimits `json:"methodLimits"`
-	BlockedPromotions []string     `json:"blockedPromotions"`
+	GrabEnabled       bool    `json:"grabEnabled"`
+	KafkaDegrade      bool    `json:"kafkaDegrade"`
+	DegradeRateFactor float64 `json:"degradeRateFactor"`
+	// DegradeMaxPerSecond caps, per instance, the grabs that go to MySQL while
+	// kafkaDegrade is on, whatever their promotions' rate limits (none included).
+	DegradeMaxPerSecond float64      `json:"degradeMaxPerSecond"`
+	MethodLimits        MethodLimits `json:"methodLimits"`
+	BlockedPromotions   []string     `json:"blockedPromotions"`
 }
+
+// DefaultDegradeMaxPerSecond is the degrade cap of a document that sets none: well
+// under what one MySQL primary commits of the degrade path's transactions, so
+// that a switch to MySQL in a peak does not take the system of record down.
+const DefaultDegradeMaxPerSecond = 200
+
+// MaxDegradeMaxPerSecond bounds degradeMaxPerSecond: a larger cap is a typo.
+const MaxDegradeMaxPerSecond = 100_000
 
 // Default is what a service runs with before any document arrives: selling, no degrade.
 func Default() Switches {
-	return Switches{GrabEnabled: true, DegradeRateFactor: 1}
+	return Switches{GrabEnabled: true, DegradeRateFactor: 1, DegradeMaxPerSecond: DefaultDegradeMaxPerSecond}
 }
 
 // Snapshot is one applied document, immutable once published.
@@ -83,6 +94,10 @@ func Parse(doc []byte) (*Snapshot, error) {
 	if sw.DegradeRateFactor < 0 || sw.DegradeRateFactor > 1 {
 		return nil, fmt.Errorf("switches document: degradeRateFactor %v outside 0..1", sw.DegradeRateFactor)
 	}
+	if sw.DegradeMaxPerSecond < 1 || sw.DegradeMaxPerSecond > MaxDegradeMaxPerSecond {
+		return nil, fmt.Errorf("switches document: degradeMaxPerSecond %v outside 1..%d (grabs a second one instance sends to MySQL while degraded)",
+			sw.DegradeMaxPerSecond, MaxDegradeMaxPerSecond)
+	}
 	if sw.MethodLimits.Grab < 0 || sw.MethodLimits.Cancel < 0 {
 		return nil, fmt.Errorf("switches document: methodLimits must be >= 0")
 	}
@@ -123,7 +138,7 @@ func (h *Holder) Store(s *Snapshot) { h.p.Store(s) }
 func (h *Holder) Info() map[string]any {
 	s := h.Load()
 	sw := map[string]any{"md5": s.MD5, "grabEnabled": s.GrabEnabled, "kafkaDegrade": s.KafkaDegrade,
-		"degradeRateFactor": s.DegradeRateFactor, "blockedPromotions": len(s.BlockedPromotions)}
+		"degradeRateFactor": s.DegradeRateFactor, "degradeMaxPerSecond": s.DegradeMaxPerSecond, "blockedPromotions": len(s.BlockedPromotions)}
 	if !s.AppliedAt.IsZero() {
 		sw["appliedAt"] = s.AppliedAt.UTC().Format(time.RFC3339Nano)
 	}

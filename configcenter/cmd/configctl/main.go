@@ -43,7 +43,7 @@ commands:
                              force against the version before it in the history
   history                    the versions published through this history log, oldest first
 
-KEY is grabEnabled, kafkaDegrade, degradeRateFactor, methodLimits.grab, methodLimits.cancel,
+KEY is grabEnabled, kafkaDegrade, degradeRateFactor, degradeMaxPerSecond, methodLimits.grab, methodLimits.cancel,
 methodLimits or blockedPromotions. VALUE is JSON (false, 0.5, 200, ["A_1"]); for
 blockedPromotions also +ID to add one promotion and -ID to remove one (ID = <promoId>_<type>).
 The Nacos password, if any, comes from FLASHSALE_NACOS_PASSWORD.

@@ -50,6 +50,12 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if res, fenced := s.fenceRefusal(rid, gs); fenced {
 		return res, nil
 	}
+	if snap.KafkaDegrade {
+		if wait, ok := s.degradeCap.take(snap.DegradeMaxPerSecond, now); !ok {
+			s.Metrics.shortCircuit.WithLabelValues("DEGRADE_CAP").Inc()
+			return degradeCapped(rid, snap.DegradeMaxPerSecond, wait), nil
+		}
+	}
 	// The claim lands before any take, so a requestId without a claim holds nothing
 	// and the short-circuit may answer for it (claim.go).
 	hash, items := req.bodyHash(), flowItems(req.Items, gs) // for the claim, the takes and the event

@@ -121,6 +121,8 @@ type Grabber struct {
 	execs    []*shardExec
 	refusals *refusalCache
 	status   statusCache
+	// degradeCap bounds the grabs sent to MySQL while degraded (degradecap.go).
+	degradeCap degradeCap
 	// markerReads coalesce each shard's reads of its markers (lostshard.go).
 	markerReads [ring.Shards]markerReads
 	// stopSweep ends the cache sweeper (cache.go); swept closes when it has.

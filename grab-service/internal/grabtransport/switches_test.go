@@ -37,11 +37,13 @@ import (
 
 // switchesDoc is a switches document as on-call would publish it.
 type switchesDoc struct {
-	GrabEnabled       bool                      `json:"grabEnabled"`
-	KafkaDegrade      bool                      `json:"kafkaDegrade"`
-	DegradeRateFactor float64                   `json:"degradeRateFactor"`
-	MethodLimits      configcenter.MethodLimits `json:"methodLimits"`
-	BlockedPromotions []string                  `json:"blockedPromotions"`
+	GrabEnabled       bool    `json:"grabEnabled"`
+	KafkaDegrade      bool    `json:"kafkaDegrade"`
+	DegradeRateFactor float64 `json:"degradeRateFactor"`
+	// DegradeMaxPerSecond is left out (the default cap) when 0.
+	DegradeMaxPerSecond float64                   `json:"degradeMaxPerSecond,omitempty"`
+	MethodLimits        configcenter.MethodLimits `json:"methodLimits"`
+	BlockedPromotions   []string                  `json:"blockedPromotions"`
 }
 
 func normal() switchesDoc {
@@ -425,7 +427,8 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 	testenv.Within(t, 30*time.Second, "the load under way", func() bool { return l.grants(id) >= 50 })
 
 	degraded := normal()
-	degraded.KafkaDegrade, degraded.DegradeRateFactor = true, 0.5
+	// The cap is TestSwitchDegradeCapBoundsGrabsToMySQL's; here every grab goes through.
+	degraded.KafkaDegrade, degraded.DegradeRateFactor, degraded.DegradeMaxPerSecond = true, 0.5, configcenter.MaxDegradeMaxPerSecond
 	oc.publish(degraded)
 	probes := 0
 	testenv.Within(t, testenv.SwitchDeadline(), "grants committed straight to MySQL", func() bool {
@@ -512,6 +515,46 @@ func TestSwitchDegradeRateFactor(t *testing.T) {
 		n++
 		return e.probe(fmt.Sprintf("f-back-%d", n), id).res.Result == grab.Granted
 	})
+}
+
+// While degraded, an instance sends at most degradeMaxPerSecond grabs a second to
+// MySQL, for a promotion without a rate limit too (before the cap, such a
+// promotion sent a MySQL transaction for every press): beyond it RATE_LIMITED with
+// Retry-After, nothing taken, nothing in the flow log; the cap refills with time.
+func TestSwitchDegradeCapBoundsGrabsToMySQL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withDegrade)
+	oc := e.followNacos()
+	id := e.promotion("degcap", spec{total: 100, maxPerGrab: 1}) // no rate limit
+	degraded := normal()
+	degraded.KafkaDegrade, degraded.DegradeMaxPerSecond = true, 1
+	md5 := oc.publish(degraded)
+	testenv.Within(t, testenv.SwitchDeadline(), "degrade applied", func() bool { return e.switches.Load().MD5 == md5 })
+
+	start := time.Now()
+	answers := map[grab.Outcome]int{}
+	for i := range 10 {
+		a := e.probe(fmt.Sprintf("dc-%d", i), id)
+		answers[a.res.Result]++
+		if a.res.Result == grab.RateLimited && (a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "") {
+			t.Fatalf("capped grab answered %d with Retry-After %q: %s", a.status, a.header.Get("Retry-After"), a.raw)
+		}
+	}
+	// One token to start with, one more a second; a slow machine may earn more.
+	allowed := 1 + int(time.Since(start).Seconds())
+	if g := answers[grab.Granted]; g < 1 || g > allowed || answers[grab.RateLimited] != 10-g {
+		t.Fatalf("10 grabs at a cap of 1 a second: %v, want 1 (at most %d) granted and the rest RATE_LIMITED", answers, allowed)
+	}
+	if recorded, _ := e.db.GrantedByRecord(context.Background(), id, 1); recorded != int64(answers[grab.Granted]) {
+		t.Fatalf("the flow log holds %d grants for %d GRANTED answers", recorded, answers[grab.Granted])
+	}
+	if h := e.hash(id); h.Remaining != 100-int64(answers[grab.Granted]) {
+		t.Fatalf("remaining %d after %d grants: a capped grab took stock", h.Remaining, answers[grab.Granted])
+	}
+	e.clock.advance(2 * time.Second)
+	if a := e.probe("dc-later", id); a.res.Result != grab.Granted {
+		t.Fatalf("two seconds later the cap has room again: %d %s", a.status, a.raw)
+	}
 }
 
 // isolatedDB is a Redis database of the local stack's shards that only these
