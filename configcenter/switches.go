@@ -37,6 +37,10 @@ type Switches struct {
 	DegradeMaxPerSecond float64      `json:"degradeMaxPerSecond"`
 	MethodLimits        MethodLimits `json:"methodLimits"`
 	BlockedPromotions   []string     `json:"blockedPromotions"`
+	// BlockedPins and BlockedIPs are buyers whose grabs are refused BLOCKED
+	// without a Redis call: pins as sent, ips as addresses or CIDR ranges.
+	BlockedPins []string `json:"blockedPins"`
+	BlockedIPs  []string `json:"blockedIps"`
 }
 
 // DefaultDegradeMaxPerSecond is the degrade cap of a document that sets none: well
@@ -52,6 +56,16 @@ func Default() Switches {
 	return Switches{GrabEnabled: true, DegradeRateFactor: 1, DegradeMaxPerSecond: DefaultDegradeMaxPerSecond}
 }
 
+// WithLists is s with every list present, empty rather than null, for clients.
+func (s Switches) WithLists() Switches {
+	for _, l := range []*[]string{&s.BlockedPromotions, &s.BlockedPins, &s.BlockedIPs} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	return s
+}
+
 // Snapshot is one applied document, immutable once published.
 type Snapshot struct {
 	Switches
@@ -60,6 +74,7 @@ type Snapshot struct {
 	// AppliedAt is when this instance put the snapshot in force (zero for the defaults).
 	AppliedAt time.Time
 	blocked   map[string]bool
+	buyers    blockedBuyers
 }
 
 // Blocked reports whether grabs for promotion key "<promoId>_<type>" are blocked.
@@ -69,6 +84,9 @@ func (s *Snapshot) Blocked(promoID string, typ int) bool {
 	}
 	return s.blocked[promo.Key(promoID, typ)[2:]]
 }
+
+// BlockedBuyer reports whether grabs by pin from ip are refused BLOCKED.
+func (s *Snapshot) BlockedBuyer(pin, ip string) bool { return s.buyers.blocked(pin, ip) }
 
 // RateFactorPermille is the promotion rate-limit multiplier in force, in thousandths.
 func (s *Snapshot) RateFactorPermille() int64 {
@@ -108,8 +126,12 @@ func Parse(doc []byte) (*Snapshot, error) {
 		}
 		blocked[b] = true
 	}
+	buyers, err := parseBlockedBuyers(sw.BlockedPins, sw.BlockedIPs)
+	if err != nil {
+		return nil, err
+	}
 	sum := md5.Sum(doc)
-	return &Snapshot{Switches: sw, MD5: hex.EncodeToString(sum[:]), blocked: blocked}, nil
+	return &Snapshot{Switches: sw, MD5: hex.EncodeToString(sum[:]), blocked: blocked, buyers: buyers}, nil
 }
 
 func validBlocked(s string) bool {
@@ -138,7 +160,8 @@ func (h *Holder) Store(s *Snapshot) { h.p.Store(s) }
 func (h *Holder) Info() map[string]any {
 	s := h.Load()
 	sw := map[string]any{"md5": s.MD5, "grabEnabled": s.GrabEnabled, "kafkaDegrade": s.KafkaDegrade,
-		"degradeRateFactor": s.DegradeRateFactor, "degradeMaxPerSecond": s.DegradeMaxPerSecond, "blockedPromotions": len(s.BlockedPromotions)}
+		"degradeRateFactor": s.DegradeRateFactor, "degradeMaxPerSecond": s.DegradeMaxPerSecond, "blockedPromotions": len(s.BlockedPromotions),
+		"blockedPins": len(s.BlockedPins), "blockedIps": len(s.BlockedIPs)}
 	if !s.AppliedAt.IsZero() {
 		sw["appliedAt"] = s.AppliedAt.UTC().Format(time.RFC3339Nano)
 	}

@@ -563,6 +563,35 @@ func configDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		}
 	}
 
+	// Bots banned by pin and by address range, and let go: the probes (10.97.x.x)
+	// and the load's 10.2.x.x buyers by range, 100 of the load's pins by name.
+	s = base
+	s.BlockedIPs = []string{"10.97.0.0/16", "10.2.0.0/16"}
+	bannedPins := map[string]bool{}
+	for u := range 100 {
+		pin := fmt.Sprintf("%s-%s-u%d", d.run, rd.name, u)
+		bannedPins[pin] = true
+		s.BlockedPins = append(s.BlockedPins, pin)
+	}
+	t = write("ban 100 pins and 10.97.0.0/16, 10.2.0.0/16", s)
+	banned := wait("ban", t, func(r reply) bool { return r.result == "BLOCKED" })
+	sleep(ctx, 2*time.Second)
+	lifting := write("lift the bans", base)
+	wait("bans lifted", lifting, func(r reply) bool { return r.result != "BLOCKED" && r.status != 0 })
+	blockedAnswers := 0
+	for _, r := range d.load.requests() {
+		if !r.Sent.After(banned) || !r.Done.Before(lifting) {
+			continue
+		}
+		switch {
+		case r.Grab == "BLOCKED":
+			blockedAnswers++
+		case r.Grab == "GRANTED" && (bannedPins[r.Pin] || strings.HasPrefix(r.IP, "10.2.") || strings.HasPrefix(r.IP, "10.97.")):
+			out.fail("%s by %s from %s granted while banned", r.RequestID, r.Pin, r.IP)
+		}
+	}
+	out.note("%d grabs answered BLOCKED while the bans held", blockedAnswers)
+
 	// Method limits changed, and back.
 	s = base
 	s.MethodLimits = configcenter.MethodLimits{Grab: 20, Cancel: 5}

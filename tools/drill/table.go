@@ -37,7 +37,7 @@ func (r row) verdict() string {
 }
 
 // refusals are the definite answers that refuse a grab.
-var refusals = []string{"SOLD_OUT", "PIN_LIMIT", "IP_LIMIT", "STOPPED", "NOT_STARTED", "ENDED", "NOT_FOUND", "REQUEST_ID_REUSED"}
+var refusals = []string{"SOLD_OUT", "PIN_LIMIT", "IP_LIMIT", "STOPPED", "NOT_STARTED", "ENDED", "NOT_FOUND", "REQUEST_ID_REUSED", "BLOCKED"}
 
 func count(m map[string]int64, keys ...string) int64 {
 	var n int64

@@ -22,8 +22,8 @@ func setKey(doc []byte, key, value string) ([]byte, error) {
 		return nil, err
 	}
 	var v any
-	if key == "blockedPromotions" && (strings.HasPrefix(value, "+") || strings.HasPrefix(value, "-")) {
-		if v, err = editList(m[key], value); err != nil {
+	if listKeys[key] && (strings.HasPrefix(value, "+") || strings.HasPrefix(value, "-")) {
+		if v, err = editList(key, m[key], value); err != nil {
 			return nil, err
 		}
 	} else if v, err = decodeJSON([]byte(value)); err != nil {
@@ -82,15 +82,18 @@ func decodeJSON(b []byte) (any, error) {
 	return v, nil
 }
 
-// editList adds (+ID) or removes (-ID) one entry of blockedPromotions.
-func editList(cur any, op string) (any, error) {
+// listKeys are the switches that +ENTRY and -ENTRY edit one entry at a time.
+var listKeys = map[string]bool{"blockedPromotions": true, "blockedPins": true, "blockedIps": true}
+
+// editList adds (+ENTRY) or removes (-ENTRY) one entry of the list key.
+func editList(key string, cur any, op string) (any, error) {
 	var list []any
 	switch c := cur.(type) {
 	case nil:
 	case []any:
 		list = slices.Clone(c)
 	default:
-		return nil, fmt.Errorf("blockedPromotions in force is not a list (repair it with put)")
+		return nil, fmt.Errorf("%s in force is not a list (repair it with put)", key)
 	}
 	id := op[1:]
 	at := slices.Index(list, any(id))

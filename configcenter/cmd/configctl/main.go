@@ -44,8 +44,9 @@ commands:
   history                    the versions published through this history log, oldest first
 
 KEY is grabEnabled, kafkaDegrade, degradeRateFactor, degradeMaxPerSecond, methodLimits.grab, methodLimits.cancel,
-methodLimits or blockedPromotions. VALUE is JSON (false, 0.5, 200, ["A_1"]); for
-blockedPromotions also +ID to add one promotion and -ID to remove one (ID = <promoId>_<type>).
+methodLimits, blockedPromotions, blockedPins or blockedIps. VALUE is JSON (false, 0.5, 200, ["A_1"]);
+for the three lists also +ENTRY to add one entry and -ENTRY to remove one (a promotion as
+<promoId>_<type>, a pin, an address or a CIDR range such as 10.1.0.0/16).
 The Nacos password, if any, comes from FLASHSALE_NACOS_PASSWORD.
 `
 

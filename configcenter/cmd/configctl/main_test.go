@@ -230,6 +230,38 @@ func TestConfigctlConcurrentSetsNeverOverwriteBlindly(t *testing.T) {
 	}
 }
 
+// On-call bans a bot by pin and by address range, one entry at a time, and lifts
+// a ban; each set is a compare-and-set over the version it read, like any other.
+func TestConfigctlBlocksBuyers(t *testing.T) {
+	t.Parallel()
+	tg := fileTarget(t)
+	mustOK(t, ctl(t, "", args(tg, "set", "blockedPins", "+bot-1")...))
+	mustOK(t, ctl(t, "", args(tg, "set", "blockedPins", "+bot-2")...))
+	mustOK(t, ctl(t, "", args(tg, "set", "blockedIps", "+10.66.0.0/16")...))
+	mustOK(t, ctl(t, "", args(tg, "set", "blockedIps", "+2001:db8::1")...))
+	r := mustOK(t, ctl(t, "", args(tg, "set", "blockedPins", "-bot-1")...))
+	if !strings.Contains(r.out, `blockedPins: ["bot-1","bot-2"] -> ["bot-2"]`) {
+		t.Fatalf("set did not show its change:\n%s", r.out)
+	}
+	s := snapshot(t, tg.store)
+	if s.BlockedBuyer("bot-1", "198.51.100.1") || !s.BlockedBuyer("bot-2", "198.51.100.1") ||
+		!s.BlockedBuyer("anyone", "10.66.7.8") || !s.BlockedBuyer("anyone", "2001:db8::1") || s.BlockedBuyer("anyone", "10.67.0.1") {
+		t.Fatalf("blocked lists after the sets: pins %v, ips %v", s.BlockedPins, s.BlockedIPs)
+	}
+	before := s.MD5
+	for _, bad := range [][]string{{"blockedIps", "+10.66.0.0/40"}, {"blockedIps", "+not-an-ip"}, {"blockedPins", "+has space"}} {
+		if r := ctl(t, "", args(tg, "set", bad[0], bad[1])...); r.code != exitFailed {
+			t.Fatalf("set %v: exit %d, want %d\n%s", bad, r.code, exitFailed, r.errOut)
+		}
+	}
+	if snapshot(t, tg.store).MD5 != before {
+		t.Fatal("a refused ban was published")
+	}
+	if r := ctl(t, "", args(tg, "set", "--if-md5", "0123456789abcdef0123456789abcdef", "blockedPins", "+bot-3")...); r.code != exitConflict {
+		t.Fatalf("a ban over a version not in force: exit %d, want %d", r.code, exitConflict)
+	}
+}
+
 // What configctl publishes is in force on a running instance within 1 s.
 func TestConfigctlSetReachesARunningInstance(t *testing.T) {
 	t.Parallel()

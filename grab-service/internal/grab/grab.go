@@ -33,6 +33,10 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if !snap.GrabEnabled {
 		return Result{RequestID: rid, Result: Degraded, Message: "grabs are switched off by on-call; retry later"}, nil
 	}
+	if snap.BlockedBuyer(req.Pin, req.IP) {
+		s.Metrics.shortCircuit.WithLabelValues(string(Blocked)).Inc()
+		return Result{RequestID: rid, Result: Blocked, Message: "this buyer (pin or ip) is blocked by on-call"}, nil
+	}
 	for i, it := range req.Items {
 		if snap.Blocked(it.PromoID, it.Type) {
 			s.Metrics.shortCircuit.WithLabelValues(string(Stopped)).Inc()

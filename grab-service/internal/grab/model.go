@@ -65,6 +65,7 @@ const (
 	Unavailable       Outcome = "UNAVAILABLE"
 	Returned          Outcome = "RETURNED"
 	AlreadyReturned   Outcome = "ALREADY_RETURNED"
+	Blocked           Outcome = "BLOCKED"     // the buyer's pin or ip is blocked by on-call
 	invalidNumOutcome Outcome = "INVALID_NUM" // num above maxPerGrab: a 400, never sent as a result
 )
 

@@ -38,6 +38,8 @@ func statusOf(o grab.Outcome) int {
 		return http.StatusOK
 	case grab.RateLimited:
 		return http.StatusTooManyRequests
+	case grab.Blocked:
+		return http.StatusForbidden
 	case grab.Degraded, grab.Unavailable:
 		return http.StatusServiceUnavailable
 	}

@@ -44,6 +44,8 @@ type switchesDoc struct {
 	DegradeMaxPerSecond float64                   `json:"degradeMaxPerSecond,omitempty"`
 	MethodLimits        configcenter.MethodLimits `json:"methodLimits"`
 	BlockedPromotions   []string                  `json:"blockedPromotions"`
+	BlockedPins         []string                  `json:"blockedPins,omitempty"`
+	BlockedIPs          []string                  `json:"blockedIps,omitempty"`
 }
 
 func normal() switchesDoc {
@@ -514,6 +516,68 @@ func TestSwitchDegradeRateFactor(t *testing.T) {
 	testenv.Within(t, testenv.SwitchDeadline(), "the full rate limit back", func() bool {
 		n++
 		return e.probe(fmt.Sprintf("f-back-%d", n), id).res.Result == grab.Granted
+	})
+}
+
+// A bot banned by pin or by address range (blockedPins, blockedIps) is refused
+// 403 BLOCKED within 1 s of the change, with no Redis call: nothing taken, no
+// ledger entry, no request index entry; every other buyer keeps being granted,
+// and a lifted ban sells again within 1 s.
+func TestSwitchBlockedBuyers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	oc := e.followNacos()
+	id := e.promotion("ban", spec{total: 1000, maxPerGrab: 1})
+	key := promo.Key(id, 1)
+	botPin := "bot-" + e.suffix
+	banned := normal()
+	banned.BlockedPins, banned.BlockedIPs = []string{botPin}, []string{"10.77.0.0/16", "2001:db8:77::/48"}
+	// Lists as a risk feed fills them: 100,000 entries each apply within the same 1 s.
+	for i := range 100_000 {
+		banned.BlockedPins = append(banned.BlockedPins, fmt.Sprintf("feed-bot-%d", i))
+		banned.BlockedIPs = append(banned.BlockedIPs, fmt.Sprintf("172.%d.%d.%d", 16+i>>16, i>>8&255, i&255))
+	}
+	published := time.Now()
+	oc.publish(banned)
+	n := 0
+	testenv.Within(t, testenv.SwitchDeadline(), "the banned pin answers 403 BLOCKED", func() bool {
+		n++
+		a := e.grab(grabBody(fmt.Sprintf("ban-%d", n), botPin, "198.51.100.7", id, 1))
+		return a.status == http.StatusForbidden && a.res.Result == grab.Blocked
+	})
+	t.Logf("lists of %d pins and %d addresses in force %s after the publish", len(banned.BlockedPins), len(banned.BlockedIPs),
+		time.Since(published).Round(time.Millisecond))
+	before := e.hash(id)
+	for i, b := range []struct{ pin, ip string }{
+		{botPin, "198.51.100.7"}, {"buyer-a-" + e.suffix, "10.77.200.1"}, {"buyer-b-" + e.suffix, "2001:db8:77:1::9"},
+	} {
+		rid := fmt.Sprintf("ban-check-%d", i)
+		a := e.grab(grabBody(rid, b.pin, b.ip, id, 1))
+		if a.status != http.StatusForbidden || a.res.Result != grab.Blocked || a.res.FailedItem != nil {
+			t.Fatalf("grab by %s from %s: %d %s, want 403 BLOCKED", b.pin, b.ip, a.status, a.raw)
+		}
+		if _, found, err := lua.ReadLedger(context.Background(), e.shard(key), key, e.rid(rid)); err != nil || found {
+			t.Fatalf("a BLOCKED grab reached the ledger: found=%v err=%v", found, err)
+		}
+		ik := promo.RequestIndexKey(e.rid(rid))
+		if n, err := e.shard(ik).Exists(context.Background(), ik).Result(); err != nil || n != 0 {
+			t.Fatalf("a BLOCKED grab claimed its requestId: %d %v", n, err)
+		}
+	}
+	if after := e.hash(id); after != before {
+		t.Fatalf("a BLOCKED grab touched the promotion: %+v -> %+v", before, after)
+	}
+	for i, ip := range []string{"10.78.0.1", "198.51.100.7", "2001:db8:78::1"} {
+		if a := e.grab(grabBody(fmt.Sprintf("ban-ok-%d", i), fmt.Sprintf("buyer-%d-%s", i, e.suffix), ip, id, 1)); a.res.Result != grab.Granted {
+			t.Fatalf("a buyer on no list, from %s: %d %s", ip, a.status, a.raw)
+		}
+	}
+
+	oc.publish(normal())
+	n = 0
+	testenv.Within(t, testenv.SwitchDeadline(), "the lifted ban sells again", func() bool {
+		n++
+		return e.grab(grabBody(fmt.Sprintf("unban-%d", n), botPin, "10.77.0.1", id, 1)).res.Result == grab.Granted
 	})
 }
 

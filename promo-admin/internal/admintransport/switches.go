@@ -31,10 +31,7 @@ func switchesHandler(h *configcenter.Holder, source string) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := h.Load()
-		sw := s.Switches
-		if sw.BlockedPromotions == nil {
-			sw.BlockedPromotions = []string{} // a list, never null, for clients
-		}
+		sw := s.Switches.WithLists()
 		w.Header().Set("Cache-Control", "no-store")
 		httpx.WriteJSON(w, http.StatusOK, SwitchesView{MD5: s.MD5, Source: source, Switches: sw})
 	})
