@@ -45,13 +45,15 @@ type GrabCall struct {
 // GrabReply is q.lua's answer. Index is the 0-based item concerned (0 for OK).
 // Remaining holds each item's remaining after the take (OK only); LedgerState the
 // ledger entry's state, one of the Ledger* letters (DUPLICATE only); RetryAfterMs the time
-// until the rate window restarts (RATE_LIMITED only).
+// until the rate window restarts (RATE_LIMITED only); StartMs the promotion's start
+// (NOT_STARTED only).
 type GrabReply struct {
 	Code         Code
 	Index        int
 	Remaining    []int64
 	LedgerState  string
 	RetryAfterMs int64
+	StartMs      int64
 }
 
 func (c GrabCall) build() ([]string, []interface{}, error) {
@@ -147,7 +149,16 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 			return GrabReply{}, fmt.Errorf("q.lua: bad retry time %v", vals)
 		}
 		r.RetryAfterMs = n
-	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeNotStarted, CodeEnded,
+	case CodeNotStarted:
+		if len(vals) < 3 {
+			return GrabReply{}, fmt.Errorf("q.lua: NOT_STARTED without start time: %v", vals)
+		}
+		n, ok := vals[2].(int64)
+		if !ok {
+			return GrabReply{}, fmt.Errorf("q.lua: bad start time %v", vals)
+		}
+		r.StartMs = n
+	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeEnded,
 		CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
 	default:
 		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))

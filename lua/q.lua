@@ -26,7 +26,7 @@
 --   {2 REQUEST_ID_REUSED, index}       same requestId, another body
 --   {3 NOT_FOUND, index}               no promotion hash
 --   {4 STOPPED, index}                 state is not ACTIVE
---   {5 NOT_STARTED, index}             now < startMs
+--   {5 NOT_STARTED, index, startMs}    now < startMs (the caller may refuse locally until then)
 --   {6 ENDED, index}                   now >= endMs
 --   {7 SOLD_OUT, index}                remaining is 0, or less than num
 --   {8 RATE_LIMITED, index, retryAfterMs}
@@ -111,7 +111,7 @@ for i = 1, n do
     return {4, i - 1}
   end
   if now < int(h[9]) then
-    return {5, i - 1}
+    return {5, i - 1, int(h[9])}
   end
   if now >= int(h[10]) then
     return {6, i - 1}

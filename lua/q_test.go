@@ -69,7 +69,7 @@ func TestGrab(t *testing.T) {
 			{one("r1", 1), GrabReply{Code: CodeStopped}, []int64{10}},
 		}},
 		{"before start, at start", []*AdminSpec{spec(func(s *AdminSpec) { s.StartMs = now + 1 })}, []grabStep{
-			{one("r1", 1), GrabReply{Code: CodeNotStarted}, []int64{10}},
+			{one("r1", 1), GrabReply{Code: CodeNotStarted, StartMs: now + 1}, []int64{10}},
 			{with(one("r2", 1), func(c *GrabCall) { c.NowMs = now + 1 }), ok(9), []int64{9}},
 		}},
 		{"just before end, at end", []*AdminSpec{spec(func(s *AdminSpec) { s.EndMs = now + 1 })}, []grabStep{

@@ -12,10 +12,26 @@ import (
 // which bounds how long a SOLD_OUT stays stale after a cancel on another instance
 // returns stock. Only a script's answer sets an entry, never an error, so one
 // failure cannot refuse everyone.
-type refusalCache = expiry.Map[Outcome]
+//
+// It is the start gate too (seed 000): a promotion not yet started is answered
+// NOT_STARTED here until its start instant, never past it, so before a sale opens
+// its shard sees one grab per instance per RefusalTTL, however many buyers press
+// early; at the start every instance lets grabs through on its own clock, and a
+// start moved earlier by a merchandiser is seen within RefusalTTL.
+type refusalCache = expiry.Map[cachedRefusal]
+
+// cachedRefusal is a cached answer; until, when set, is when it stops holding (a
+// NOT_STARTED's start).
+type cachedRefusal struct {
+	o     Outcome
+	until time.Time
+}
+
+// holds reports whether the cached answer still stands at now.
+func (r cachedRefusal) holds(now time.Time) bool { return r.until.IsZero() || now.Before(r.until) }
 
 func cacheable(o Outcome) bool {
-	return o == SoldOut || o == Stopped || o == Ended || o == NotFound
+	return o == SoldOut || o == Stopped || o == Ended || o == NotFound || o == NotStarted
 }
 
 // The two caches are keyed by the promotions clients name, and a client may name

@@ -83,7 +83,7 @@ func TestFloodOfDistinctPromotionsStaysBounded(t *testing.T) {
 	for i := range 1_000_000 {
 		key := promo.Key("flood-"+run+"-"+strconv.Itoa(i), 1+i%99)
 		s.status.m.Put(key, cachedStatus{}, now)
-		s.refusals.Put(key, NotFound, now)
+		s.refusals.Put(key, cachedRefusal{o: NotFound}, now)
 		if i%4096 == 0 && (s.status.m.Len() > cfg.StatusCacheSize || s.refusals.Len() > cfg.RefusalCacheSize) {
 			t.Fatalf("after %d keys the caches hold %d and %d; their sizes are %d and %d",
 				i+1, s.status.m.Len(), s.refusals.Len(), cfg.StatusCacheSize, cfg.RefusalCacheSize)
@@ -167,8 +167,8 @@ func TestCachedEntriesGoUnreadAfterTheirTime(t *testing.T) {
 		t.Fatalf("before their time the caches hold %d and %d; want %d and 1", s.status.m.Len(), s.refusals.Len(), n)
 	}
 	clock.add(cfg.RefusalTTL - time.Nanosecond)
-	if o, ok := s.refusals.Get(key, s.Clock()); !ok || o != NotFound {
-		t.Fatalf("the refusal just before its time: %v %v", o, ok)
+	if r, ok := s.refusals.Get(key, s.Clock()); !ok || r.o != NotFound {
+		t.Fatalf("the refusal just before its time: %v %v", r.o, ok)
 	}
 	clock.add(time.Nanosecond)
 	if _, ok := s.refusals.Get(key, s.Clock()); ok {

@@ -65,10 +65,11 @@ func (s *Grabber) checkClaim(req Request, c claim) (Result, bool) {
 // that is most of the traffic, and the index shards' share of it.
 func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
 	for i, it := range req.Items {
-		o, ok := s.refusals.Get(promo.Key(it.PromoID, it.Type), now)
-		if !ok {
+		r, ok := s.refusals.Get(promo.Key(it.PromoID, it.Type), now)
+		if !ok || !r.holds(now) {
 			continue
 		}
+		o := r.o
 		if !req.FirstAttempt && s.claimed(ctx, req.RequestID) {
 			return Result{}, false
 		}

@@ -178,7 +178,11 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 		return refusal(rid, Unavailable, failedAt, lostMessage(gs[failed].shard)), nil, true
 	}
 	if cacheable(o) {
-		s.refusals.Put(key, o, now)
+		c := cachedRefusal{o: o}
+		if o == NotStarted {
+			c.until = time.UnixMilli(r.StartMs)
+		}
+		s.refusals.Put(key, c, now)
 	}
 	return refusal(rid, o, failedAt, ""), nil, true
 }

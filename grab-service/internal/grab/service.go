@@ -145,7 +145,7 @@ func New(cfg Config, d Deps) (*Grabber, error) {
 			cfg.RefusalCacheSize, cfg.StatusCacheSize, cfg.CacheSweepEvery)
 	}
 	s := &Grabber{Deps: d, cfg: cfg, ring: ring.Default,
-		refusals: expiry.New[Outcome](cfg.RefusalCacheSize, cfg.RefusalTTL),
+		refusals: expiry.New[cachedRefusal](cfg.RefusalCacheSize, cfg.RefusalTTL),
 		status: statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL),
 			limit: newStatusLimit(cfg.StatusRate)},
 		stopSweep: make(chan struct{}), swept: make(chan struct{})}
