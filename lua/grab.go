@@ -132,30 +132,21 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 			r.Remaining = append(r.Remaining, n)
 		}
 	case CodeDuplicate:
-		if len(vals) < 3 {
-			return GrabReply{}, fmt.Errorf("q.lua: DUPLICATE without ledger state: %v", vals)
-		}
-		s, ok := vals[2].(string)
-		if !ok {
-			return GrabReply{}, fmt.Errorf("q.lua: bad ledger state %v", vals)
+		s, err := third[string](vals, "ledger state")
+		if err != nil {
+			return GrabReply{}, err
 		}
 		r.LedgerState = s
 	case CodeRateLimited:
-		if len(vals) < 3 {
-			return GrabReply{}, fmt.Errorf("q.lua: RATE_LIMITED without retry time: %v", vals)
-		}
-		n, ok := vals[2].(int64)
-		if !ok {
-			return GrabReply{}, fmt.Errorf("q.lua: bad retry time %v", vals)
+		n, err := third[int64](vals, "retry time")
+		if err != nil {
+			return GrabReply{}, err
 		}
 		r.RetryAfterMs = n
 	case CodeNotStarted:
-		if len(vals) < 3 {
-			return GrabReply{}, fmt.Errorf("q.lua: NOT_STARTED without start time: %v", vals)
-		}
-		n, ok := vals[2].(int64)
-		if !ok {
-			return GrabReply{}, fmt.Errorf("q.lua: bad start time %v", vals)
+		n, err := third[int64](vals, "start time")
+		if err != nil {
+			return GrabReply{}, err
 		}
 		r.StartMs = n
 	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeEnded,
@@ -164,4 +155,18 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))
 	}
 	return r, nil
+}
+
+// third is the value a reply carries after its code and index: a DUPLICATE's
+// ledger state, a RATE_LIMITED's retry time, a NOT_STARTED's start.
+func third[T any](vals []interface{}, what string) (T, error) {
+	var v T
+	if len(vals) < 3 {
+		return v, fmt.Errorf("q.lua: code %v without its %s: %v", vals[0], what, vals)
+	}
+	v, ok := vals[2].(T)
+	if !ok {
+		return v, fmt.Errorf("q.lua: bad %s %v", what, vals)
+	}
+	return v, nil
 }
