@@ -7,7 +7,8 @@
 // Both bounds hold without a read of the entry: at most Size entries (putting one
 // more drops the one put longest ago), and a lapsed entry is dropped by the next
 // Puts (a few each) or by Sweep, which the owner runs on a timer, so a flood of
-// distinct keys leaves nothing behind once it stops.
+// distinct keys leaves nothing behind once it stops. A map made WithStale keeps a
+// lapsed entry that much longer for GetStale, the answer of last resort.
 package expiry
 
 import (
@@ -25,9 +26,10 @@ import (
 // TTL for every entry the oldest entry is then also the first to lapse, which is
 // what both eviction and reaping take: the entry with the least life left.
 type Map[V any] struct {
-	ttl time.Duration
-	mu  sync.RWMutex
-	lru *simplelru.LRU[string, entry[V]]
+	ttl   time.Duration
+	stale time.Duration // how long past its time a lapsed entry stays for GetStale
+	mu    sync.RWMutex
+	lru   *simplelru.LRU[string, entry[V]]
 }
 
 type entry[V any] struct {
@@ -50,6 +52,18 @@ func New[V any](size int, ttl time.Duration) *Map[V] {
 		panic(fmt.Sprintf("expiry.New(%d, %s): %v", size, ttl, err))
 	}
 	return &Map[V]{ttl: ttl, lru: l}
+}
+
+// WithStale keeps each lapsed entry for d more, for GetStale; it returns m.
+func (m *Map[V]) WithStale(d time.Duration) *Map[V] {
+	m.stale = d
+	return m
+}
+
+// GetStale returns key's value while now is before its time plus the map's
+// stale keep (WithStale): a lapsed answer, for when a fresh one cannot be had.
+func (m *Map[V]) GetStale(key string, now time.Time) (V, bool) {
+	return m.Get(key, now.Add(-m.stale))
 }
 
 // Get returns key's value while now is before its time.
@@ -80,7 +94,8 @@ func (m *Map[V]) Forget(key string) {
 	m.mu.Unlock()
 }
 
-// Sweep drops every entry lapsed by now and reports how many it dropped.
+// Sweep drops every entry lapsed by now (past its stale keep) and reports how
+// many it dropped.
 func (m *Map[V]) Sweep(now time.Time) int {
 	total := 0
 	for {
@@ -99,7 +114,7 @@ func (m *Map[V]) Sweep(now time.Time) int {
 func (m *Map[V]) reap(now time.Time, most int) int {
 	for n := range most {
 		_, e, ok := m.lru.GetOldest()
-		if !ok || now.Before(e.until) {
+		if !ok || now.Before(e.until.Add(m.stale)) {
 			return n
 		}
 		m.lru.RemoveOldest()

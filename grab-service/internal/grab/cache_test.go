@@ -174,7 +174,15 @@ func TestCachedEntriesGoUnreadAfterTheirTime(t *testing.T) {
 	if _, ok := s.refusals.Get(key, s.Clock()); ok {
 		t.Fatal("a refusal answered past its RefusalTTL")
 	}
-	clock.set(t0.Add(max(cfg.StatusTTL, cfg.RefusalTTL)))
+	clock.set(t0.Add(cfg.StatusTTL + StatusStale - time.Nanosecond))
+	if _, ok := s.status.m.GetStale(promo.Key(missing, 1), s.Clock()); !ok {
+		t.Fatal("a status entry gone before its stale keep ended")
+	}
+	time.Sleep(50 * time.Millisecond) // ten sweeps: it stays for GetStale
+	if s.status.m.Len() != n {
+		t.Fatalf("%d status entries within their stale keep; want %d", s.status.m.Len(), n)
+	}
+	clock.set(t0.Add(max(cfg.StatusTTL+StatusStale, cfg.RefusalTTL)))
 	deadline := time.Now().Add(5 * time.Second)
 	for s.status.m.Len() > 0 || s.refusals.Len() > 0 {
 		if time.Now().After(deadline) {

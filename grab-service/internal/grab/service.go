@@ -146,7 +146,7 @@ func New(cfg Config, d Deps) (*Grabber, error) {
 	}
 	s := &Grabber{Deps: d, cfg: cfg, ring: ring.Default,
 		refusals: expiry.New[cachedRefusal](cfg.RefusalCacheSize, cfg.RefusalTTL),
-		status: statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL),
+		status: statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL).WithStale(StatusStale),
 			limit: newStatusLimit(cfg.StatusRate)},
 		stopSweep: make(chan struct{}), swept: make(chan struct{})}
 	for i, c := range d.Shards {

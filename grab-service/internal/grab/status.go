@@ -33,6 +33,11 @@ type statusCache struct {
 	limit *rate.Limiter // nil: no limit
 }
 
+// StatusStale is how long past its StatusTTL a status answer may stand in for a
+// fresh one the status rate limit refuses to read: a detail page then shows a
+// second-old figure rather than an error while the limit holds off a flood.
+const StatusStale = time.Second
+
 // DefaultStatusRate is the shard reads a second one instance makes for status
 // answers it does not hold. A promotion the detail pages poll costs at most one
 // read per StatusTTL (2 a second at 500 ms), so this serves 2,500 promotions
@@ -71,6 +76,12 @@ func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, 
 		// waiters share it): what is limited is the flood of distinct ids, each a
 		// read and an entry, to StatusRate reads and entries a second.
 		if s.status.limit != nil && !s.status.limit.AllowN(now, 1) {
+			// A live promotion whose entry lapsed a moment ago is not refused for a
+			// flood of other ids: its last answer stands in, StatusStale at most
+			// past its time.
+			if c, ok := s.status.m.GetStale(key, now); ok {
+				return c, nil
+			}
 			return nil, ErrStatusRateLimited
 		}
 		h, found, err := lua.ReadHash(ctx, s.Shards[s.ring.Shard(key)], key)

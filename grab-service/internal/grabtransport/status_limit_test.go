@@ -52,3 +52,31 @@ func TestStatusRateLimit(t *testing.T) {
 		t.Fatalf("another id with no token left: %d %s; want 429", r.status, r.raw)
 	}
 }
+
+// A flood that holds the status limit does not refuse a live promotion whose
+// cached answer just lapsed: its last answer stands in for grab.StatusStale past
+// its time, and only then is it refused like any id the limit cannot read.
+func TestStatusRateLimitServesALapsedAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *grab.Config, _ *grab.Deps) {
+		c.StatusRate = 0.01 // one read, then none until the clock moves 100 s
+		c.StatusTTL = time.Second
+	})
+	status := func(id string) answer { return e.do("GET", "/v1/promotions/"+id+"/1/status", "", nil) }
+	live := e.promotion("lapsed", spec{total: 3})
+	first := status(live)
+	if first.status != 200 {
+		t.Fatalf("first status: %d %s", first.status, first.raw)
+	}
+	if r := status("flood-" + e.suffix); r.status != 429 {
+		t.Fatalf("the flood's read past the rate: %d %s", r.status, r.raw)
+	}
+	e.clock.advance(time.Second + grab.StatusStale/2) // lapsed, within the stale keep; no token yet
+	if r := status(live); r.status != 200 || r.raw != first.raw {
+		t.Fatalf("a lapsed answer while at the rate: %d %s; want the last answer, %s", r.status, r.raw, first.raw)
+	}
+	e.clock.advance(grab.StatusStale) // past the keep, still no token
+	if r := status(live); r.status != 429 {
+		t.Fatalf("past its stale keep at the rate: %d %s; want 429", r.status, r.raw)
+	}
+}
