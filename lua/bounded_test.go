@@ -37,6 +37,22 @@ func TestScriptsRunOnlyBoundedCommands(t *testing.T) {
 			}
 		}
 	}
+	// The hold scripts touch the request index entry (SET NX) and the holds sets,
+	// whose ranges are read a bounded number at a time (LIMIT).
+	holdBounded := []string{"SET", "ZADD", "ZREM", "ZRANGEBYSCORE"}
+	for name, src := range map[string]string{"claimhold.lua": claimHoldSrc, "holddue.lua": holdDueSrc} {
+		for _, m := range call.FindAllStringSubmatch(src, -1) {
+			cmd, err := strconv.Unquote(strings.ReplaceAll(m[1], "'", `"`))
+			if err != nil || !slices.Contains(holdBounded, strings.ToUpper(cmd)) {
+				t.Errorf("%s: redis.call(%s): not a literal command of the bounded set %v", name, m[1], holdBounded)
+			}
+		}
+		for _, line := range strings.Split(src, "\n") {
+			if strings.Contains(line, "'ZRANGEBYSCORE'") && !strings.Contains(line, "'LIMIT'") {
+				t.Errorf("%s: a range read without LIMIT: %s", name, strings.TrimSpace(line))
+			}
+		}
+	}
 }
 
 // The same, measured: a grab, its commit and a cancel run exactly the same Redis

@@ -28,6 +28,10 @@ var (
 	stopSrc string
 	//go:embed delete.lua
 	deleteSrc string
+	//go:embed claimhold.lua
+	claimHoldSrc string
+	//go:embed holddue.lua
+	holdDueSrc string
 )
 
 var (
@@ -38,11 +42,15 @@ var (
 	patchScript  = redis.NewScript(patchSrc)
 	stopScript   = redis.NewScript(stopSrc)
 	deleteScript = redis.NewScript(deleteSrc)
+	// The holds live on the request index shards (hold.go).
+	claimHoldScript = redis.NewScript(claimHoldSrc)
+	holdDueScript   = redis.NewScript(holdDueSrc)
 )
 
 // All returns every script of the package.
 func All() []*redis.Script {
-	return []*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript}
+	return []*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript,
+		claimHoldScript, holdDueScript}
 }
 
 // Load sends SCRIPT LOAD for every script. Call it before pipelining: a pipeline only

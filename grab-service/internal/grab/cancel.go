@@ -33,10 +33,7 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	if idx.Pin != pin {
 		return Result{}, ErrGrabNotFound
 	}
-	items := make([]Item, len(idx.Items))
-	for i, it := range idx.Items {
-		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num}
-	}
+	items := indexItems(idx)
 	gs := s.groups(items)
 	replies, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: now.UnixMilli()})
 	var returned []group
@@ -103,6 +100,15 @@ func (s *Grabber) finalize(rid, pin string, gs []group) {
 }
 
 // lookup finds a granted request's items: the Redis request index, else the record.
+// indexItems are the items an index entry names, as a request's.
+func indexItems(idx flow.RequestIndex) []Item {
+	items := make([]Item, len(idx.Items))
+	for i, it := range idx.Items {
+		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num}
+	}
+	return items
+}
+
 func (s *Grabber) lookup(ctx context.Context, rid string) (flow.RequestIndex, error) {
 	idx, found, err := s.readIndex(ctx, rid)
 	if found {

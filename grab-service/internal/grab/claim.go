@@ -10,6 +10,7 @@ import (
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
 )
 
 // A requestId is unique across the platform, whatever the promotions it names. The
@@ -28,8 +29,19 @@ type claim struct {
 func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
 	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
 	b := idx.AppendJSON(make([]byte, 0, 192))
-	// NX with GET: set when absent, and either way answer what was there.
-	old, err := s.indexCommand(ctx, req.RequestID, "set", b, "nx", "get", "ex", int(flow.RequestIndexTTL.Seconds())).Text()
+	ttl := int64(flow.RequestIndexTTL.Seconds())
+	var old string
+	var err error
+	if req.HoldSeconds > 0 { // the claim and its hold in one step (holds.go)
+		key := promo.RequestIndexKey(req.RequestID)
+		deadline := s.holdDeadline(s.Clock(), req.HoldSeconds).UnixMilli()
+		old, err = s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+			return lua.QueueClaimHold(ctx, p, key, s.cfg.HoldsKey, b, ttl, deadline, req.RequestID)
+		}).Text()
+	} else {
+		// NX with GET: set when absent, and either way answer what was there.
+		old, err = s.indexCommand(ctx, req.RequestID, "set", b, "nx", "get", "ex", ttl).Text()
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
 		return claim{created: true}
@@ -93,6 +105,11 @@ func (s *Grabber) releaseClaim(req Request) {
 	defer cancel()
 	err := s.indexCommand(ctx, req.RequestID, "del").Err()
 	s.logErr("request index entry not released", err, "requestId", req.RequestID)
+	if req.HoldSeconds > 0 {
+		// Left behind, the hold would find no entry when due and be dropped then.
+		err := s.dropHold(ctx, s.cfg.HoldsKey, req.RequestID)
+		s.logErr("hold of a refused grab not released", err, "requestId", req.RequestID)
+	}
 }
 
 // readIndex reads request rid's index entry; found is false when there is none (or

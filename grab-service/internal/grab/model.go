@@ -26,6 +26,10 @@ type Request struct {
 	Pin       string `json:"pin"`
 	IP        string `json:"ip"`
 	Items     []Item `json:"items"`
+	// HoldSeconds, when above 0, makes the grant a hold: not confirmed
+	// (POST /v1/grab/{requestId}/confirm) within it, the platform returns it
+	// (holds.go).
+	HoldSeconds int `json:"holdSeconds,omitempty"`
 	// FirstAttempt is the caller's word that it has never sent this requestId
 	// before (the X-Grab-Attempt header at 1), so the requestId holds nothing: a
 	// refusal the local cache knows is answered without looking it up in the
@@ -43,6 +47,9 @@ func (r Request) bodyHash() string {
 	}
 	for _, it := range r.Items {
 		h.Write([]byte(it.PromoID + "\x00" + strconv.Itoa(it.Type) + "\x00" + strconv.FormatInt(it.Num, 10) + "\x00"))
+	}
+	if r.HoldSeconds > 0 { // only then, so the hashes of grabs without a hold stay as they were
+		h.Write([]byte("hold\x00" + strconv.Itoa(r.HoldSeconds)))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
@@ -66,6 +73,7 @@ const (
 	Returned          Outcome = "RETURNED"
 	AlreadyReturned   Outcome = "ALREADY_RETURNED"
 	Blocked           Outcome = "BLOCKED"     // the buyer's pin or ip is blocked by on-call
+	Confirmed         Outcome = "CONFIRMED"   // a held grant confirmed (holds.go)
 	invalidNumOutcome Outcome = "INVALID_NUM" // num above maxPerGrab: a 400, never sent as a result
 )
 

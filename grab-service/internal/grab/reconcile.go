@@ -31,6 +31,8 @@ import (
 // ReconcileStats counts one pass.
 type ReconcileStats struct {
 	Committed, Aborted, Published int
+	// HoldsExpired counts the held grants not confirmed in time that the pass returned.
+	HoldsExpired int
 	// Blocked counts the due takes the pass could not settle (a shard or the record
 	// it needed did not answer, or a shard waits for its rebuild); how long they have
 	// waited is kept per pending set (reconcilePasses).
@@ -97,6 +99,11 @@ func (s *Reconciler) Reconcile(ctx context.Context) (ReconcileStats, error) {
 		s.passes.swept(now) // a shard whose sweep failed is swept again next pass
 	}
 	if err := s.payDebts(ctx, debts, &st); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	expired, err := s.expireHolds(ctx, s.Clock())
+	st.HoldsExpired = expired
+	if err != nil && firstErr == nil {
 		firstErr = err
 	}
 	// A take its anchor's shard keeps open for good is never settled (consistency

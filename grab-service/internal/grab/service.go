@@ -58,6 +58,9 @@ type Config struct {
 	ReconcileSweepEvery time.Duration
 	// Workers per shard, calls per pipeline, and the bounded queue in front of them.
 	Workers, MaxBatch, Queue int
+	// HoldsKey is the sorted set of held grants on each shard (holds.go); tests
+	// that share the shards keep their own.
+	HoldsKey string
 }
 
 // Defaults are sized for the local stack and the contract.
@@ -77,6 +80,7 @@ func Defaults() Config {
 		Workers:             4,
 		MaxBatch:            64,
 		Queue:               4096,
+		HoldsKey:            lua.HoldsKey,
 	}
 }
 
@@ -107,6 +111,7 @@ type Deps struct {
 type Service interface {
 	Grab(ctx context.Context, req Request) (Result, error)
 	Cancel(ctx context.Context, requestID, pin, reason string) (Result, error)
+	Confirm(ctx context.Context, requestID, pin string) (Result, error)
 	Status(ctx context.Context, promoID string, typ int) (Status, error)
 }
 

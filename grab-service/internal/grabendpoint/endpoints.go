@@ -18,6 +18,11 @@ type CancelRequest struct {
 	RequestID, Pin, Reason string
 }
 
+// ConfirmRequest is a decoded confirm of a held grant.
+type ConfirmRequest struct {
+	RequestID, Pin string
+}
+
 // StatusRequest is a decoded status query.
 type StatusRequest struct {
 	PromoID string
@@ -26,7 +31,7 @@ type StatusRequest struct {
 
 // Set holds the service's endpoints.
 type Set struct {
-	Grab, Cancel, Status endpoint.Endpoint
+	Grab, Cancel, Confirm, Status endpoint.Endpoint
 }
 
 // New wires the endpoints. The method limiter answers RATE_LIMITED in the response,
@@ -49,11 +54,19 @@ func New(svc grab.Service, switches *configcenter.Holder, adm *Admission) Set {
 	cancelID := func(req any) string { return req.(CancelRequest).RequestID }
 	cancelEP = cancelLimit.middleware(cancelID)(adm.middleware("cancel", cancelID)(cancelEP))
 
+	// A confirm is the cancel's kin (one per grant, after it): the same limits.
+	var confirmEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {
+		r := req.(ConfirmRequest)
+		return svc.Confirm(ctx, r.RequestID, r.Pin)
+	}
+	confirmID := func(req any) string { return req.(ConfirmRequest).RequestID }
+	confirmEP = cancelLimit.middleware(confirmID)(adm.middleware("confirm", confirmID)(confirmEP))
+
 	statusEP := func(ctx context.Context, req any) (any, error) {
 		r := req.(StatusRequest)
 		return svc.Status(ctx, r.PromoID, r.Type)
 	}
-	return Set{Grab: grabEP, Cancel: cancelEP, Status: statusEP}
+	return Set{Grab: grabEP, Cancel: cancelEP, Confirm: confirmEP, Status: statusEP}
 }
 
 // methodLimiter is a per-instance token bucket whose rate follows the switches:

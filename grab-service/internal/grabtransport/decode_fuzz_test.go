@@ -42,6 +42,9 @@ func FuzzGrabScannerAgrees(f *testing.F) {
 		`{"requestId":"r1","pin":"p","ip":"10.0.0.1","items":[{"promoId":"A","type":1,"num":99999999999999999999}]}`,
 		`{"requestId":"r\u0031","pin":"p","ip":"10.0.0.1","items":[{"promoId":"A","type":1,"num":1},{"promoId":"A","type":1,"num":2}]}`,
 		`{"REQUESTID":"r1"}`, `{}`, `{"items":null}`, `[]`, ``, `{"pin":"p"} x`,
+		`{"requestId":"r1","pin":"p","ip":"10.0.0.1","holdSeconds":900,"items":[{"promoId":"A","type":1,"num":1}]}`,
+		`{"requestId":"r1","pin":"p","ip":"10.0.0.1","items":[{"promoId":"A","type":1,"num":1}],"holdSeconds":-1}`,
+		`{"holdSeconds":1,"holdSeconds":2}`, `{"holdSeconds":1.0}`, `{"holdSeconds":"60"}`,
 	} {
 		f.Add([]byte(b))
 	}

@@ -34,7 +34,7 @@ func contractError(err error) error {
 // statusOf maps a result to the contract's HTTP status.
 func statusOf(o grab.Outcome) int {
 	switch o {
-	case grab.Granted, grab.Returned:
+	case grab.Granted, grab.Returned, grab.Confirmed:
 		return http.StatusOK
 	case grab.RateLimited:
 		return http.StatusTooManyRequests
@@ -63,9 +63,14 @@ func encodeResult(_ context.Context, w http.ResponseWriter, resp any) error {
 		writeResult(w, http.StatusOK, res)
 		return nil
 	}
-	if res.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((res.RetryAfter+999_999_999)/1_000_000_000)))
-	}
+	writeResult(w, statusOf(res.Result), res)
+	return nil
+}
+
+// encodeConfirm answers a confirm: CONFIRMED 200; ALREADY_RETURNED is a 409 here
+// (the hold ran out), not the cancel's 200.
+func encodeConfirm(_ context.Context, w http.ResponseWriter, resp any) error {
+	res := resp.(grab.Result)
 	writeResult(w, statusOf(res.Result), res)
 	return nil
 }
@@ -74,6 +79,9 @@ func encodeResult(_ context.Context, w http.ResponseWriter, resp any) error {
 // answered with one. Write copies what it is given, so the buffer goes back at
 // once, unless a result of many items grew it past what answers usually need.
 func writeResult(w http.ResponseWriter, status int, res grab.Result) {
+	if res.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((res.RetryAfter+999_999_999)/1_000_000_000)))
+	}
 	bp := resultBufs.Get().(*[]byte)
 	*bp = append(res.AppendJSON((*bp)[:0]), '\n')
 	httpx.WriteJSONBytes(w, status, *bp)

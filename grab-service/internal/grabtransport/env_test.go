@@ -118,6 +118,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	cfg.AnswerTimeout = 15 * time.Second
 	// Tests share the shards: each reconciler keeps to its own test's promotions.
 	cfg.ReconcileMatch = "{C_*-" + e.suffix + "_*}:pending"
+	cfg.HoldsKey = lua.HoldsKey + ":" + e.suffix
 	shards := make([]redis.UniversalClient, len(e.shards))
 	for i, c := range e.shards {
 		shards[i] = c

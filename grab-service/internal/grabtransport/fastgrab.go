@@ -24,6 +24,10 @@ func scanGrab(body []byte) (w wireGrab, items []wireItem, ok bool) {
 		case key == "ip" && w.IP == nil:
 			w.IP = s.strPtr()
 			return w.IP != nil
+		case key == "holdSeconds" && w.HoldSeconds == nil:
+			n, ok := s.integer()
+			w.HoldSeconds = &n
+			return ok
 		case key == "items" && w.Items == nil:
 			w.Items = []json.RawMessage{} // present; parseGrab counts items, not these
 			return s.array(func() bool {

@@ -31,6 +31,7 @@ func Handler(mux *http.ServeMux, set grabendpoint.Set, tokens httpx.Tokens, m *h
 	}
 	route("POST /v1/grab", "grab", tokens.Require(kithttp.NewServer(set.Grab, decodeGrab, encodeGrab, opts...), httpx.RoleCheckout))
 	route("POST /v1/grab/{requestId}/cancel", "cancel", tokens.Require(kithttp.NewServer(set.Cancel, decodeCancel, encodeResult, opts...), httpx.RoleCheckout))
+	route("POST /v1/grab/{requestId}/confirm", "confirm", tokens.Require(kithttp.NewServer(set.Confirm, decodeConfirm, encodeConfirm, opts...), httpx.RoleCheckout))
 	route("GET /v1/promotions/{promoId}/{type}/status", "status", kithttp.NewServer(set.Status, decodeStatus, encodeStatus, opts...))
 	httpx.ServeSpec(mux)
 }
@@ -45,6 +46,8 @@ type wireGrab struct {
 	RequestID *string `json:"requestId"`
 	Pin       *string `json:"pin"`
 	IP        *string `json:"ip"`
+	// HoldSeconds, when present, is how long the grant waits for its confirm.
+	HoldSeconds *int64 `json:"holdSeconds"`
 	// Items are decoded one by one so an error can name its index (items[3].num).
 	Items []json.RawMessage `json:"items"`
 }
@@ -143,12 +146,17 @@ func parseGrab(w wireGrab, n int, item func(i int) (wireItem, error)) (grab.Requ
 		return req, httpx.Invalid("items", "required")
 	case n == 0 || n > MaxItems:
 		return req, httpx.Invalid("items", fmt.Sprintf("between 1 and %d items", MaxItems))
+	case w.HoldSeconds != nil && (*w.HoldSeconds < 1 || *w.HoldSeconds > grab.MaxHoldSeconds):
+		return req, httpx.Invalid("holdSeconds", fmt.Sprintf("must be 1..%d", grab.MaxHoldSeconds))
 	}
 	ip, err := netip.ParseAddr(*w.IP)
 	if err != nil || ip.Zone() != "" {
 		return req, httpx.Invalid("ip", "must be an IPv4 or IPv6 address")
 	}
 	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: ip.Unmap().String(), Items: make([]grab.Item, 0, n)}
+	if w.HoldSeconds != nil {
+		req.HoldSeconds = int(*w.HoldSeconds)
+	}
 	for i := range n {
 		it, err := item(i)
 		if err != nil {
@@ -207,6 +215,26 @@ func decodeCancel(_ context.Context, r *http.Request) (any, error) {
 		req.Reason = *w.Reason
 	}
 	return req, nil
+}
+
+func decodeConfirm(_ context.Context, r *http.Request) (any, error) {
+	rid := r.PathValue("requestId")
+	if !promo.ValidRequestID(rid) {
+		return nil, httpx.Invalid("requestId", "must match ^[A-Za-z0-9._:-]{1,128}$")
+	}
+	var w struct {
+		Pin *string `json:"pin"`
+	}
+	if err := httpx.DecodeJSON(nil, r, &w, false); err != nil {
+		return nil, err
+	}
+	switch {
+	case w.Pin == nil:
+		return nil, httpx.Invalid("pin", "required")
+	case !promo.ValidPin(*w.Pin):
+		return nil, httpx.Invalid("pin", "1 to 128 printable characters, no whitespace")
+	}
+	return grabendpoint.ConfirmRequest{RequestID: rid, Pin: *w.Pin}, nil
 }
 
 // PromotionPath reads and validates {promoId}/{type} path values.

@@ -1,0 +1,187 @@
+package grabtransport_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+)
+
+// heldGrab grabs one unit of id with a hold of holdSeconds and requires GRANTED.
+func (e *env) heldGrab(t *testing.T, rid, pin, id string, holdSeconds int) {
+	t.Helper()
+	body := grabBody(rid, pin, "10.9.0.1", id, 1)
+	body["holdSeconds"] = holdSeconds
+	if a := e.grab(body); a.status != http.StatusOK || a.res.Result != grab.Granted {
+		t.Fatalf("held grab %s: %d %s", rid, a.status, a.raw)
+	}
+}
+
+func (e *env) confirm(rid, pin string) answer {
+	return e.do("POST", "/v1/grab/"+e.rid(rid)+"/confirm", checkoutToken, map[string]any{"pin": pin})
+}
+
+// expiredCancels counts the CANCEL events with reason PAYMENT_EXPIRED, by requestId.
+func (e *env) expiredCancels() map[string]int {
+	n := map[string]int{}
+	for _, ev := range e.pub.events() {
+		if ev.Kind == flow.Cancel && ev.Reason == "PAYMENT_EXPIRED" {
+			n[ev.RequestID]++
+		}
+	}
+	return n
+}
+
+// past moves the service's clock past a hold of holdSeconds begun now.
+func (e *env) past(holdSeconds int) {
+	e.clock.advance(e.cfg.AnswerTimeout + time.Duration(holdSeconds)*time.Second + time.Second)
+}
+
+// A held grant not confirmed in time is returned by the platform, once: stock
+// back, a CANCEL with reason PAYMENT_EXPIRED, a late confirm told 409.
+func TestHoldNotConfirmedIsReturnedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.promotion("hold", spec{total: 10, maxPerGrab: 1, perPin: 1})
+	e.heldGrab(t, "h1", "pin-h1", id, 60)
+	if n := e.reconcile().HoldsExpired; n != 0 {
+		t.Fatalf("a pass within the hold returned %d", n)
+	}
+	if h := e.hash(id); h.Remaining != 9 {
+		t.Fatalf("remaining %d within the hold", h.Remaining)
+	}
+	e.past(60)
+	if n := e.reconcile().HoldsExpired; n != 1 {
+		t.Fatalf("the pass past the hold returned %d, want 1", n)
+	}
+	if h := e.hash(id); h.Remaining != 10 {
+		t.Fatalf("remaining %d after the hold ran out, want 10", h.Remaining)
+	}
+	if n := e.held(id, "pins", "pin-h1"); n > 0 {
+		t.Fatalf("the pin still holds %d", n)
+	}
+	if n := e.reconcile().HoldsExpired; n != 0 {
+		t.Fatalf("a second pass returned %d more", n)
+	}
+	if got := e.expiredCancels(); len(got) != 1 || got[e.rid("h1")] != 1 {
+		t.Fatalf("PAYMENT_EXPIRED cancels %v, want one for %s", got, e.rid("h1"))
+	}
+	if a := e.confirm("h1", "pin-h1"); a.status != http.StatusConflict || a.res.Result != grab.AlreadyReturned {
+		t.Fatalf("a confirm after the hold ran out: %d %s", a.status, a.raw)
+	}
+	// The pin may grab again: its limit of 1 was given back.
+	e.heldGrab(t, "h2", "pin-h1", id, 60)
+}
+
+// A confirm within the hold keeps the grant for good; confirms repeat as CONFIRMED;
+// a wrong pin or requestId is NOT_FOUND; a grant without a hold confirms too.
+func TestHoldConfirmedStands(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.promotion("keep", spec{total: 10, maxPerGrab: 1})
+	e.heldGrab(t, "k1", "pin-k1", id, 30)
+	for i := range 2 {
+		if a := e.confirm("k1", "pin-k1"); a.status != http.StatusOK || a.res.Result != grab.Confirmed {
+			t.Fatalf("confirm %d: %d %s", i, a.status, a.raw)
+		}
+	}
+	for _, c := range []struct{ rid, pin string }{{"k1", "someone-else"}, {"nothing", "pin-k1"}} {
+		if a := e.confirm(c.rid, c.pin); a.status != http.StatusNotFound {
+			t.Fatalf("confirm of %s by %s: %d %s, want 404", c.rid, c.pin, a.status, a.raw)
+		}
+	}
+	if a := e.grab(grabBody("k2", "pin-k2", "10.9.0.2", id, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("plain grab: %s", a.raw)
+	}
+	if a := e.confirm("k2", "pin-k2"); a.status != http.StatusOK || a.res.Result != grab.Confirmed {
+		t.Fatalf("confirm of a grant without a hold: %d %s", a.status, a.raw)
+	}
+	e.past(30)
+	if n := e.reconcile().HoldsExpired; n != 0 {
+		t.Fatalf("a pass returned %d confirmed grants", n)
+	}
+	if h := e.hash(id); h.Remaining != 8 || len(e.expiredCancels()) != 0 {
+		t.Fatalf("remaining %d and cancels %v after confirmed holds ran their time", h.Remaining, e.expiredCancels())
+	}
+}
+
+// Many instances' passes at once return each expired hold once (each is leased
+// to one pass); a return a crash left half done is taken up when its lease ends;
+// a refused held grab leaves no hold behind; a bad holdSeconds is a 400.
+func TestHoldsReturnedOnceAcrossPassesAndCrashes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const n = 12
+	id := e.promotion("many", spec{total: n + 1, maxPerGrab: 1})
+	for i := range n {
+		e.heldGrab(t, fmt.Sprintf("m%d", i), fmt.Sprintf("pin-m%d", i), id, 10)
+	}
+	e.past(10)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := e.rec.Reconcile(context.Background()); err != nil {
+				t.Errorf("reconcile: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	got := e.expiredCancels()
+	for i := range n {
+		if c := got[e.rid(fmt.Sprintf("m%d", i))]; c != 1 {
+			t.Errorf("m%d: %d PAYMENT_EXPIRED cancels, want 1", i, c)
+		}
+	}
+	if h := e.hash(id); h.Remaining != n+1 {
+		t.Fatalf("remaining %d after every hold ran out, want %d", h.Remaining, n+1)
+	}
+
+	// A crash between the lease and the return: the hold waits out its lease.
+	e.heldGrab(t, "crash", "pin-crash", id, 10)
+	e.past(10)
+	ctx := context.Background()
+	idx := e.shard(promo.RequestIndexKey(e.rid("crash")))
+	p := idx.Pipeline()
+	leased := lua.QueueHoldsDue(ctx, p, e.cfg.HoldsKey, e.cfg.HoldsKey+":expiring", e.clock.now().UnixMilli(), 30_000, 100)
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rids, err := lua.ParseHoldsDue(leased); err != nil || len(rids) != 1 {
+		t.Fatalf("the dying instance's lease: %v %v", rids, err)
+	}
+	if k := e.reconcile().HoldsExpired; k != 0 {
+		t.Fatalf("a pass within another instance's lease returned %d", k)
+	}
+	e.clock.advance(31 * time.Second)
+	if k := e.reconcile().HoldsExpired; k != 1 || e.expiredCancels()[e.rid("crash")] != 1 {
+		t.Fatalf("after the lease: returned %d, cancels %d; want 1 and 1", k, e.expiredCancels()[e.rid("crash")])
+	}
+
+	// A refused held grab (sold out) leaves no hold.
+	one := e.promotion("one", spec{total: 1, maxPerGrab: 1})
+	e.heldGrab(t, "last", "pin-last", one, 10)
+	body := grabBody("refused", "pin-refused", "10.9.0.3", one, 1)
+	body["holdSeconds"] = 10
+	if a := e.grab(body); a.res.Result != grab.SoldOut {
+		t.Fatalf("grab of a sold-out promotion: %s", a.raw)
+	}
+	if err := idx.ZScore(ctx, e.cfg.HoldsKey, e.rid("refused")).Err(); err != redis.Nil {
+		t.Fatalf("a refused grab's hold: %v, want none", err)
+	}
+	for _, bad := range []any{0, 86401, "10", 1.5} {
+		body := grabBody("bad", "pin-bad", "10.9.0.4", id, 1)
+		body["holdSeconds"] = bad
+		if a := e.grab(body); a.status != http.StatusBadRequest || a.err.Field != "holdSeconds" {
+			t.Fatalf("holdSeconds %v: %d %s, want 400 naming holdSeconds", bad, a.status, a.raw)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func runCmd(t *testing.T, queue func(p redis.Pipeliner) *redis.Cmd) *redis.Cmd {
+	t.Helper()
+	p := rdb.Pipeline()
+	cmd := queue(p)
+	_, _ = p.Exec(context.Background())
+	return cmd
+}
+
+// claimhold.lua claims as SET NX GET does and registers the hold only when it
+// claimed: a replay or another body finds the entry and leaves the hold alone.
+func TestClaimHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k := promoKey(t, "idx")
+	holds := k + ":holds"
+	claim := func(entry string, deadline int64) *redis.Cmd {
+		return runCmd(t, func(p redis.Pipeliner) *redis.Cmd {
+			return QueueClaimHold(ctx, p, k, holds, []byte(entry), 60, deadline, "r1")
+		})
+	}
+	if err := claim("first", 1000).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("first claim: %v, want redis.Nil (claimed)", err)
+	}
+	if old, err := claim("second", 9000).Text(); err != nil || old != "first" {
+		t.Fatalf("second claim: %q %v, want the first entry", old, err)
+	}
+	if v := rdb.Get(ctx, k).Val(); v != "first" {
+		t.Fatalf("entry %q after a second claim", v)
+	}
+	if s := rdb.ZScore(ctx, holds, "r1").Val(); s != 1000 {
+		t.Fatalf("hold deadline %v, want the first claim's 1000", s)
+	}
+	if ttl := rdb.TTL(ctx, k).Val(); ttl <= 0 {
+		t.Fatalf("index entry without its TTL: %v", ttl)
+	}
+	bad := runCmd(t, func(p redis.Pipeliner) *redis.Cmd {
+		return claimHoldScript.EvalSha(ctx, p, []string{k, holds}, "e", "soon", 1, "r2")
+	})
+	if bad.Err() == nil || rdb.ZScore(ctx, holds, "r2").Err() == nil {
+		t.Fatalf("a malformed claim: %v; it must raise before any write", bad.Err())
+	}
+}
+
+// holddue.lua moves the due holds to expiring and leases them: a caller sees a
+// hold once per lease, the one that died mid-return leaves it to the next lease,
+// and holds not due stay.
+func TestHoldsDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k := promoKey(t, "holds")
+	holds, expiring := k+":holds", k+":expiring"
+	rdb.ZAdd(ctx, holds, redis.Z{Score: 100, Member: "a"}, redis.Z{Score: 200, Member: "b"}, redis.Z{Score: 900, Member: "later"})
+	due := func(now int64, limit int) []string {
+		t.Helper()
+		rids, err := ParseHoldsDue(runCmd(t, func(p redis.Pipeliner) *redis.Cmd {
+			return QueueHoldsDue(ctx, p, holds, expiring, now, 50, limit)
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rids
+	}
+	if got := due(150, 10); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Fatalf("due at 150: %v, want [a]", got)
+	}
+	if got := due(160, 10); len(got) != 0 {
+		t.Fatalf("a leased hold handed out again within its lease: %v", got)
+	}
+	if got := due(250, 1); !reflect.DeepEqual(got, []string{"a"}) { // a's lease ended at 200; b moved, limit 1
+		t.Fatalf("due at 250, limit 1: %v, want [a] (the lease that ran out first)", got)
+	}
+	if got := due(251, 10); !reflect.DeepEqual(got, []string{"b"}) {
+		t.Fatalf("due at 251: %v, want [b]", got)
+	}
+	rdb.ZRem(ctx, expiring, "a", "b") // returned
+	if got := due(400, 10); len(got) != 0 {
+		t.Fatalf("due at 400 after the returns: %v", got)
+	}
+	if s := rdb.ZScore(ctx, holds, "later").Val(); s != 900 {
+		t.Fatalf("a hold not due was touched: %v", s)
+	}
+	if err := runCmd(t, func(p redis.Pipeliner) *redis.Cmd { return QueueHoldsDue(ctx, p, holds, expiring, 1, 0, 10) }).Err(); err == nil {
+		t.Fatal("a lease of 0 ms accepted")
+	}
+}
