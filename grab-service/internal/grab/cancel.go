@@ -26,12 +26,9 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	now := s.Clock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
-	idx, err := s.lookup(ctx, rid)
+	idx, err := s.ownedIndex(ctx, rid, pin)
 	if err != nil {
 		return Result{}, err
-	}
-	if idx.Pin != pin {
-		return Result{}, ErrGrabNotFound
 	}
 	items := indexItems(idx)
 	gs := s.groups(items)
@@ -100,6 +97,16 @@ func (s *Grabber) finalize(rid, pin string, gs []group) {
 }
 
 // lookup finds a granted request's items: the Redis request index, else the record.
+// ownedIndex is the index entry of grab rid, which pin must have made: another
+// pin's grab is as good as none (ErrGrabNotFound) to the caller.
+func (s *Grabber) ownedIndex(ctx context.Context, rid, pin string) (flow.RequestIndex, error) {
+	idx, err := s.lookup(ctx, rid)
+	if err == nil && idx.Pin != pin {
+		return flow.RequestIndex{}, ErrGrabNotFound
+	}
+	return idx, err
+}
+
 // indexItems are the items an index entry names, as a request's.
 func indexItems(idx flow.RequestIndex) []Item {
 	items := make([]Item, len(idx.Items))

@@ -54,12 +54,9 @@ func (s *Grabber) holdDeadline(now time.Time, holdSeconds int) time.Time {
 func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
-	idx, err := s.lookup(ctx, rid)
+	idx, err := s.ownedIndex(ctx, rid, pin)
 	if err != nil {
 		return Result{}, err
-	}
-	if idx.Pin != pin {
-		return Result{}, ErrGrabNotFound
 	}
 	confirmed := Result{RequestID: rid, Result: Confirmed, Message: "the grant stands; its hold is lifted"}
 	expired := Result{RequestID: rid, Result: AlreadyReturned, Message: "the hold ran out before the confirm; the grant was returned"}
