@@ -195,7 +195,23 @@ func hostileCases(run, checkout, viewer, admin string, canary sale, g1, g2 *chec
 		hostileCase{name: "cancel with unknown field", service: "grab", method: "POST", path: "/v1/grab/" + g1.RequestID + "/cancel", token: checkout,
 			body: []byte(`{"pin":` + q(g1.Pin) + `,"refund":100}`), want: 400},
 		hostileCase{name: "cancel without body", service: "grab", method: "POST", path: "/v1/grab/" + g1.RequestID + "/cancel", token: checkout, want: 400},
+		// Confirms of held grants: g1 has no hold (it confirms, changing nothing), g2 was returned.
+		hostileCase{name: "confirm without token", service: "grab", method: "POST", path: "/v1/grab/" + g1.RequestID + "/confirm",
+			body: []byte(`{"pin":` + q(g1.Pin) + `}`), want: 401},
+		hostileCase{name: "confirm with another pin", service: "grab", method: "POST", path: "/v1/grab/" + g1.RequestID + "/confirm", token: checkout,
+			body: []byte(`{"pin":` + q(g1.Pin+"x") + `}`), want: 404},
+		hostileCase{name: "confirm of an unknown grab", service: "grab", method: "POST", path: "/v1/grab/" + run + "-hx-none/confirm", token: checkout,
+			body: []byte(`{"pin":` + q(g1.Pin) + `}`), want: 404},
+		hostileCase{name: "confirm of a returned grab", service: "grab", method: "POST", path: "/v1/grab/" + g2.RequestID + "/confirm", token: checkout,
+			body: []byte(`{"pin":` + q(g2.Pin) + `}`), want: 409},
+		hostileCase{name: "confirm with unknown field", service: "grab", method: "POST", path: "/v1/grab/" + g1.RequestID + "/confirm", token: checkout,
+			body: []byte(`{"pin":` + q(g1.Pin) + `,"paid":true}`), want: 400},
+		hostileCase{name: "confirm without body", service: "grab", method: "POST", path: "/v1/grab/" + g1.RequestID + "/confirm", token: checkout, want: 400},
 	)
+	for i, hold := range []string{"0", "-5", "86401", "1.5", `"60"`, "1e3"} {
+		body := `{"requestId":` + q(fmt.Sprintf("%s-hx-hold-%d", run, i)) + `,"pin":"p","ip":"10.98.0.9","holdSeconds":` + hold + `,"items":` + okItems + `}`
+		cs = append(cs, hostileCase{name: "holdSeconds " + hold, service: "grab", method: "POST", path: "/v1/grab", token: checkout, body: []byte(body), want: 400})
+	}
 	for i, p := range []string{"/v1/grab/a%20b/cancel", "/v1/grab/" + strings.Repeat("r", 129) + "/cancel", "/v1/grab/..%2F..%2Fx/cancel", "/v1/grab/%7Bx%7D/cancel"} {
 		cs = append(cs, hostileCase{name: fmt.Sprintf("cancel path #%d", i), service: "grab", method: "POST", path: p, token: checkout,
 			body: []byte(`{"pin":"a"}`)})
