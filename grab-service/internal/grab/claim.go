@@ -33,10 +33,9 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	var old string
 	var err error
 	if req.HoldSeconds > 0 { // the claim and its hold in one step (holds.go)
-		key := promo.RequestIndexKey(req.RequestID)
 		deadline := s.holdDeadline(s.Clock(), req.HoldSeconds).UnixMilli()
-		old, err = s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-			return lua.QueueClaimHold(ctx, p, key, s.cfg.HoldsKey, b, ttl, deadline, req.RequestID)
+		old, err = s.onIndexShard(ctx, req.RequestID, func(p redis.Pipeliner) *redis.Cmd {
+			return lua.QueueClaimHold(ctx, p, promo.RequestIndexKey(req.RequestID), s.cfg.HoldsKey, b, ttl, deadline, req.RequestID)
 		}).Text()
 	} else {
 		// NX with GET: set when absent, and either way answer what was there.
@@ -125,13 +124,18 @@ func (s *Grabber) readIndex(ctx context.Context, rid string) (idx flow.RequestIn
 	return idx, json.Unmarshal([]byte(raw), &idx) == nil, nil
 }
 
-// indexCommand runs one command on requestID's index entry (name key args...),
-// through the executor of the shard the ring gives the index key.
+// indexCommand runs one command on requestID's index entry (name key args...).
 func (s *Grabber) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
 	key := promo.RequestIndexKey(requestID)
-	return s.execs[s.ring.Shard(key)].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+	return s.onIndexShard(ctx, requestID, func(p redis.Pipeliner) *redis.Cmd {
 		cmd := redis.NewCmd(ctx, append([]any{name, key}, args...)...)
 		_ = p.Process(ctx, cmd)
 		return cmd
 	})
+}
+
+// onIndexShard runs queue through the executor of the shard the ring gives
+// requestID's index entry, where its holds live too (holds.go).
+func (s *Grabber) onIndexShard(ctx context.Context, requestID string, queue func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
+	return s.execs[s.ring.Shard(promo.RequestIndexKey(requestID))].do(ctx, queue)
 }

@@ -29,7 +29,6 @@ func (d *degradeCap) take(perSecond float64, now time.Time) (wait time.Duration,
 	if d.lim == nil || d.perSecond != perSecond {
 		d.lim = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/10)))
 		d.perSecond = perSecond
-		d.lim.AllowN(now, 0) // start the bucket at now, not at the zero time
 	}
 	r := d.lim.ReserveN(now, 1)
 	if wait = r.DelayFrom(now); wait > 0 {

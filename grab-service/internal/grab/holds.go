@@ -1,6 +1,7 @@
 package grab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -63,7 +63,7 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	unavailable := Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the confirm"}
 	// The hold's removal and a look at the expiring set, in one pipeline.
 	var removed *redis.Cmd
-	expiring := s.execs[s.ring.Shard(promo.RequestIndexKey(rid))].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+	expiring := s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
 		removed = redis.NewCmd(ctx, "zrem", s.cfg.HoldsKey, rid)
 		_ = p.Process(ctx, removed)
 		c := redis.NewCmd(ctx, "zscore", expiringKey(s.cfg.HoldsKey), rid)
@@ -123,19 +123,19 @@ func (s *Reconciler) expireHolds(ctx context.Context, now time.Time) (int, error
 			return lua.QueueHoldsDue(ctx, p, s.cfg.HoldsKey, expiringKey(s.cfg.HoldsKey), now.UnixMilli(), holdLease.Milliseconds(), holdsPerPass)
 		}))
 		if err != nil {
-			firstErr = cmpErr(firstErr, err)
+			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
 		for _, rid := range rids {
 			done, err := s.expireHold(ctx, rid)
 			if err != nil {
-				firstErr = cmpErr(firstErr, err)
+				firstErr = cmp.Or(firstErr, err)
 			}
 			if !done {
 				continue // taken up again when its lease ends
 			}
 			if err := s.dropHold(ctx, expiringKey(s.cfg.HoldsKey), rid); err != nil {
-				firstErr = cmpErr(firstErr, err)
+				firstErr = cmp.Or(firstErr, err)
 			}
 			returned++
 		}
@@ -168,16 +168,9 @@ func (s *Reconciler) expireHold(ctx context.Context, rid string) (done bool, err
 
 // dropHold removes rid from the holds set key, on the shard of rid's index entry.
 func (s *Grabber) dropHold(ctx context.Context, key, rid string) error {
-	return s.execs[s.ring.Shard(promo.RequestIndexKey(rid))].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+	return s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
 		c := redis.NewCmd(ctx, "zrem", key, rid)
 		_ = p.Process(ctx, c)
 		return c
 	}).Err()
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }

@@ -190,27 +190,18 @@ func parseGrab(w wireGrab, n int, item func(i int) (wireItem, error)) (grab.Requ
 var cancelReasons = map[string]bool{"USER_CANCELLED": true, "PAYMENT_EXPIRED": true, "STOCK_SHORT": true, "OTHER": true}
 
 func decodeCancel(_ context.Context, r *http.Request) (any, error) {
-	rid := r.PathValue("requestId")
-	if !promo.ValidRequestID(rid) {
-		return nil, httpx.Invalid("requestId", "must match ^[A-Za-z0-9._:-]{1,128}$")
-	}
 	var w struct {
 		Pin    *string `json:"pin"`
 		Reason *string `json:"reason"`
 	}
-	if err := httpx.DecodeJSON(nil, r, &w, false); err != nil {
+	rid, err := grabRef(r, &w, &w.Pin)
+	if err != nil {
 		return nil, err
 	}
-	req := grabendpoint.CancelRequest{RequestID: rid, Reason: "USER_CANCELLED"}
-	switch {
-	case w.Pin == nil:
-		return nil, httpx.Invalid("pin", "required")
-	case !promo.ValidPin(*w.Pin):
-		return nil, httpx.Invalid("pin", "1 to 128 printable characters, no whitespace")
-	case w.Reason != nil && !cancelReasons[*w.Reason]:
+	if w.Reason != nil && !cancelReasons[*w.Reason] {
 		return nil, httpx.Invalid("reason", "one of USER_CANCELLED, PAYMENT_EXPIRED, STOCK_SHORT, OTHER")
 	}
-	req.Pin = *w.Pin
+	req := grabendpoint.CancelRequest{RequestID: rid, Pin: *w.Pin, Reason: "USER_CANCELLED"}
 	if w.Reason != nil {
 		req.Reason = *w.Reason
 	}
@@ -218,23 +209,34 @@ func decodeCancel(_ context.Context, r *http.Request) (any, error) {
 }
 
 func decodeConfirm(_ context.Context, r *http.Request) (any, error) {
-	rid := r.PathValue("requestId")
-	if !promo.ValidRequestID(rid) {
-		return nil, httpx.Invalid("requestId", "must match ^[A-Za-z0-9._:-]{1,128}$")
-	}
 	var w struct {
 		Pin *string `json:"pin"`
 	}
-	if err := httpx.DecodeJSON(nil, r, &w, false); err != nil {
+	rid, err := grabRef(r, &w, &w.Pin)
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case w.Pin == nil:
-		return nil, httpx.Invalid("pin", "required")
-	case !promo.ValidPin(*w.Pin):
-		return nil, httpx.Invalid("pin", "1 to 128 printable characters, no whitespace")
-	}
 	return grabendpoint.ConfirmRequest{RequestID: rid, Pin: *w.Pin}, nil
+}
+
+// grabRef reads a route on one grab (cancel, confirm): the {requestId} path value,
+// then the body into w, whose pin field (pin points at it) names the buyer who
+// made the grab and is required.
+func grabRef(r *http.Request, w any, pin **string) (string, error) {
+	rid := r.PathValue("requestId")
+	if !promo.ValidRequestID(rid) {
+		return "", httpx.Invalid("requestId", "must match ^[A-Za-z0-9._:-]{1,128}$")
+	}
+	if err := httpx.DecodeJSON(nil, r, w, false); err != nil {
+		return "", err
+	}
+	switch {
+	case *pin == nil:
+		return "", httpx.Invalid("pin", "required")
+	case !promo.ValidPin(**pin):
+		return "", httpx.Invalid("pin", "1 to 128 printable characters, no whitespace")
+	}
+	return rid, nil
 }
 
 // PromotionPath reads and validates {promoId}/{type} path values.
