@@ -18,12 +18,15 @@ type AdminSpec struct {
 	State                                                                          string
 }
 
-// AdminReply is patch.lua's answer: Remaining for OK and ALREADY_APPLIED, Granted
-// (total - remaining) for OK, ALREADY_APPLIED and BELOW_GRANTED.
+// AdminReply is an admin script's answer: for patch.lua, Remaining for OK and
+// ALREADY_APPLIED, Granted (total - remaining) for OK, ALREADY_APPLIED and
+// BELOW_GRANTED. Changes are the sale state changes the call made (patch, stop,
+// delete), for the caller to publish (state.go).
 type AdminReply struct {
 	Code      AdminCode
 	Remaining int64
 	Granted   int64
+	Changes   []StateChange
 }
 
 func (s AdminSpec) check(op, key string) error {
@@ -48,16 +51,16 @@ func (s AdminSpec) args() []interface{} {
 	return []interface{}{s.Ver, s.Total, s.PerPin, s.PerIP, s.MaxPerGrab, s.RateLimit, s.RateWindowMs, s.StartMs, s.EndMs}
 }
 
-func adminCode(cmd *redis.Cmd, script string) ([]int64, AdminCode, error) {
-	r, err := replyInts(cmd, script, 1)
+func adminReply(cmd *redis.Cmd, script string) ([]int64, AdminReply, error) {
+	r, changes, err := replyParts(cmd, script, 1)
 	if err != nil {
-		return nil, 0, err
+		return nil, AdminReply{}, err
 	}
 	c := AdminCode(r[0])
 	if c < AdminOK || c > AdminFenced {
-		return nil, 0, fmt.Errorf("%s: unknown code %d", script, r[0])
+		return nil, AdminReply{}, fmt.Errorf("%s: unknown code %d", script, r[0])
 	}
-	return r, c, nil
+	return r, AdminReply{Code: c, Changes: changes}, nil
 }
 
 // The admin scripts run on the client c of logical shard shard, and refuse with
@@ -74,24 +77,24 @@ func Create(ctx context.Context, c redis.Scripter, shard int, key string, s Admi
 		return 0, fmt.Errorf("create %s: state %q, want ACTIVE or STOPPED", key, s.State)
 	}
 	ks := promo.Keys(key)
-	_, code, err := adminCode(createScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), append(s.args(), s.State)...), "create.lua")
+	_, out, err := adminReply(createScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), append(s.args(), s.State)...), "create.lua")
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", key, err)
 	}
-	return code, nil
+	return out.Code, nil
 }
 
-// Patch applies a new spec version (State is ignored): remaining becomes
+// Patch applies a new spec version (State is ignored) at nowMs: remaining becomes
 // total - granted. OK, ALREADY_APPLIED, NOT_FOUND, STALE, STOPPED, BELOW_GRANTED or FENCED.
-func Patch(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec) (AdminReply, error) {
+func Patch(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec, nowMs int64) (AdminReply, error) {
 	if err := s.check("patch", key); err != nil {
 		return AdminReply{}, err
 	}
-	r, code, err := adminCode(patchScript.Run(ctx, c, []string{key, promo.FenceKey(shard)}, s.args()...), "patch.lua")
+	r, out, err := adminReply(patchScript.Run(ctx, c, []string{key, promo.FenceKey(shard), StateOutboxKey}, append(s.args(), nowMs)...), "patch.lua")
 	if err != nil {
 		return AdminReply{}, fmt.Errorf("patch %s: %w", key, err)
 	}
-	out := AdminReply{Code: code}
+	code := out.Code
 	switch {
 	case (code == AdminOK || code == AdminAlreadyApplied) && len(r) >= 3:
 		out.Remaining, out.Granted = r[1], r[2]
@@ -103,16 +106,17 @@ func Patch(ctx context.Context, c redis.Scripter, shard int, key string, s Admin
 	return out, nil
 }
 
-// Stop sets the promotion STOPPED at version ver. OK (idempotent), NOT_FOUND, STALE or FENCED.
-func Stop(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
+// Stop sets the promotion STOPPED at version ver, at nowMs. OK (idempotent),
+// NOT_FOUND, STALE or FENCED.
+func Stop(ctx context.Context, c redis.Scripter, shard int, key string, ver, nowMs int64) (AdminReply, error) {
 	if key == "" || ver < 0 {
-		return 0, fmt.Errorf("stop %q: bad key or version %d", key, ver)
+		return AdminReply{}, fmt.Errorf("stop %q: bad key or version %d", key, ver)
 	}
-	_, code, err := adminCode(stopScript.Run(ctx, c, []string{key, promo.FenceKey(shard)}, ver), "stop.lua")
+	_, out, err := adminReply(stopScript.Run(ctx, c, []string{key, promo.FenceKey(shard), StateOutboxKey}, ver, nowMs), "stop.lua")
 	if err != nil {
-		return 0, fmt.Errorf("stop %s: %w", key, err)
+		return AdminReply{}, fmt.Errorf("stop %s: %w", key, err)
 	}
-	return code, nil
+	return out, nil
 }
 
 // DeletedLedgerKeep is how long a deleted promotion's request ledger and pending
@@ -124,14 +128,15 @@ const DeletedLedgerKeep = 24 * time.Hour
 // Delete removes the promotion hash, pins and ips, and lets the ledger and
 // pending set expire after DeletedLedgerKeep (see delete.lua). OK, or NOT_FOUND
 // when the hash was already gone (the rest is done all the same), or FENCED.
-func Delete(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
+func Delete(ctx context.Context, c redis.Scripter, shard int, key string, ver, nowMs int64) (AdminReply, error) {
 	if key == "" {
-		return 0, fmt.Errorf("delete: empty key")
+		return AdminReply{}, fmt.Errorf("delete: empty key")
 	}
 	ks := promo.Keys(key)
-	_, code, err := adminCode(deleteScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), ver, DeletedLedgerKeep.Milliseconds()), "delete.lua")
+	keys := append(ks[:], promo.FenceKey(shard), StateOutboxKey)
+	_, out, err := adminReply(deleteScript.Run(ctx, c, keys, ver, DeletedLedgerKeep.Milliseconds(), nowMs), "delete.lua")
 	if err != nil {
-		return 0, fmt.Errorf("delete %s: %w", key, err)
+		return AdminReply{}, fmt.Errorf("delete %s: %w", key, err)
 	}
-	return code, nil
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/redis/go-redis/v9"
 )
 
 func specV(ver int64, mod func(s *AdminSpec)) AdminSpec {
@@ -125,7 +126,7 @@ func TestPatch(t *testing.T) {
 			specV(2, func(s *AdminSpec) { s.Total = 50 }), AdminReply{Code: AdminStale}, hashOf(specV(3, nil))},
 		{"stopped is STOPPED", func(t *testing.T, k string) {
 			mustCreate(t, k, v1)
-			if code, err := Stop(context.Background(), rdb, onShard, k, 2); err != nil || code != AdminOK {
+			if code, err := stopCode(context.Background(), rdb, onShard, k, 2); err != nil || code != AdminOK {
 				t.Fatal(code, err)
 			}
 		}, specV(3, func(s *AdminSpec) { s.Total = 50 }), AdminReply{Code: AdminStopped},
@@ -164,8 +165,9 @@ func TestPatch(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, k)
 			}
-			have, err := Patch(context.Background(), rdb, onShard, k, tc.spec)
-			if err != nil || have != tc.want {
+			have, err := patchNow(context.Background(), rdb, onShard, k, tc.spec)
+			// TestStateChanges tells which patches announce a change
+			if err != nil || have.Code != tc.want.Code || have.Remaining != tc.want.Remaining || have.Granted != tc.want.Granted {
 				t.Fatalf("have %+v %v, want %+v", have, err, tc.want)
 			}
 			if tc.want.Code == AdminNotFound {
@@ -187,7 +189,7 @@ func TestPatchDownThenSoldOut(t *testing.T) {
 	k := promoKey(t, "k")
 	mustCreate(t, k, baseSpec())
 	mustGrab(t, grabCall("r1", "p1", "ip", item(k, 2)))
-	if r, err := Patch(context.Background(), rdb, onShard, k, specV(2, func(s *AdminSpec) { s.Total = 2 })); err != nil || r.Code != AdminOK {
+	if r, err := patchNow(context.Background(), rdb, onShard, k, specV(2, func(s *AdminSpec) { s.Total = 2 })); err != nil || r.Code != AdminOK {
 		t.Fatal(r, err)
 	}
 	if r := mustGrab(t, grabCall("r2", "p2", "ip2", item(k, 1))); r.Code != CodeSoldOut {
@@ -215,7 +217,7 @@ func TestStop(t *testing.T) {
 		{"same version as the hash stops", func(t *testing.T, k string) { mustCreate(t, k, specV(2, nil)) }, 2, AdminOK, "STOPPED", 2},
 		{"again is still OK", func(t *testing.T, k string) {
 			mustCreate(t, k, specV(1, nil))
-			if c, err := Stop(context.Background(), rdb, onShard, k, 2); err != nil || c != AdminOK {
+			if c, err := stopCode(context.Background(), rdb, onShard, k, 2); err != nil || c != AdminOK {
 				t.Fatal(c, err)
 			}
 		}, 2, AdminOK, "STOPPED", 2},
@@ -228,7 +230,7 @@ func TestStop(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, k)
 			}
-			have, err := Stop(context.Background(), rdb, onShard, k, tc.ver)
+			have, err := stopCode(context.Background(), rdb, onShard, k, tc.ver)
 			if err != nil || have != tc.want {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
@@ -243,7 +245,7 @@ func TestStop(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Stop(context.Background(), rdb, onShard, "", 1); err == nil {
+	if _, err := stopCode(context.Background(), rdb, onShard, "", 1); err == nil {
 		t.Error("empty key accepted")
 	}
 }
@@ -279,7 +281,7 @@ func TestDelete(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, k)
 			}
-			have, err := Delete(ctx, rdb, onShard, k, 2)
+			have, err := deleteCode(ctx, rdb, onShard, k, 2)
 			if err != nil || have != tc.want {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
@@ -316,7 +318,7 @@ func TestDelete(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Delete(ctx, rdb, onShard, "", 1); err == nil {
+	if _, err := deleteCode(ctx, rdb, onShard, "", 1); err == nil {
 		t.Error("empty key accepted")
 	}
 }
@@ -340,11 +342,11 @@ func TestAdminScriptsRefuseAFencedShard(t *testing.T) {
 	}{
 		{"create", func() (AdminCode, error) { return Create(ctx, rdb, fenced, fresh, baseSpec()) }},
 		{"patch", func() (AdminCode, error) {
-			r, err := Patch(ctx, rdb, fenced, k, specV(2, func(s *AdminSpec) { s.Total = 99 }))
+			r, err := patchNow(ctx, rdb, fenced, k, specV(2, func(s *AdminSpec) { s.Total = 99 }))
 			return r.Code, err
 		}},
-		{"stop", func() (AdminCode, error) { return Stop(ctx, rdb, fenced, k, 2) }},
-		{"delete", func() (AdminCode, error) { return Delete(ctx, rdb, fenced, k, 2) }},
+		{"stop", func() (AdminCode, error) { return stopCode(ctx, rdb, fenced, k, 2) }},
+		{"delete", func() (AdminCode, error) { return deleteCode(ctx, rdb, fenced, k, 2) }},
 	}
 	for _, c := range calls {
 		if code, err := c.call(); err != nil || code != AdminFenced {
@@ -358,11 +360,27 @@ func TestAdminScriptsRefuseAFencedShard(t *testing.T) {
 		t.Error("create wrote a hash while fenced")
 	}
 	// Another shard's fence is not this shard's business.
-	if code, err := Stop(ctx, rdb, fenced+1, k, 2); err != nil || code != AdminOK {
+	if code, err := stopCode(ctx, rdb, fenced+1, k, 2); err != nil || code != AdminOK {
 		t.Errorf("stop naming an unfenced shard: %v %v, want OK", code, err)
 	}
 	rdb.Del(ctx, promo.FenceKey(fenced))
-	if code, err := Delete(ctx, rdb, fenced, k, 3); err != nil || code != AdminOK {
+	if code, err := deleteCode(ctx, rdb, fenced, k, 3); err != nil || code != AdminOK {
 		t.Errorf("delete after the fence is lifted: %v %v, want OK", code, err)
 	}
+}
+
+// stopCode, deleteCode and patchNow run Stop, Delete and Patch at the wall
+// clock's time; the first two answer the code alone.
+func stopCode(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
+	r, err := Stop(ctx, c, shard, key, ver, time.Now().UnixMilli())
+	return r.Code, err
+}
+
+func deleteCode(ctx context.Context, c redis.Scripter, shard int, key string, ver int64) (AdminCode, error) {
+	r, err := Delete(ctx, c, shard, key, ver, time.Now().UnixMilli())
+	return r.Code, err
+}
+
+func patchNow(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec) (AdminReply, error) {
+	return Patch(ctx, c, shard, key, s, time.Now().UnixMilli())
 }

@@ -46,7 +46,8 @@ type GrabCall struct {
 // Remaining holds each item's remaining after the take (OK only); LedgerState the
 // ledger entry's state, one of the Ledger* letters (DUPLICATE only); RetryAfterMs the time
 // until the rate window restarts (RATE_LIMITED only); StartMs the promotion's start
-// (NOT_STARTED only).
+// (NOT_STARTED only). Changes are the sale state changes the call made (SOLD_OUT
+// on OK, ENDED on ENDED), for the caller to publish (state.go).
 type GrabReply struct {
 	Code         Code
 	Index        int
@@ -54,6 +55,7 @@ type GrabReply struct {
 	LedgerState  string
 	RetryAfterMs int64
 	StartMs      int64
+	Changes      []StateChange
 }
 
 func (c GrabCall) build() ([]string, []interface{}, error) {
@@ -80,7 +82,7 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 			args = append(args, cmp.Or(it.Part, PartAll))
 		}
 	}
-	keys, err := itemKeys(hashKeys)
+	keys, err := itemKeysAndOutbox(hashKeys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("grab %s: %w", c.RequestID, err)
 	}
@@ -122,15 +124,15 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 	}
 	r := GrabReply{Code: Code(code), Index: int(index)}
 	switch r.Code {
-	case CodeOK:
-		r.Remaining = make([]int64, 0, len(vals)-2)
-		for _, v := range vals[2:] {
-			n, ok := v.(int64)
-			if !ok {
-				return GrabReply{}, fmt.Errorf("q.lua: bad remaining %v", vals)
-			}
-			r.Remaining = append(r.Remaining, n)
+	case CodeOK, CodeEnded:
+		ints, changes, err := replyParts(cmd, "q.lua", 2)
+		if err != nil {
+			return GrabReply{}, err
 		}
+		if r.Code == CodeOK {
+			r.Remaining = ints[2:]
+		}
+		r.Changes = changes
 	case CodeDuplicate:
 		s, err := third[string](vals, "ledger state")
 		if err != nil {
@@ -149,8 +151,7 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 			return GrabReply{}, err
 		}
 		r.StartMs = n
-	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeEnded,
-		CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
+	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
 	default:
 		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))
 	}

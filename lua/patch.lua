@@ -2,11 +2,17 @@
 -- Version-guarded: replaying the same ver is harmless, an older ver is refused.
 --
 -- KEYS: [1] C_<promoId>_<type>  [2] the shard's fence marker (promo.FenceKey)
+--       [3] the shard's state outbox (state.lua, lua.StateOutboxKey)
 -- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
---       [7] rateWindowMs  [8] startMs  [9] endMs
+--       [7] rateWindowMs  [8] startMs  [9] endMs  [10] nowMs
 -- granted = total - remaining (takes pending commit included).
 -- Returns (admin codes, shared by create/patch/stop/delete):
---   {0 OK, remaining, granted}               applied: remaining = new total - granted
+--   {0 OK, remaining, granted [, change]}    applied: remaining = new total - granted;
+--                                            a change (state.lua) when the sale is
+--                                            live and remaining crossed 0: SOLD_OUT
+--                                            or RESTOCKED; or when it had ENDED and
+--                                            the new endMs reopens it: RESTOCKED, or
+--                                            SOLD_OUT when nothing is left
 --   {1 ALREADY_APPLIED, remaining, granted}  hash ver == ver; nothing changed
 --   {3 NOT_FOUND}                            no hash
 --   {4 STALE}                                hash ver > ver; nothing changed
@@ -15,23 +21,23 @@
 --   {7 FENCED}                               the shard is being rebuilt (fence marker set); nothing changed
 -- If rateLimit or rateWindowMs change, the window restarts (winCount = winStart = 0).
 
-if #KEYS ~= 2 or #ARGV ~= 9 then
-  error('patch.lua: want 2 KEYS and 9 ARGV')
+if #KEYS ~= 3 or #ARGV ~= 10 then
+  error('patch.lua: want 3 KEYS and 10 ARGV')
 end
 local v = {}
-for i = 1, 9 do
+for i = 1, 10 do
   v[i] = tonumber(ARGV[i])
   if not v[i] or v[i] % 1 ~= 0 or v[i] < 0 then
     error('patch.lua: ARGV[' .. i .. '] must be a non-negative integer')
   end
 end
-local ver, total = v[1], v[2]
+local ver, total, now = v[1], v[2], v[10]
 
-if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+if redis.call('EXISTS', KEYS[2]) == 1 then
   return {7}
 end
 local h = redis.call('HMGET', KEYS[1], 'ver', 'state', 'total', 'remaining',
-  'rateLimit', 'rateWindowMs')
+  'rateLimit', 'rateWindowMs', 'ended')
 if not h[4] then
   return {3}
 end
@@ -51,10 +57,21 @@ if total < granted then
 end
 
 local remaining = total - granted
+local wasLive, before = saleLive(KEYS[1], now), tonumber(h[4]) or 0
 redis.call('HSET', KEYS[1], 'ver', ARGV[1], 'total', ARGV[2], 'remaining', remaining,
   'perPin', ARGV[3], 'perIp', ARGV[4], 'maxPerGrab', ARGV[5], 'rateLimit', ARGV[6],
   'rateWindowMs', ARGV[7], 'startMs', ARGV[8], 'endMs', ARGV[9])
 if tonumber(h[5]) ~= v[6] or tonumber(h[6]) ~= v[7] then
   redis.call('HSET', KEYS[1], 'winCount', 0, 'winStart', 0)
+end
+local state
+if h[7] and now < v[9] then -- ENDED was announced, and the new end reopens the sale
+  redis.call('HDEL', KEYS[1], 'ended')
+  state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
+elseif wasLive and saleLive(KEYS[1], now) and (before == 0) ~= (remaining == 0) then
+  state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
+end
+if state then
+  return {0, remaining, granted, announce(KEYS[3], KEYS[1], KEYS[1], state, now)}
 end
 return {0, remaining, granted}

@@ -6,6 +6,7 @@
 --   [5(i-1)+3] {C_..}:ips            hash ip -> units held
 --   [5(i-1)+4] {C_..}:req            request ledger, requestId -> JSON entry
 --   [5(i-1)+5] {C_..}:pending        zset requestId scored by deadlineMs
+--   [5n+1]     the shard's state outbox (state.lua, lua.StateOutboxKey)
 -- ARGV:
 --   [1] nowMs  [2] requestId  [3] bodyHash  [4] pin  [5] ip
 --   [6] deadlineMs (when the reconciler may look at an uncommitted take)
@@ -18,8 +19,10 @@
 --           the rate window is charged on parts with p only. n (with p, as "spn" or
 --           "pn") says the grab counts the ip nowhere: allowed only while perIp is 0.
 -- Returns {code, index, ...}; index is the 0-based item concerned:
---   {0 OK, 0, remaining after item 1, ..., remaining after item n}
---                                      (-1 for a part that takes no stock)
+--   {0 OK, 0, remaining after item 1, ..., remaining after item n, changes...}
+--                                      (-1 for a part that takes no stock); then a
+--                                      SOLD_OUT change (state.lua) for each
+--                                      ordinary item the take left at 0
 --   {1 DUPLICATE, index, state}        same requestId and body already in the ledger;
 --                                      state is the entry's letter as stored
 --                                      ("P", "G", "A", "X", "C" or "R")
@@ -27,7 +30,8 @@
 --   {3 NOT_FOUND, index}               no promotion hash
 --   {4 STOPPED, index}                 state is not ACTIVE
 --   {5 NOT_STARTED, index, startMs}    now < startMs (the caller may refuse locally until then)
---   {6 ENDED, index}                   now >= endMs
+--   {6 ENDED, index [, change]}        now >= endMs; the first such answer
+--                                      announces ENDED (state.lua)
 --   {7 SOLD_OUT, index}                remaining is 0, or less than num
 --   {8 RATE_LIMITED, index, retryAfterMs}
 --   {9 PIN_LIMIT, index}               pin would hold more than perPin
@@ -38,10 +42,11 @@
 -- (an attempt counts even when a later check refuses it). Malformed arguments
 -- raise a script error before any write.
 
-local n = #KEYS / 5
-if #KEYS == 0 or #KEYS % 5 ~= 0 or (#ARGV ~= 7 + n and #ARGV ~= 7 + 2 * n) then
-  error('q.lua: want 5 KEYS per item and ARGV 7 + one num per item (+ one part per item)')
+local n = (#KEYS - 1) / 5
+if #KEYS < 6 or #KEYS % 5 ~= 1 or (#ARGV ~= 7 + n and #ARGV ~= 7 + 2 * n) then
+  error('q.lua: want 5 KEYS per item, then the outbox, and ARGV 7 + one num per item (+ one part per item)')
 end
+local outbox = KEYS[#KEYS]
 local now = tonumber(ARGV[1])
 local rid, bodyHash, pin, ip = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local deadline = tonumber(ARGV[6])
@@ -103,7 +108,7 @@ for i = 1, n do
   local b = 5 * (i - 1)
   local key, num = KEYS[b + 1], nums[i]
   local h = redis.call('HMGET', key, 'remaining', 'perPin', 'perIp', 'maxPerGrab',
-    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state')
+    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended')
   if not h[1] then
     return {3, i - 1}
   end
@@ -114,7 +119,11 @@ for i = 1, n do
     return {5, i - 1, int(h[9])}
   end
   if now >= int(h[10]) then
-    return {6, i - 1}
+    if h[12] then
+      return {6, i - 1}
+    end
+    redis.call('HSET', key, 'ended', 1)
+    return {6, i - 1, announce(outbox, key, key, 'ENDED', now)}
   end
   local remaining = int(h[1])
   if stock[i] and remaining <= 0 then
@@ -155,7 +164,7 @@ for i = 1, n do
 end
 
 -- Every item passed: take. remaining >= num was checked, so it never goes below 0.
-local out = {0, 0}
+local out, soldOut = {0, 0}, {}
 local entry = {s = 'P', h = bodyHash, p = pin, i = ip, d = deadline}
 for i = 1, n do
   local b = 5 * (i - 1)
@@ -163,6 +172,10 @@ for i = 1, n do
   out[i + 2] = -1
   if stock[i] then
     out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
+    if out[i + 2] == 0 and (not ARGV[7 + n + i] or ARGV[7 + n + i] == 'spi') then
+      -- a bucket's part selling out is not the promotion selling out
+      soldOut[#soldOut + 1] = KEYS[b + 1]
+    end
   end
   if pins[i] then
     redis.call('HINCRBY', KEYS[b + 2], pin, num)
@@ -177,5 +190,8 @@ for i = 1, n do
   end
   redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
   redis.call('ZADD', KEYS[b + 5], deadline, rid)
+end
+for _, key in ipairs(soldOut) do
+  out[#out + 1] = announce(outbox, key, key, 'SOLD_OUT', now)
 end
 return out

@@ -30,10 +30,24 @@ func replyInts(cmd *redis.Cmd, script string, min int) ([]int64, error) {
 
 // itemKeys expands promotion hash keys into the 5-keys-per-item KEYS of a script.
 func itemKeys(keys []string) ([]string, error) {
+	return expandKeys(keys, 0)
+}
+
+// itemKeysAndOutbox is itemKeys followed by the shard's state outbox, the KEYS of
+// the item scripts that may change a sale's state (q.lua, return.lua).
+func itemKeysAndOutbox(keys []string) ([]string, error) {
+	out, err := expandKeys(keys, 1)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, StateOutboxKey), nil
+}
+
+func expandKeys(keys []string, extra int) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("no promotion keys")
 	}
-	out := make([]string, 0, 5*len(keys))
+	out := make([]string, 0, 5*len(keys)+extra)
 	seen := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		if k == "" {

@@ -47,10 +47,12 @@ type ReturnCall struct {
 }
 
 // ReturnReply is return.lua's answer; Returned counts the entries this call changed
-// (stock returned, or for ReturnFinalize: entries finalized).
+// (stock returned, or for ReturnFinalize: entries finalized); Changes are the
+// RESTOCKED changes it made, for the caller to publish (state.go).
 type ReturnReply struct {
 	Code     ReturnCode
 	Returned int
+	Changes  []StateChange
 }
 
 func (c ReturnCall) build() ([]string, []interface{}, error) {
@@ -60,7 +62,7 @@ func (c ReturnCall) build() ([]string, []interface{}, error) {
 	if !c.Mode.valid() {
 		return nil, nil, fmt.Errorf("return %s: unknown mode %q", c.RequestID, string(c.Mode))
 	}
-	keys, err := itemKeys(c.Keys)
+	keys, err := itemKeysAndOutbox(c.Keys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("return %s: %w", c.RequestID, err)
 	}
@@ -87,7 +89,7 @@ func Return(ctx context.Context, c redis.Scripter, call ReturnCall) (ReturnReply
 
 // ParseReturn reads return.lua's reply.
 func ParseReturn(cmd *redis.Cmd) (ReturnReply, error) {
-	r, err := replyInts(cmd, "return.lua", 1)
+	r, changes, err := replyParts(cmd, "return.lua", 1)
 	if err != nil {
 		return ReturnReply{}, err
 	}
@@ -96,7 +98,7 @@ func ParseReturn(cmd *redis.Cmd) (ReturnReply, error) {
 		if len(r) < 2 {
 			return ReturnReply{}, fmt.Errorf("return.lua: RETURNED without count")
 		}
-		return ReturnReply{Code: c, Returned: int(r[1])}, nil
+		return ReturnReply{Code: c, Returned: int(r[1]), Changes: changes}, nil
 	case ReturnAlreadyReturned, ReturnNotFound, ReturnCommitted, ReturnPending:
 		return ReturnReply{Code: c}, nil
 	}

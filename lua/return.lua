@@ -1,19 +1,22 @@
 -- return.lua: give a take back, or record that the CANCEL owed for a returned take
 -- was acknowledged. Idempotent: a second call with the same arguments changes nothing.
 --
--- KEYS: 5 per item, in promo.Keys order (hash, pins, ips, req, pending), repeated.
+-- KEYS: 5 per item, in promo.Keys order (hash, pins, ips, req, pending), repeated,
+--       then the shard's state outbox (state.lua, lua.StateOutboxKey).
 -- ARGV:
 --   [1] requestId
 --   [2] pin     cancel: must be the pin that took (entry.p), else NOT_FOUND;
 --               undo, abort, finalize: not checked (may be "")
 --   [3] mode    "undo" | "abort" | "cancel" | "finalize"
---   [4] nowMs   time of the call; not needed by the logic, kept so every mutating
---               script takes its time from the caller
+--   [4] nowMs   time of the call (of a RESTOCKED change, state.lua)
 --   [5] reason  cancel: stored in the entry as field r; abort: stored when not "";
 --               otherwise ignored (may be "")
 -- Returns:
---   {0 RETURNED, count}    count = entries changed by this call (stock returned,
---                          or for finalize: entries finalized)
+--   {0 RETURNED, count, changes...}
+--                          count = entries changed by this call (stock returned,
+--                          or for finalize: entries finalized); then a RESTOCKED
+--                          change (state.lua) for each promotion, ACTIVE and
+--                          before its end, whose stock this call raised from 0
 --   {1 ALREADY_RETURNED}   nothing to do for any entry; nothing changed
 --   {2 NOT_FOUND}          an entry is missing (undo: skipped instead), or cancel:
 --                          entry.p ~= pin, or the entry was never granted (A, X)
@@ -40,17 +43,18 @@
 -- what it took; a part that took no stock was never a unit of the GRAB event, so
 -- no CANCEL is owed for it: abort and cancel take it straight to X and R.
 
-if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 5 or ARGV[1] == '' then
-  error('return.lua: want 5 KEYS per item and ARGV requestId, pin, mode, nowMs, reason')
+if #KEYS < 6 or #KEYS % 5 ~= 1 or #ARGV ~= 5 or ARGV[1] == '' then
+  error('return.lua: want 5 KEYS per item, then the outbox, and ARGV requestId, pin, mode, nowMs, reason')
 end
 local rid, pin, mode, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 if mode ~= 'undo' and mode ~= 'abort' and mode ~= 'cancel' and mode ~= 'finalize' then
   error('return.lua: bad mode')
 end
-if not tonumber(ARGV[4]) then
+local now = tonumber(ARGV[4])
+if not now then
   error('return.lua: bad nowMs')
 end
-local n = #KEYS / 5
+local n = (#KEYS - 1) / 5
 
 local NOT_FOUND, COMMITTED, PENDING = 2, 3, 4
 
@@ -121,10 +125,15 @@ local function has(entry, letter)
   return entry.k == nil or entry.k:find(letter) ~= nil
 end
 
+local out = {0, 0}
+
 local function giveBack(b, entry)
   local num = tonumber(entry.n) or 0
   if has(entry, 's') and redis.call('EXISTS', KEYS[b + 1]) == 1 then
-    redis.call('HINCRBY', KEYS[b + 1], 'remaining', num)
+    local key = KEYS[b + 1]
+    if redis.call('HINCRBY', key, 'remaining', num) == num and entry.k == nil and saleLive(key, now) then
+      out[#out + 1] = announce(KEYS[#KEYS], key, key, 'RESTOCKED', now)
+    end
   end
   if has(entry, 'p') then
     release(KEYS[b + 2], entry.p, num)
@@ -163,4 +172,5 @@ for i = 1, n do
     redis.call('ZREM', KEYS[b + 5], rid)
   end
 end
-return {0, todo}
+out[2] = todo
+return out

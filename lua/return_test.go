@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -258,7 +259,8 @@ func TestReturn(t *testing.T) {
 			}
 			for call, wantReply := range []ReturnReply{tc.want, again} {
 				have, err := Return(ctx, rdb, c)
-				if err != nil || have != wantReply {
+				have.Changes = nil // TestStateChanges tells which returns announce a restock
+				if err != nil || !reflect.DeepEqual(have, wantReply) {
 					t.Fatalf("call %d: have %+v %v, want %+v", call+1, have, err, wantReply)
 				}
 				for i, k := range []string{a, b} {
@@ -399,7 +401,7 @@ func TestReturnReplyParse(t *testing.T) {
 	} {
 		cmd := redisCmd(ctx, tc.reply)
 		have, err := ParseReturn(cmd)
-		if (err == nil) != tc.ok || have != tc.want {
+		if (err == nil) != tc.ok || !reflect.DeepEqual(have, tc.want) {
 			t.Errorf("%v: have %+v %v, want %+v ok=%v", tc.reply, have, err, tc.want, tc.ok)
 		}
 	}

@@ -32,16 +32,27 @@ var (
 	claimHoldSrc string
 	//go:embed holddue.lua
 	holdDueSrc string
+	//go:embed state.lua
+	statePrelude string
+	//go:embed ended.lua
+	endedSrc string
+	//go:embed statedue.lua
+	stateDueSrc string
 )
 
 var (
-	qScript      = redis.NewScript(qSrc)
+	// The scripts that may change a promotion's sale state share state.lua's
+	// functions: one definition, prepended.
+	qScript      = redis.NewScript(statePrelude + qSrc)
 	commitScript = redis.NewScript(commitSrc)
-	returnScript = redis.NewScript(returnSrc)
+	returnScript = redis.NewScript(statePrelude + returnSrc)
 	createScript = redis.NewScript(createSrc)
-	patchScript  = redis.NewScript(patchSrc)
-	stopScript   = redis.NewScript(stopSrc)
-	deleteScript = redis.NewScript(deleteSrc)
+	patchScript  = redis.NewScript(statePrelude + patchSrc)
+	stopScript   = redis.NewScript(statePrelude + stopSrc)
+	deleteScript = redis.NewScript(statePrelude + deleteSrc)
+	endedScript  = redis.NewScript(statePrelude + endedSrc)
+	// The state outbox's leases (state.go).
+	stateDueScript = redis.NewScript(stateDueSrc)
 	// The holds live on the request index shards (hold.go).
 	claimHoldScript = redis.NewScript(claimHoldSrc)
 	holdDueScript   = redis.NewScript(holdDueSrc)
@@ -50,7 +61,7 @@ var (
 // All returns every script of the package.
 func All() []*redis.Script {
 	return []*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript,
-		claimHoldScript, holdDueScript}
+		claimHoldScript, holdDueScript, endedScript, stateDueScript}
 }
 
 // Load sends SCRIPT LOAD for every script. Call it before pipelining: a pipeline only

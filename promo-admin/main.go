@@ -29,7 +29,7 @@ func main() {
 func run(logger *slog.Logger, args []string) error {
 	var f svc.Flags
 	fs := flag.NewFlagSet("promo-admin", flag.ContinueOnError)
-	f.Register(fs, "127.0.0.1:8081") // --kafka is accepted; promo-admin does not use it yet
+	f.Register(fs, "127.0.0.1:8081") // --kafka: where stops, deletes and patches announce their state changes
 	var sc adminservice.Config
 	fs.DurationVar(&sc.RedisTimeout, "redis-timeout", 2*time.Second, "bound on each Redis call")
 	fs.DurationVar(&sc.RepairGrace, "repair-grace", 15*time.Second, "age after which a pending change no longer belongs to its request and the repairer resolves it")
@@ -50,7 +50,7 @@ func run(logger *slog.Logger, args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc,
+		RedisAddrs: f.Redis, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka,
 		Switches: configcenter.FileSource{Path: f.Switches}, // shown read-only at GET /v1/switches
 	})
 	if err != nil {

@@ -13,6 +13,7 @@
 package bucket
 
 import (
+	"time"
 	"context"
 	"fmt"
 	"strconv"
@@ -134,7 +135,7 @@ func Create(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, k
 // Delete removes the k bucket hashes of key and their companions.
 func Delete(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int) error {
 	for _, bk := range Keys(r, key, k) {
-		if _, err := lua.Delete(ctx, shards[r.Shard(bk)], r.Shard(bk), bk, 0); err != nil {
+		if _, err := lua.Delete(ctx, shards[r.Shard(bk)], r.Shard(bk), bk, 0, time.Now().UnixMilli()); err != nil {
 			return fmt.Errorf("delete %s: %w", bk, err)
 		}
 	}

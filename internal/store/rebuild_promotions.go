@@ -45,6 +45,13 @@ func (s *Store) PromotionKeysEndingAfter(ctx context.Context, t time.Time) ([]st
 	return s.promotionKeys(ctx, `SELECT promo_id, promo_type FROM promotion WHERE state <> ? AND end_at > ?`, string(promo.Deleted), t.UTC())
 }
 
+// PromotionKeysEndedBetween is PromotionKeys of the ACTIVE promotions whose sale
+// ended in (from, to]: grab-service's reconciler announces their ENDED.
+func (s *Store) PromotionKeysEndedBetween(ctx context.Context, from, to time.Time) ([]string, error) {
+	return s.promotionKeys(ctx, `SELECT promo_id, promo_type FROM promotion WHERE state = ? AND end_at > ? AND end_at <= ?`,
+		string(promo.Active), from.UTC(), to.UTC())
+}
+
 func (s *Store) promotionKeys(ctx context.Context, query string, args ...any) ([]string, error) {
 	var rows []struct {
 		PromoID string `db:"promo_id"`

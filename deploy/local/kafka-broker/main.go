@@ -31,6 +31,8 @@ const (
 	flowPartitions  = 16
 	deadTopic       = "promo-grab-flow-dlq"
 	deadPartitions  = 1
+	stateTopic      = "promo-state" // docs/CONTRACT.md, "Promotion state events"
+	statePartitions = 4
 	defaultAutoPart = 1
 )
 
@@ -63,7 +65,7 @@ func main() {
 		os.Exit(1)
 	}
 	logger.Info("kafka broker listening", "addrs", cluster.ListenAddrs(), "dataDir", *dataDir,
-		"topics", map[string]int{flowTopic: flowPartitions, deadTopic: deadPartitions})
+		"topics", map[string]int{flowTopic: flowPartitions, deadTopic: deadPartitions, stateTopic: statePartitions})
 
 	// Retention is applied on a timer of ours: kfake runs its own only for topics
 	// that name a retention setting, and the seeded ones cannot.
@@ -112,6 +114,7 @@ func Start(host string, port int, dataDir string, logger *slog.Logger) (*kfake.C
 		}),
 		kfake.SeedTopics(flowPartitions, flowTopic),
 		kfake.SeedTopics(deadPartitions, deadTopic),
+		kfake.SeedTopics(statePartitions, stateTopic),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(defaultAutoPart),
 		kfake.WithLogger(slogAdapter{logger}),

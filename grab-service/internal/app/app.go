@@ -21,6 +21,7 @@ import (
 	"github.com/flashsale/platform/grab-service/internal/grabtransport"
 	"github.com/flashsale/platform/grab-service/internal/publish"
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/lua"
@@ -60,6 +61,7 @@ type App struct {
 	Store      *store.Store
 	Pool       *shardpool.Pool
 	Kafka      *publish.Kafka
+	States     *promostate.Announcer
 	Registry   *prometheus.Registry
 	// Switches holds the switches document in force.
 	Switches *configcenter.Holder
@@ -95,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	states := promostate.New(cfg.KafkaBrokers, reg, logger)
 	switches := configcenter.NewHolder()
 
 	shards := make([]redis.UniversalClient, 16)
@@ -112,12 +115,19 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		PromotionKeys: func(ctx context.Context) ([]string, error) {
 			return db.PromotionKeysEndingAfter(ctx, time.Now().Add(-24*time.Hour))
 		},
+		// Sale state events (internal/promostate); the reconciler announces ENDED.
+		States: states,
+		EndedPromotionKeys: func(ctx context.Context) ([]string, error) {
+			now := time.Now()
+			return db.PromotionKeysEndedBetween(ctx, now.Add(-24*time.Hour), now)
+		},
 	}
 	if cfg.Hook != nil {
 		cfg.Hook(&gc, &deps, kafka)
 	}
 	service, err := grab.New(gc, deps)
 	if err != nil {
+		states.Close()
 		kafka.Close()
 		db.Close()
 		pool.Close()
@@ -136,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		fenced = deps.Fence.Status
 	}
 	return &App{Service: service, Reconciler: grab.NewReconciler(service), Fence: deps.Fence,
-		Store: db, Pool: pool, Kafka: kafka, Registry: reg, Switches: switches,
+		Store: db, Pool: pool, Kafka: kafka, States: states, Registry: reg, Switches: switches,
 		Handler: grabtransport.Readyz(fenced, httpx.RouteFallback(mux)),
 		cfg:     cfg, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
 }
@@ -169,7 +179,7 @@ func (a *App) FollowSwitches(ctx context.Context) error {
 // clients; call it after the last request has finished.
 func (a *App) Close() error {
 	a.Service.Close()
-	err := errors.Join(a.Kafka.Close(), a.Store.Close(), a.Pool.Close())
+	err := errors.Join(a.States.Close(), a.Kafka.Close(), a.Store.Close(), a.Pool.Close())
 	if err != nil {
 		return fmt.Errorf("grab-service: close: %w", err)
 	}

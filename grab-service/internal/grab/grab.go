@@ -117,6 +117,7 @@ func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group
 		replies[i], errs[i] = lua.ParseGrab(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
 			return lua.QueueGrab(ctx, p, call)
 		}))
+		s.post(g.shard, replies[i].Changes)
 	})
 	return replies, errs
 }

@@ -33,6 +33,9 @@ type ReconcileStats struct {
 	Committed, Aborted, Published int
 	// HoldsExpired counts the held grants not confirmed in time that the pass returned.
 	HoldsExpired int
+	// StatesPublished counts the sale state changes the pass published: ENDED of
+	// the promotions whose sale ended, and what a crash left in the outboxes.
+	StatesPublished int
 	// Blocked counts the due takes the pass could not settle (a shard or the record
 	// it needed did not answer, or a shard waits for its rebuild); how long they have
 	// waited is kept per pending set (reconcilePasses).
@@ -47,6 +50,7 @@ type ReconcileStats struct {
 type Reconciler struct {
 	*Grabber
 	passes reconcilePasses
+	ended  endedAnnounced
 }
 
 // NewReconciler builds the reconciler of svc.
@@ -103,6 +107,11 @@ func (s *Reconciler) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	}
 	expired, err := s.expireHolds(ctx, s.Clock())
 	st.HoldsExpired = expired
+	if err != nil && firstErr == nil {
+		firstErr = err
+	}
+	published, err := s.announceStates(ctx, s.Clock())
+	st.StatesPublished = published
 	if err != nil && firstErr == nil {
 		firstErr = err
 	}
@@ -341,6 +350,7 @@ func (s *Reconciler) commitTake(ctx context.Context, t take, rid string, st *Rec
 // aborted: nothing owed by this call).
 func (s *Reconciler) abortTake(ctx context.Context, t take, rid, pin string, st *ReconcileStats) (aborted bool, err error) {
 	r, err := lua.Return(ctx, s.Shards[t.shard], lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}})
+	s.post(t.shard, r.Changes)
 	if err != nil || r.Code != lua.ReturnReturned {
 		return false, err
 	}
@@ -356,9 +366,9 @@ func (s *Reconciler) abortTake(ctx context.Context, t take, rid, pin string, st 
 // tries again.
 func (s *Reconciler) cancelTake(ctx context.Context, t take, rid, pin, reason string) {
 	call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}}
-	if _, err := lua.Return(ctx, s.Shards[t.shard], call); err != nil {
-		s.logErr("cancel of a take by the reconciler failed", err, "requestId", rid, "shard", t.shard)
-	}
+	r, err := lua.Return(ctx, s.Shards[t.shard], call)
+	s.logErr("cancel of a take by the reconciler failed", err, "requestId", rid, "shard", t.shard)
+	s.post(t.shard, r.Changes)
 }
 
 // take is one promotion's part of a request, on its shard.

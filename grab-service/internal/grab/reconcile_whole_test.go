@@ -189,8 +189,8 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 				mustAbort(t, c, rid, rec.pin, keys[i])
 			}
 			for _, i := range tc.deleted {
-				if code, err := lua.Delete(ctx, c, tc.shards[i], keys[i], 2); err != nil || code != lua.AdminOK {
-					t.Fatalf("delete %s: %v %v", keys[i], code, err)
+				if r, err := lua.Delete(ctx, c, tc.shards[i], keys[i], 2, time.Now().UnixMilli()); err != nil || r.Code != lua.AdminOK {
+					t.Fatalf("delete %s: %v %v", keys[i], r, err)
 				}
 			}
 			clock := now

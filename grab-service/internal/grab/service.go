@@ -104,6 +104,29 @@ type Deps struct {
 	// their pending sets instead of sweeping every shard's keyspace on each pass;
 	// its rarer sweep finds the rest.
 	PromotionKeys func(ctx context.Context) ([]string, error)
+	// States, when set, publishes the sale state changes the scripts' answers carry
+	// (promostate.Announcer); the reconciler publishes those left in the outboxes.
+	States States
+	// EndedPromotionKeys, when set, lists the promotions whose sale ended lately
+	// (store.PromotionKeysEndedBetween): the reconciler announces their ENDED.
+	EndedPromotionKeys func(ctx context.Context) ([]string, error)
+}
+
+// States publishes promotion sale state changes (internal/promostate).
+type States interface {
+	// Post publishes changes in the background; c is the server whose outbox holds them.
+	Post(c redis.Cmdable, changes []lua.StateChange)
+	// Announce publishes changes and clears them from c's outbox.
+	Announce(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) error
+	// Sweep publishes what a crash left in c's outbox.
+	Sweep(ctx context.Context, c redis.UniversalClient, now time.Time) (int, error)
+}
+
+// post hands the state changes a script on shard made to the publisher.
+func (s *Grabber) post(shard int, changes []lua.StateChange) {
+	if s.States != nil && len(changes) > 0 {
+		s.States.Post(s.Shards[shard], changes)
+	}
 }
 
 // Service is what the checkout service and the detail page can do; grabendpoint
@@ -209,6 +232,7 @@ func (s *Grabber) returnOn(ctx context.Context, gs []group, call lua.ReturnCall)
 		replies[i], errs[i] = lua.ParseReturn(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
 			return lua.QueueReturn(ctx, p, c)
 		}))
+		s.post(g.shard, replies[i].Changes)
 	})
 	return replies, errs
 }

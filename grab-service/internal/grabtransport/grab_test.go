@@ -254,7 +254,7 @@ func TestRefusals(t *testing.T) {
 		"max":       e.promotion("maxgrab", spec{total: 50, maxPerGrab: 2}),
 	}
 	key := promo.Key(ids["stopped"], 1)
-	if _, err := lua.Stop(context.Background(), e.shard(key), ring.Default.Shard(key), key, 2); err != nil {
+	if _, err := lua.Stop(context.Background(), e.shard(key), ring.Default.Shard(key), key, 2, time.Now().UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	e.grab(grabBody("pin-1", "p", "10.4.0.1", ids["pin"], 1))

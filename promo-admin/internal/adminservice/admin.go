@@ -8,9 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
 )
 
 // Config tunes the service; zero fields take the defaults.
@@ -28,6 +31,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Announce, when set, publishes the sale state changes an admin script made
+	// (promostate.Announcer.Announce); unset, or failing, they wait in the shard's
+	// outbox for grab-service's reconciler.
+	Announce func(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) error
 }
 
 func (c Config) withDefaults() Config {

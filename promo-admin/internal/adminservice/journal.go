@@ -99,7 +99,7 @@ func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store
 	shard, c := a.pool.For(key)
 	fault(&a.betweenWrites)
 	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, c, shard, key, ch)
+	reply, err := writeHash(rctx, c, shard, key, ch, a.now().UnixMilli())
 	rcancel()
 	if err != nil {
 		return a.unsure(ctx, id, ch, shard, err)
@@ -111,8 +111,20 @@ func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store
 		}
 		return store.Promotion{}, refusal
 	}
+	a.announce(ctx, c, reply.Changes)
 	fault(&a.afterRedis)
 	return a.promote(ctx, id, ch, shard)
+}
+
+// announce publishes the sale state changes the admin script made; what it cannot
+// publish waits in the shard's outbox for the reconciler.
+func (a *Admin) announce(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) {
+	if a.cfg.Announce == nil || len(changes) == 0 {
+		return
+	}
+	if err := a.cfg.Announce(ctx, c, changes); err != nil {
+		a.log.WarnContext(ctx, "promotion state change left for the reconciler", "err", err)
+	}
 }
 
 // promote runs step 3 once the hash holds the change.
@@ -240,19 +252,17 @@ func (a *Admin) RunRepairer(ctx context.Context) error {
 }
 
 // writeHash is step 2: the admin script of ch.Op at ch.Version, on shard's client c.
-func writeHash(ctx context.Context, c redis.Scripter, shard int, key string, ch store.Change) (lua.AdminReply, error) {
+func writeHash(ctx context.Context, c redis.Scripter, shard int, key string, ch store.Change, nowMs int64) (lua.AdminReply, error) {
 	switch ch.Op {
 	case store.OpCreate:
 		code, err := lua.Create(ctx, c, shard, key, adminSpec(ch))
 		return lua.AdminReply{Code: code}, err
 	case store.OpPatch:
-		return lua.Patch(ctx, c, shard, key, adminSpec(ch))
+		return lua.Patch(ctx, c, shard, key, adminSpec(ch), nowMs)
 	case store.OpStop:
-		code, err := lua.Stop(ctx, c, shard, key, ch.Version)
-		return lua.AdminReply{Code: code}, err
+		return lua.Stop(ctx, c, shard, key, ch.Version, nowMs)
 	case store.OpDelete:
-		code, err := lua.Delete(ctx, c, shard, key, ch.Version)
-		return lua.AdminReply{Code: code}, err
+		return lua.Delete(ctx, c, shard, key, ch.Version, nowMs)
 	}
 	return lua.AdminReply{}, fmt.Errorf("unknown change %q", ch.Op)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
@@ -37,6 +38,10 @@ type Config struct {
 	// Switches is where the on-call switches document is read from (FollowSwitches);
 	// nil follows none, and GET /v1/switches shows the defaults.
 	Switches configcenter.Source
+	// KafkaBrokers, when set, is where the sale state changes of stops, deletes and
+	// patches are published (promo-state); unset, they wait in the shards'
+	// outboxes for grab-service's reconciler.
+	KafkaBrokers []string
 }
 
 // RedisDefaults are the shard client settings promo-admin runs with. One retry is
@@ -61,6 +66,8 @@ type App struct {
 	Handler  http.Handler
 	// Switches holds the switches document in force, as GET /v1/switches shows it.
 	Switches *configcenter.Holder
+	// States publishes sale state changes; nil without KafkaBrokers.
+	States *promostate.Announcer
 
 	switchesSrc     configcenter.Source
 	switchesMetrics *configcenter.Metrics
@@ -93,6 +100,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var states *promostate.Announcer
+	if len(cfg.KafkaBrokers) > 0 {
+		states = promostate.New(cfg.KafkaBrokers, reg, logger)
+		cfg.Service.Announce = states.Announce
+	}
 	admin := adminservice.New(st, pool, cfg.Service)
 	set := adminendpoint.New(admin, logger)
 	switches := configcenter.NewHolder()
@@ -108,7 +120,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		SwitchesSource: describeSource(cfg.Switches),
 		Console:        console.Handler(),
 	})
-	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler,
+	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler, States: states,
 		Switches: switches, switchesSrc: cfg.Switches, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
 }
 
@@ -136,9 +148,13 @@ func describeSource(src configcenter.Source) string {
 	return fmt.Sprintf("%T", src)
 }
 
-// Close releases the record and the shard clients.
+// Close releases the state publisher, the record and the shard clients.
 func (a *App) Close() error {
-	err := errors.Join(a.Store.Close(), a.Pool.Close())
+	var err error
+	if a.States != nil {
+		err = a.States.Close()
+	}
+	err = errors.Join(err, a.Store.Close(), a.Pool.Close())
 	if err != nil {
 		return fmt.Errorf("promo-admin: close: %w", err)
 	}

@@ -403,7 +403,7 @@ func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
 	}
 	s := p.Pending.Spec
 	if r, err := lua.Patch(ctx, shards[lostShard], lostShard, key, lua.AdminSpec{Ver: 2, Total: 20, MaxPerGrab: s.MaxPerGrab,
-		StartMs: s.StartAt.UnixMilli(), EndMs: s.EndAt.UnixMilli(), State: "ACTIVE"}); err != nil || r.Code != lua.AdminOK {
+		StartMs: s.StartAt.UnixMilli(), EndMs: s.EndAt.UnixMilli(), State: "ACTIVE"}, time.Now().UnixMilli()); err != nil || r.Code != lua.AdminOK {
 		t.Fatalf("patch: %+v %v", r, err)
 	}
 	// Step 3 lands once the rebuild says it waits for it: a rebuild that read the

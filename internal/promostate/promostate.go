@@ -1,0 +1,161 @@
+// Package promostate publishes the changes of a promotion's sale state (SOLD_OUT,
+// RESTOCKED, STOPPED, ENDED, DELETED) on the promo-state topic, so the price system
+// and the detail pages need not poll (docs/CONTRACT.md, "Promotion state events").
+//
+// The scripts record each change in their shard's state outbox in the call that
+// makes it and return it in their answer (lua/state.lua); whoever ran the script
+// publishes it from that answer and then removes it from the outbox. A change whose
+// publisher died or could not reach Kafka stays in the outbox, and the reconciler
+// publishes it (Sweep). So each change is published once, and again only when a
+// crash or a lost acknowledgement leaves it unsure, with the same seq.
+package promostate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+)
+
+// Topic is the topic of promotion state events; the message key is the promotion key.
+const Topic = "promo-state"
+
+// Event is the JSON value of a promo-state message.
+type Event struct {
+	PromotionKey string `json:"promotionKey"`
+	PromoID      string `json:"promoId"`
+	Type         int    `json:"type"`
+	State        string `json:"state"`
+	// Seq grows with every change of one promotion: a consumer applies an event only
+	// when its seq is above the last it applied for the key (two instances may
+	// publish two quick changes in either order, and a repeat has the same seq).
+	Seq        int64  `json:"seq"`
+	OccurredAt string `json:"occurredAt"`
+}
+
+// EventOf is the event of a change.
+func EventOf(c lua.StateChange) Event {
+	id, typ, _ := promo.ParseKey(c.Key)
+	return Event{PromotionKey: c.Key, PromoID: id, Type: typ, State: c.State, Seq: c.Seq,
+		OccurredAt: time.UnixMilli(c.AtMs).UTC().Format(time.RFC3339Nano)}
+}
+
+// Announcer publishes changes and clears them from their outbox.
+type Announcer struct {
+	writer *kafka.Writer
+	log    *slog.Logger
+	events *prometheus.CounterVec
+	queue  chan posted
+	done   chan struct{}
+}
+
+// posted is a script answer's changes, with the client of the shard whose outbox holds them.
+type posted struct {
+	c       redis.Cmdable
+	changes []lua.StateChange
+}
+
+// queueSize bounds the changes waiting for the background publisher; beyond it a
+// change waits in its outbox for the reconciler.
+const queueSize = 1024
+
+// New starts an announcer writing to brokers; its metric is registered on reg.
+func New(brokers []string, reg prometheus.Registerer, log *slog.Logger) *Announcer {
+	a := &Announcer{
+		writer: &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: Topic, Balancer: &kafka.Hash{},
+			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, WriteTimeout: 2 * time.Second},
+		log: log,
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flashsale", Subsystem: "promo_state",
+			Name: "events_total", Help: "Promotion state changes by outcome: published, failed (left in the outbox), dropped (queue full; left in the outbox)."},
+			[]string{"outcome"}),
+		queue: make(chan posted, queueSize),
+		done:  make(chan struct{}),
+	}
+	reg.MustRegister(a.events)
+	go a.run()
+	return a
+}
+
+// Announce publishes changes and removes them from the outbox of c (the server
+// of the shard whose script made them). On an error they stay in the outbox.
+func (a *Announcer) Announce(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	msgs := make([]kafka.Message, len(changes))
+	members := make([]any, len(changes))
+	for i, ch := range changes {
+		value, err := json.Marshal(EventOf(ch))
+		if err != nil {
+			return fmt.Errorf("promotion state event of %s: %w", ch.Key, err)
+		}
+		msgs[i] = kafka.Message{Key: []byte(ch.Key), Value: value}
+		members[i] = ch.Member
+	}
+	if err := a.writer.WriteMessages(ctx, msgs...); err != nil {
+		a.events.WithLabelValues("failed").Add(float64(len(changes)))
+		return fmt.Errorf("publish %d promotion state changes: %w", len(changes), err)
+	}
+	a.events.WithLabelValues("published").Add(float64(len(changes)))
+	if err := c.ZRem(ctx, lua.StateOutboxKey, members...).Err(); err != nil {
+		// Published: the reconciler publishes them again, with the same seq.
+		return fmt.Errorf("clear %d published state changes from the outbox: %w", len(changes), err)
+	}
+	return nil
+}
+
+// Post hands changes to the background publisher without waiting: the grab path
+// answers the buyer meanwhile. When the queue is full they wait in the outbox.
+func (a *Announcer) Post(c redis.Cmdable, changes []lua.StateChange) {
+	if len(changes) == 0 {
+		return
+	}
+	select {
+	case a.queue <- posted{c, changes}:
+	default:
+		a.events.WithLabelValues("dropped").Add(float64(len(changes)))
+	}
+}
+
+func (a *Announcer) run() {
+	defer close(a.done)
+	for p := range a.queue {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if err := a.Announce(ctx, p.c, p.changes); err != nil {
+			a.log.Warn("promotion state changes left for the reconciler", "err", err)
+		}
+		cancel()
+	}
+}
+
+// StateSweepGrace is how long a change may wait in the outbox for its own
+// publisher before the reconciler publishes it: well above a publish's time.
+const StateSweepGrace = 5 * time.Second
+
+// Sweep publishes the changes left in the outbox of one shard's server for
+// StateSweepGrace or more, up to 500, and reports how many it published.
+func (a *Announcer) Sweep(ctx context.Context, c redis.UniversalClient, now time.Time) (int, error) {
+	changes, err := lua.StateDue(ctx, c, now.UnixMilli(), StateSweepGrace.Milliseconds(), 500)
+	if err != nil {
+		return 0, err
+	}
+	if err := a.Announce(ctx, c, changes); err != nil {
+		return 0, err
+	}
+	return len(changes), nil
+}
+
+// Close publishes what was posted and stops.
+func (a *Announcer) Close() error {
+	close(a.queue)
+	<-a.done
+	return a.writer.Close()
+}

@@ -1,0 +1,99 @@
+package lua
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// StateOutboxKey names, on each shard's server, the sorted set of the promotion
+// state changes not yet known to be on the promo-state topic (state.lua): the
+// scripts record each change there in the call that makes it, its publisher
+// removes it once Kafka has it, and the reconciler publishes what is left.
+const StateOutboxKey = "flashsale:promo-state"
+
+// The sale states a StateChange announces (docs/CONTRACT.md, "Promotion state events").
+const (
+	StateSoldOut   = "SOLD_OUT"
+	StateRestocked = "RESTOCKED"
+	StateStopped   = "STOPPED"
+	StateEnded     = "ENDED"
+	StateDeleted   = "DELETED"
+)
+
+// StateChange is one change of a promotion's sale state, as a script recorded it.
+// Seq orders the changes of one promotion; Member is the outbox entry, removed
+// once published.
+type StateChange struct {
+	Key    string // the promotion hash key, promo.Key
+	State  string // one of the State* values
+	Seq    int64
+	AtMs   int64 // when it happened, unix ms (the caller's clock)
+	Member string
+}
+
+// ParseStateChange reads an outbox entry "<seq>|<state>|<key>|<nowMs>".
+func ParseStateChange(member string) (StateChange, error) {
+	parts := strings.Split(member, "|")
+	if len(parts) != 4 {
+		return StateChange{}, fmt.Errorf("state change %q: want seq|state|key|nowMs", member)
+	}
+	seq, err1 := strconv.ParseInt(parts[0], 10, 64)
+	at, err2 := strconv.ParseInt(parts[3], 10, 64)
+	if err1 != nil || err2 != nil || parts[1] == "" || parts[2] == "" {
+		return StateChange{}, fmt.Errorf("state change %q: bad seq, state, key or time", member)
+	}
+	return StateChange{Key: parts[2], State: parts[1], Seq: seq, AtMs: at, Member: member}, nil
+}
+
+// replyParts reads a script's table reply: integers first (at least min of
+// them), then the state changes the call made, as strings.
+func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange, error) {
+	vals, err := cmd.Slice()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", script, err)
+	}
+	var ints []int64
+	var changes []StateChange
+	for i, v := range vals {
+		switch v := v.(type) {
+		case int64:
+			if changes != nil {
+				return nil, nil, fmt.Errorf("%s: integer %d after the state changes: %v", script, i, vals)
+			}
+			ints = append(ints, v)
+		case string:
+			c, err := ParseStateChange(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", script, err)
+			}
+			changes = append(changes, c)
+		default:
+			return nil, nil, fmt.Errorf("%s: reply element %d is %T, want integer or state change", script, i, v)
+		}
+	}
+	if len(ints) < min {
+		return nil, nil, fmt.Errorf("%s: short reply %v", script, vals)
+	}
+	return ints, changes, nil
+}
+
+// Ended runs ended.lua: ENDED for the promotion key once its sale is over, if
+// not announced yet. It returns the change made, if any.
+func Ended(ctx context.Context, c redis.Scripter, key string, nowMs int64) ([]StateChange, error) {
+	_, changes, err := replyParts(endedScript.Run(ctx, c, []string{key, StateOutboxKey}, nowMs), "ended.lua", 0)
+	return changes, err
+}
+
+// StateDue runs statedue.lua: up to limit outbox changes older than graceMs,
+// leased to the caller for graceMs.
+func StateDue(ctx context.Context, c redis.Scripter, nowMs, graceMs int64, limit int) ([]StateChange, error) {
+	if graceMs < 1 || limit < 1 || limit > 1000 {
+		return nil, fmt.Errorf("state due: grace %d ms and limit %d, want >= 1 and 1..1000", graceMs, limit)
+	}
+	_, changes, err := replyParts(stateDueScript.Run(ctx, c, []string{StateOutboxKey}, nowMs, graceMs, limit), "statedue.lua", 0)
+	return changes, err
+}

@@ -1,0 +1,251 @@
+package lua
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// changesOf is what a reply announced, as "STATE" strings, checking each change
+// names key, is in the outbox, and orders after the one before.
+func changesOf(t *testing.T, key string, changes []StateChange) []string {
+	t.Helper()
+	var out []string
+	for _, c := range changes {
+		if c.Key != key {
+			t.Fatalf("change %+v names another promotion than %s", c, key)
+		}
+		if _, err := rdb.ZScore(context.Background(), StateOutboxKey, c.Member).Result(); err != nil {
+			t.Fatalf("change %s is not in the outbox: %v", c.Member, err)
+		}
+		out = append(out, c.State)
+	}
+	return out
+}
+
+// outboxOf is every change of key left in the shared outbox, by seq.
+func outboxOf(t *testing.T, key string) []StateChange {
+	t.Helper()
+	members, err := rdb.ZRange(context.Background(), StateOutboxKey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []StateChange
+	for _, m := range members {
+		c, err := ParseStateChange(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Key == key {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b StateChange) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+func wantStates(t *testing.T, step string, have []string, want ...string) {
+	t.Helper()
+	if strings.Join(have, ",") != strings.Join(want, ",") {
+		t.Fatalf("%s announced %v, want %v", step, have, want)
+	}
+}
+
+// TestStateChanges walks one promotion through every change of its sale state and
+// the calls that must not announce one, then checks the outbox holds exactly the
+// changes announced, each seq above the last and at least its time.
+func TestStateChanges(t *testing.T) {
+	ctx := context.Background()
+	k := promoKey(t, "st")
+	spec := baseSpec()
+	spec.Total = 2
+	mustCreate(t, k, spec)
+	var all []string
+
+	grab := func(rid string, num int64, want ...string) {
+		t.Helper()
+		r := mustGrab(t, grabCall(rid, "p-"+rid, "ip-"+rid, item(k, num)))
+		got := changesOf(t, k, r.Changes)
+		wantStates(t, "grab "+rid, got, want...)
+		all = append(all, got...)
+	}
+	ret := func(rid string, mode ReturnMode, at int64, want ...string) {
+		t.Helper()
+		r, err := Return(ctx, rdb, ReturnCall{RequestID: rid, Pin: "p-" + rid, Mode: mode, NowMs: at, Reason: "BUYER", Keys: []string{k}})
+		if err != nil || r.Code != ReturnReturned {
+			t.Fatalf("%s %s: %+v %v", mode, rid, r, err)
+		}
+		got := changesOf(t, k, r.Changes)
+		wantStates(t, string(mode)+" "+rid, got, want...)
+		all = append(all, got...)
+	}
+	patch := func(ver, total, endMs, at int64, want ...string) {
+		t.Helper()
+		s := spec
+		s.Ver, s.Total, s.EndMs = ver, total, endMs
+		r, err := Patch(ctx, rdb, onShard, k, s, at)
+		if err != nil || r.Code != AdminOK {
+			t.Fatalf("patch v%d: %+v %v", ver, r, err)
+		}
+		got := changesOf(t, k, r.Changes)
+		wantStates(t, fmt.Sprintf("patch v%d", ver), got, want...)
+		all = append(all, got...)
+	}
+
+	grab("a", 1)                              // 2 -> 1: nothing to say
+	grab("b", 1, StateSoldOut)                // 1 -> 0
+	grab("c", 1)                              // refused SOLD_OUT: no change
+	ret("a", ReturnUndo, now, StateRestocked) // 0 -> 1: the unit is for sale again
+	grab("d", 1, StateSoldOut)
+	if c, err := Commit(ctx, rdb, "d", []string{k}); err != nil || c != CommitCommitted {
+		t.Fatal(c, err)
+	}
+	ret("d", ReturnCancel, now, StateRestocked)  // a buyer's cancel restocks
+	patch(2, 1, spec.EndMs, now, StateSoldOut)   // total down to what is granted (b)
+	patch(3, 1, spec.EndMs, now)                 // no crossing: nothing
+	patch(4, 3, spec.EndMs, now, StateRestocked) // total up again
+	patch(5, 3, now+1000, now)                   // end moved, sale still live
+	if r := mustGrab(t, GrabCall{NowMs: now + 1000, DeadlineMs: now + 6000, RequestID: "e", BodyHash: "h", Pin: "p", IP: "i",
+		RateFactorPermille: 1000, Items: []GrabItem{item(k, 1)}}); r.Code != CodeEnded {
+		t.Fatalf("grab at the end: %+v", r)
+	} else {
+		all = append(all, changesOf(t, k, r.Changes)...)
+	}
+	if r := mustGrab(t, GrabCall{NowMs: now + 2000, DeadlineMs: now + 7000, RequestID: "f", BodyHash: "h", Pin: "p", IP: "i",
+		RateFactorPermille: 1000, Items: []GrabItem{item(k, 1)}}); r.Code != CodeEnded || len(r.Changes) != 0 {
+		t.Fatalf("second grab after the end: %+v, want ENDED announcing nothing", r)
+	}
+	if c, err := Ended(ctx, rdb, k, now+3000); err != nil || len(c) != 0 {
+		t.Fatalf("ended.lua after q.lua announced ENDED: %+v %v", c, err)
+	}
+	patch(6, 3, now+9000, now+3000, StateRestocked) // a later end reopens the sale
+	r, err := Stop(ctx, rdb, onShard, k, 7, now+4000)
+	if err != nil || r.Code != AdminOK {
+		t.Fatal(r, err)
+	}
+	all = append(all, changesOf(t, k, r.Changes)...)
+	if r, err := Stop(ctx, rdb, onShard, k, 8, now+4000); err != nil || len(r.Changes) != 0 {
+		t.Fatalf("second stop: %+v %v, want no change", r, err)
+	}
+	if c, err := Commit(ctx, rdb, "b", []string{k}); err != nil || c != CommitCommitted {
+		t.Fatal(c, err)
+	}
+	ret("b", ReturnCancel, now+4000) // stock back on a stopped promotion: no RESTOCKED
+	r, err = Delete(ctx, rdb, onShard, k, 9, now+5000)
+	if err != nil || r.Code != AdminOK {
+		t.Fatal(r, err)
+	}
+	all = append(all, changesOf(t, k, r.Changes)...)
+	if r, err := Delete(ctx, rdb, onShard, k, 10, now+5000); err != nil || len(r.Changes) != 0 {
+		t.Fatalf("second delete: %+v %v, want no change", r, err)
+	}
+
+	want := []string{StateSoldOut, StateRestocked, StateSoldOut, StateRestocked, StateSoldOut, StateRestocked,
+		StateEnded, StateRestocked, StateStopped, StateDeleted}
+	wantStates(t, "the walk", all, want...)
+	outbox := outboxOf(t, k)
+	var states []string
+	for i, c := range outbox {
+		states = append(states, c.State)
+		if c.Seq < c.AtMs || (i > 0 && c.Seq <= outbox[i-1].Seq) {
+			t.Errorf("change %d %+v: seq below its time or not above %d", i, c, outbox[i-1].Seq)
+		}
+	}
+	wantStates(t, "the outbox", states, want...)
+
+	// A promotion made again under the same key, later, keeps counting up.
+	mustCreate(t, k, spec)
+	g := mustGrab(t, GrabCall{NowMs: now + 6000, DeadlineMs: now + 9000, RequestID: "g", BodyHash: "h", Pin: "p", IP: "i",
+		RateFactorPermille: 1000, Items: []GrabItem{item(k, 2)}})
+	if len(g.Changes) != 1 || g.Changes[0].Seq <= outbox[len(outbox)-1].Seq {
+		t.Errorf("changes after re-creating %+v, want one with seq above the deleted promotion's %d", g.Changes, outbox[len(outbox)-1].Seq)
+	}
+}
+
+// TestEndedAnnouncesOnce: ended.lua says nothing before the end, nor for a
+// stopped or missing promotion, and ENDED once after it.
+func TestEndedAnnouncesOnce(t *testing.T) {
+	ctx := context.Background()
+	k, stopped := promoKey(t, "live"), promoKey(t, "stopped")
+	mustCreate(t, k, baseSpec())
+	s := baseSpec()
+	s.State = "STOPPED"
+	mustCreate(t, stopped, s)
+	end := baseSpec().EndMs
+	for _, tc := range []struct {
+		key  string
+		at   int64
+		want []string
+	}{
+		{k, end - 1, nil},
+		{promoKey(t, "missing"), end, nil},
+		{stopped, end, nil},
+		{k, end, []string{StateEnded}},
+		{k, end + 1, nil},
+	} {
+		c, err := Ended(ctx, rdb, tc.key, tc.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStates(t, fmt.Sprintf("ended.lua on %s at end%+d", tc.key, tc.at-end), changesOf(t, tc.key, c), tc.want...)
+	}
+}
+
+// TestBucketPartsDoNotAnnounce: a bucket's part selling out is not the promotion
+// selling out (issue: buckets announce per promotion); an ordinary item of the
+// same call does announce.
+func TestBucketPartsDoNotAnnounce(t *testing.T) {
+	part, plain := promoKey(t, "part"), promoKey(t, "plain")
+	s := baseSpec()
+	s.Total = 1
+	mustCreate(t, part, s)
+	mustCreate(t, plain, s)
+	r := mustGrab(t, grabCall("r1", "p1", "ip1", GrabItem{Key: part, Num: 1, Part: PartStock}, GrabItem{Key: plain, Num: 1, Part: PartAll}))
+	if r.Code != CodeOK || len(r.Changes) != 1 || r.Changes[0].Key != plain || r.Changes[0].State != StateSoldOut {
+		t.Fatalf("grab: %+v, want OK announcing SOLD_OUT of %s alone", r, plain)
+	}
+}
+
+// TestStateDueLeases: the outbox hands a change to the reconciler only once its
+// publisher has had the grace, and to one reconciler at a time.
+func TestStateDueLeases(t *testing.T) {
+	ctx := context.Background()
+	k := promoKey(t, "due")
+	s := baseSpec()
+	s.Total = 1
+	mustCreate(t, k, s)
+	r := mustGrab(t, grabCall("r1", "p1", "ip1", item(k, 1)))
+	if len(r.Changes) != 1 {
+		t.Fatalf("grab: %+v", r)
+	}
+	mine := func(cs []StateChange) (n int) {
+		for _, c := range cs {
+			if c.Member == r.Changes[0].Member {
+				n++
+			}
+		}
+		return n
+	}
+	const grace = 5000
+	steps := []struct {
+		at   int64
+		want int
+	}{
+		{now + grace - 1, 0}, // its publisher's time
+		{now + grace, 1},     // leased to this caller...
+		{now + grace + 1, 0}, // ...so not to the next one
+		{now + 2*grace, 1},   // the lease ran out unpublished: again
+	}
+	for _, st := range steps {
+		due, err := StateDue(ctx, rdb, st.at, grace, 1000)
+		if err != nil || mine(due) != st.want {
+			t.Fatalf("due at now+%d: %d of the change (err %v), want %d", st.at-now, mine(due), err, st.want)
+		}
+	}
+	if _, err := StateDue(ctx, rdb, now, 0, 10); err == nil {
+		t.Error("a grace of 0 accepted")
+	}
+}
