@@ -1,7 +1,9 @@
 package configcenter
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -38,4 +40,27 @@ func (f *NacosFlags) Source(path string, log *slog.Logger) Source {
 	}
 	return NewNacosSource(NacosConfig{Addr: f.Addr, Namespace: f.Namespace, Group: f.Group, DataID: f.DataID,
 		Username: f.Username, Password: os.Getenv("FLASHSALE_NACOS_PASSWORD"), Poll: f.Poll, Log: log})
+}
+
+// Store returns the store the flags choose, for a one-shot read (bin/recovery
+// reads where each shard's server is): Nacos, or the file at path.
+func (f *NacosFlags) Store(path string, log *slog.Logger) (Store, error) {
+	if f.Addr == "" {
+		return FileStore{Path: path}, nil
+	}
+	return NewNacosStore(NacosConfig{Addr: f.Addr, Namespace: f.Namespace, Group: f.Group, DataID: f.DataID,
+		Username: f.Username, Password: os.Getenv("FLASHSALE_NACOS_PASSWORD"), Log: log})
+}
+
+// ReadSwitches reads and validates the document in store once; an empty store
+// gives the defaults.
+func ReadSwitches(ctx context.Context, store Store) (*Snapshot, error) {
+	doc, err := store.Get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the switches (%s): %w", store.Describe(), err)
+	}
+	if len(doc.Content) == 0 {
+		return &Snapshot{Switches: Default(), MD5: "default"}, nil
+	}
+	return Parse(doc.Content)
 }

@@ -9,10 +9,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 )
 
 // DataID and Group name the switches document in Nacos.
@@ -41,6 +46,10 @@ type Switches struct {
 	// without a Redis call: pins as sent, ips as addresses or CIDR ranges.
 	BlockedPins []string `json:"blockedPins"`
 	BlockedIPs  []string `json:"blockedIps"`
+	// ShardAddrs points logical shards ("0".."15") at another Redis master than
+	// their flags name: on-call's failover to a promoted replica (RUNBOOK.md).
+	// A shard it does not name uses its flag's address.
+	ShardAddrs map[string]string `json:"shardAddrs,omitempty"`
 }
 
 // DefaultDegradeMaxPerSecond is the degrade cap of a document that sets none: well
@@ -75,7 +84,12 @@ type Snapshot struct {
 	AppliedAt time.Time
 	blocked   map[string]bool
 	buyers    blockedBuyers
+	// shardAddrs is ShardAddrs by shard number.
+	shardAddrs map[int]string
 }
+
+// ShardAddrOverrides is the shard -> address overrides in force (nil for none).
+func (s *Snapshot) ShardAddrOverrides() map[int]string { return s.shardAddrs }
 
 // Blocked reports whether grabs for promotion key "<promoId>_<type>" are blocked.
 func (s *Snapshot) Blocked(promoID string, typ int) bool {
@@ -130,8 +144,32 @@ func Parse(doc []byte) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	shardAddrs, err := parseShardAddrs(sw.ShardAddrs)
+	if err != nil {
+		return nil, fmt.Errorf("switches document: shardAddrs: %w", err)
+	}
 	sum := md5.Sum(doc)
-	return &Snapshot{Switches: sw, MD5: hex.EncodeToString(sum[:]), blocked: blocked, buyers: buyers}, nil
+	return &Snapshot{Switches: sw, MD5: hex.EncodeToString(sum[:]), blocked: blocked, buyers: buyers, shardAddrs: shardAddrs}, nil
+}
+
+// parseShardAddrs reads the shard address overrides ("<shard>": "host:port").
+func parseShardAddrs(m map[string]string) (map[int]string, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[int]string, len(m))
+	for k, addr := range m {
+		shard, err := strconv.Atoi(k)
+		if err != nil || shard < 0 || shard >= ring.Shards || strconv.Itoa(shard) != k {
+			return nil, fmt.Errorf("shard %q: want a number in 0..%d", k, ring.Shards-1)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("shard %d: address %q is not host:port", shard, addr)
+		}
+		out[shard] = addr
+	}
+	return out, nil
 }
 
 func validBlocked(s string) bool {
@@ -140,7 +178,11 @@ func validBlocked(s string) bool {
 }
 
 // Holder publishes the snapshot in force; Load is lock-free for the hot path.
-type Holder struct{ p atomic.Pointer[Snapshot] }
+type Holder struct {
+	p     atomic.Pointer[Snapshot]
+	mu    sync.Mutex // orders Store's calls of the hooks
+	hooks []func(*Snapshot)
+}
 
 // NewHolder starts with the defaults.
 func NewHolder() *Holder {
@@ -152,8 +194,25 @@ func NewHolder() *Holder {
 // Load returns the snapshot in force.
 func (h *Holder) Load() *Snapshot { return h.p.Load() }
 
-// Store publishes s.
-func (h *Holder) Store(s *Snapshot) { h.p.Store(s) }
+// Store publishes s, then runs the hooks (OnStore) with it.
+func (h *Holder) Store(s *Snapshot) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.p.Store(s)
+	for _, f := range h.hooks {
+		f(s)
+	}
+}
+
+// OnStore runs f with every snapshot stored from now on, and at once with the one
+// in force: for what the hot path does not read per call, such as where each
+// shard's server is (shardAddrs).
+func (h *Holder) OnStore(f func(*Snapshot)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hooks = append(h.hooks, f)
+	f(h.p.Load())
+}
 
 // Info describes the snapshot in force for /readyz, so an operator can check
 // that every instance runs the version configctl published.
@@ -162,8 +221,33 @@ func (h *Holder) Info() map[string]any {
 	sw := map[string]any{"md5": s.MD5, "grabEnabled": s.GrabEnabled, "kafkaDegrade": s.KafkaDegrade,
 		"degradeRateFactor": s.DegradeRateFactor, "degradeMaxPerSecond": s.DegradeMaxPerSecond, "blockedPromotions": len(s.BlockedPromotions),
 		"blockedPins": len(s.BlockedPins), "blockedIps": len(s.BlockedIPs)}
+	if len(s.ShardAddrs) > 0 {
+		sw["shardAddrs"] = s.ShardAddrs
+	}
 	if !s.AppliedAt.IsZero() {
 		sw["appliedAt"] = s.AppliedAt.UTC().Format(time.RFC3339Nano)
 	}
 	return map[string]any{"switches": sw}
+}
+
+// Mover is where shards' servers can be moved (shardpool.Pool).
+type Mover interface {
+	Move(overrides map[int]string) (moved []int, err error)
+}
+
+// FollowShards moves m's shards as every document h stores says (shardAddrs),
+// from now on; onMoved, when set, learns which shards moved.
+func (h *Holder) FollowShards(m Mover, log *slog.Logger, onMoved func(shards []int)) {
+	h.OnStore(func(snap *Snapshot) {
+		moved, err := m.Move(snap.ShardAddrOverrides())
+		switch {
+		case err != nil:
+			log.Error("shard addresses of the switches not applied", "err", err.Error(), "md5", snap.MD5)
+		case len(moved) > 0:
+			log.Warn("shards moved to the servers the switches name", "shards", moved, "md5", snap.MD5)
+			if onMoved != nil {
+				onMoved(moved)
+			}
+		}
+	})
 }

@@ -40,6 +40,9 @@ type GrabCall struct {
 	// legal factor (every limit then floors to 1 attempt per window), so set it.
 	RateFactorPermille int64
 	Items              []GrabItem
+	// Outbox is the shard's state outbox the call records its changes in; empty
+	// is StateOutboxKey (tests sharing servers keep their own).
+	Outbox string
 }
 
 // GrabReply is q.lua's answer. Index is the 0-based item concerned (0 for OK).
@@ -82,7 +85,7 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 			args = append(args, cmp.Or(it.Part, PartAll))
 		}
 	}
-	keys, err := itemKeysAndOutbox(hashKeys)
+	keys, err := itemKeysAndOutbox(hashKeys, c.Outbox)
 	if err != nil {
 		return nil, nil, fmt.Errorf("grab %s: %w", c.RequestID, err)
 	}

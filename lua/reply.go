@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -33,14 +34,15 @@ func itemKeys(keys []string) ([]string, error) {
 	return expandKeys(keys, 0)
 }
 
-// itemKeysAndOutbox is itemKeys followed by the shard's state outbox, the KEYS of
-// the item scripts that may change a sale's state (q.lua, return.lua).
-func itemKeysAndOutbox(keys []string) ([]string, error) {
+// itemKeysAndOutbox is itemKeys followed by the shard's state outbox (empty:
+// StateOutboxKey), the KEYS of the item scripts that may change a sale's state
+// (q.lua, return.lua).
+func itemKeysAndOutbox(keys []string, outbox string) ([]string, error) {
 	out, err := expandKeys(keys, 1)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, StateOutboxKey), nil
+	return append(out, cmp.Or(outbox, StateOutboxKey)), nil
 }
 
 func expandKeys(keys []string, extra int) ([]string, error) {

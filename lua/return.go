@@ -44,6 +44,8 @@ type ReturnCall struct {
 	Reason         string
 	NowMs          int64
 	Keys           []string
+	// Outbox is as GrabCall's.
+	Outbox string
 }
 
 // ReturnReply is return.lua's answer; Returned counts the entries this call changed
@@ -62,7 +64,7 @@ func (c ReturnCall) build() ([]string, []interface{}, error) {
 	if !c.Mode.valid() {
 		return nil, nil, fmt.Errorf("return %s: unknown mode %q", c.RequestID, string(c.Mode))
 	}
-	keys, err := itemKeysAndOutbox(c.Keys)
+	keys, err := itemKeysAndOutbox(c.Keys, c.Outbox)
 	if err != nil {
 		return nil, nil, fmt.Errorf("return %s: %w", c.RequestID, err)
 	}

@@ -83,17 +83,17 @@ func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange,
 
 // Ended runs ended.lua: ENDED for the promotion key once its sale is over, if
 // not announced yet. It returns the change made, if any.
-func Ended(ctx context.Context, c redis.Scripter, key string, nowMs int64) ([]StateChange, error) {
-	_, changes, err := replyParts(endedScript.Run(ctx, c, []string{key, StateOutboxKey}, nowMs), "ended.lua", 0)
+func Ended(ctx context.Context, c redis.Scripter, key, outbox string, nowMs int64) ([]StateChange, error) {
+	_, changes, err := replyParts(endedScript.Run(ctx, c, []string{key, outbox}, nowMs), "ended.lua", 0)
 	return changes, err
 }
 
 // StateDue runs statedue.lua: up to limit outbox changes older than graceMs,
 // leased to the caller for graceMs.
-func StateDue(ctx context.Context, c redis.Scripter, nowMs, graceMs int64, limit int) ([]StateChange, error) {
+func StateDue(ctx context.Context, c redis.Scripter, outbox string, nowMs, graceMs int64, limit int) ([]StateChange, error) {
 	if graceMs < 1 || limit < 1 || limit > 1000 {
 		return nil, fmt.Errorf("state due: grace %d ms and limit %d, want >= 1 and 1..1000", graceMs, limit)
 	}
-	_, changes, err := replyParts(stateDueScript.Run(ctx, c, []string{StateOutboxKey}, nowMs, graceMs, limit), "statedue.lua", 0)
+	_, changes, err := replyParts(stateDueScript.Run(ctx, c, []string{outbox}, nowMs, graceMs, limit), "statedue.lua", 0)
 	return changes, err
 }

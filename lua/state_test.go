@@ -118,7 +118,7 @@ func TestStateChanges(t *testing.T) {
 		RateFactorPermille: 1000, Items: []GrabItem{item(k, 1)}}); r.Code != CodeEnded || len(r.Changes) != 0 {
 		t.Fatalf("second grab after the end: %+v, want ENDED announcing nothing", r)
 	}
-	if c, err := Ended(ctx, rdb, k, now+3000); err != nil || len(c) != 0 {
+	if c, err := Ended(ctx, rdb, k, StateOutboxKey, now+3000); err != nil || len(c) != 0 {
 		t.Fatalf("ended.lua after q.lua announced ENDED: %+v %v", c, err)
 	}
 	patch(6, 3, now+9000, now+3000, StateRestocked) // a later end reopens the sale
@@ -186,7 +186,7 @@ func TestEndedAnnouncesOnce(t *testing.T) {
 		{k, end, []string{StateEnded}},
 		{k, end + 1, nil},
 	} {
-		c, err := Ended(ctx, rdb, tc.key, tc.at)
+		c, err := Ended(ctx, rdb, tc.key, StateOutboxKey, tc.at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,12 +240,12 @@ func TestStateDueLeases(t *testing.T) {
 		{now + 2*grace, 1},   // the lease ran out unpublished: again
 	}
 	for _, st := range steps {
-		due, err := StateDue(ctx, rdb, st.at, grace, 1000)
+		due, err := StateDue(ctx, rdb, StateOutboxKey, st.at, grace, 1000)
 		if err != nil || mine(due) != st.want {
 			t.Fatalf("due at now+%d: %d of the change (err %v), want %d", st.at-now, mine(due), err, st.want)
 		}
 	}
-	if _, err := StateDue(ctx, rdb, now, 0, 10); err == nil {
+	if _, err := StateDue(ctx, rdb, StateOutboxKey, now, 0, 10); err == nil {
 		t.Error("a grace of 0 accepted")
 	}
 }

@@ -30,6 +30,7 @@ func run(logger *slog.Logger, args []string) error {
 	var f svc.Flags
 	fs := flag.NewFlagSet("promo-admin", flag.ContinueOnError)
 	f.Register(fs, "127.0.0.1:8081") // --kafka: where stops, deletes and patches announce their state changes
+	nacos := configcenter.RegisterNacosFlags(fs)
 	var sc adminservice.Config
 	fs.DurationVar(&sc.RedisTimeout, "redis-timeout", 2*time.Second, "bound on each Redis call")
 	fs.DurationVar(&sc.RepairGrace, "repair-grace", 15*time.Second, "age after which a pending change no longer belongs to its request and the repairer resolves it")
@@ -51,7 +52,8 @@ func run(logger *slog.Logger, args []string) error {
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
 		RedisAddrs: f.Redis, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka,
-		Switches: configcenter.FileSource{Path: f.Switches}, // shown read-only at GET /v1/switches
+		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
+		Switches: nacos.Source(f.Switches, logger),
 	})
 	if err != nil {
 		return err

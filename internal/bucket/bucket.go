@@ -13,10 +13,10 @@
 package bucket
 
 import (
-	"time"
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spaolacci/murmur3"

@@ -50,6 +50,7 @@ func EventOf(c lua.StateChange) Event {
 
 // Announcer publishes changes and clears them from their outbox.
 type Announcer struct {
+	outbox string
 	writer *kafka.Writer
 	log    *slog.Logger
 	events *prometheus.CounterVec
@@ -67,9 +68,11 @@ type posted struct {
 // change waits in its outbox for the reconciler.
 const queueSize = 1024
 
-// New starts an announcer writing to brokers; its metric is registered on reg.
-func New(brokers []string, reg prometheus.Registerer, log *slog.Logger) *Announcer {
+// New starts an announcer writing to brokers, clearing and sweeping the outbox
+// key on each server (lua.StateOutboxKey but in tests); its metric is registered on reg.
+func New(brokers []string, outbox string, reg prometheus.Registerer, log *slog.Logger) *Announcer {
 	a := &Announcer{
+		outbox: outbox,
 		writer: &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: Topic, Balancer: &kafka.Hash{},
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, WriteTimeout: 2 * time.Second},
 		log: log,
@@ -105,7 +108,7 @@ func (a *Announcer) Announce(ctx context.Context, c redis.Cmdable, changes []lua
 		return fmt.Errorf("publish %d promotion state changes: %w", len(changes), err)
 	}
 	a.events.WithLabelValues("published").Add(float64(len(changes)))
-	if err := c.ZRem(ctx, lua.StateOutboxKey, members...).Err(); err != nil {
+	if err := c.ZRem(ctx, a.outbox, members...).Err(); err != nil {
 		// Published: the reconciler publishes them again, with the same seq.
 		return fmt.Errorf("clear %d published state changes from the outbox: %w", len(changes), err)
 	}
@@ -143,7 +146,7 @@ const StateSweepGrace = 5 * time.Second
 // Sweep publishes the changes left in the outbox of one shard's server for
 // StateSweepGrace or more, up to 500, and reports how many it published.
 func (a *Announcer) Sweep(ctx context.Context, c redis.UniversalClient, now time.Time) (int, error) {
-	changes, err := lua.StateDue(ctx, c, now.UnixMilli(), StateSweepGrace.Milliseconds(), 500)
+	changes, err := lua.StateDue(ctx, c, a.outbox, now.UnixMilli(), StateSweepGrace.Milliseconds(), 500)
 	if err != nil {
 		return 0, err
 	}

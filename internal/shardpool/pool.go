@@ -20,7 +20,7 @@ import (
 // Pool holds one client per distinct address and the shard -> client table.
 // It is safe for concurrent use; Close it once when done.
 type Pool struct {
-	addrs   [ring.Shards]string
+	targets [ring.Shards]*target // where each shard's client dials (redirect.go)
 	clients [ring.Shards]*redis.Client
 	byAddr  map[string]*redis.Client
 }
@@ -40,6 +40,7 @@ func New(addrs []string, opts redis.Options) (*Pool, error) {
 		return nil, fmt.Errorf("shardpool: %d redis addresses given, want exactly %d (index = logical shard)", len(addrs), ring.Shards)
 	}
 	p := &Pool{byAddr: make(map[string]*redis.Client)}
+	targets := map[string]*target{}
 	for i, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" {
@@ -47,12 +48,13 @@ func New(addrs []string, opts redis.Options) (*Pool, error) {
 		}
 		c, ok := p.byAddr[a]
 		if !ok {
+			targets[a] = newTarget(a)
 			o := opts
-			o.Addr, o.Protocol = a, Protocol
+			o.Addr, o.Protocol, o.Dialer = a, Protocol, targets[a].dial
 			c = redis.NewClient(&o)
 			p.byAddr[a] = c
 		}
-		p.addrs[i], p.clients[i] = a, c
+		p.targets[i], p.clients[i] = targets[a], c
 	}
 	return p, nil
 }
@@ -66,8 +68,9 @@ func (p *Pool) For(key string) (shard int, c *redis.Client) {
 // Client returns the client of a logical shard; it panics on a shard outside 0..15.
 func (p *Pool) Client(shard int) *redis.Client { return p.clients[shard] }
 
-// Addr returns the configured address of a logical shard.
-func (p *Pool) Addr(shard int) string { return p.addrs[shard] }
+// Addr returns the address a logical shard's client dials now: the configured
+// one, or where the config center moved it (Move).
+func (p *Pool) Addr(shard int) string { return p.targets[shard].current() }
 
 // Servers returns one client per distinct address, ordered by address (for work
 // done once per server, such as loading scripts).
@@ -127,10 +130,10 @@ func (p *Pool) Ping(ctx context.Context) error {
 		return nil
 	}
 	e := &ShardError{Errs: map[int]error{}, Addrs: map[int]string{}}
-	for s, a := range p.addrs {
-		if err, ok := failed[a]; ok {
+	for s, t := range p.targets {
+		if err, ok := failed[t.configured]; ok {
 			e.Shards = append(e.Shards, s)
-			e.Errs[s], e.Addrs[s] = err, a
+			e.Errs[s], e.Addrs[s] = err, t.current()
 		}
 	}
 	sort.Ints(e.Shards)

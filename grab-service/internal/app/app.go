@@ -97,7 +97,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	states := promostate.New(cfg.KafkaBrokers, reg, logger)
 	switches := configcenter.NewHolder()
 
 	shards := make([]redis.UniversalClient, 16)
@@ -105,6 +104,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		shards[i] = pool.Client(i)
 	}
 	gc := cfg.Grab
+	states := promostate.New(cfg.KafkaBrokers, gc.StateOutboxKey, reg, logger)
 	deps := grab.Deps{
 		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
 		Shards: shards, Publisher: publish.NewRouter(kafka, db, switches, reg), Record: db, Switches: switches,
@@ -125,6 +125,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Hook != nil {
 		cfg.Hook(&gc, &deps, kafka)
 	}
+	// On-call moves a shard to its promoted replica through the config center: the
+	// shard's client dials the new server, and the fence holds the shard until it
+	// has read the new server's markers.
+	switches.FollowShards(pool, logger, func(moved []int) { deps.Fence.Moved(moved, pool.Addr) })
 	service, err := grab.New(gc, deps)
 	if err != nil {
 		states.Close()

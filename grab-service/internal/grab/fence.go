@@ -63,10 +63,13 @@ type Fence struct {
 	ring     *ring.Ring
 	log      *slog.Logger
 	fenced   [ring.Shards]atomic.Bool
-	mu       sync.Mutex
-	why      map[int]string
-	cache    map[int]bool
-	cacheAt  time.Time
+	// moves counts each shard's moves to another server (Moved): a marker read
+	// begun before a move judges the old server, so its verdict is dropped.
+	moves   [ring.Shards]atomic.Uint64
+	mu      sync.Mutex
+	why     map[int]string
+	cache   map[int]bool
+	cacheAt time.Time
 
 	gauge      *prometheus.GaugeVec
 	refused    *prometheus.CounterVec
@@ -120,12 +123,13 @@ func (f *Fence) Poll(ctx context.Context, timeout time.Duration) {
 
 func (f *Fence) pollShard(ctx context.Context, shard int) {
 	c := f.shards[shard]
+	move := f.moves[shard].Load()
 	st, err := shardmark.Read(ctx, c, shard)
 	if err != nil {
 		f.pollErrors.Inc()
 		return
 	}
-	if !f.judge(ctx, shard, c, st) {
+	if f.moves[shard].Load() != move || !f.judge(ctx, shard, c, st) {
 		return
 	}
 	// After the flag is set: a rebuild waiting for this report returns at once.
@@ -162,6 +166,27 @@ func (f *Fence) judge(ctx context.Context, shard int, c redis.UniversalClient, s
 		}
 	}
 	return true
+}
+
+// Moved fences shards whose client now dials another server (the config center
+// moved them, shardpool.Pool.Move) until a marker read of the new server decides,
+// which it starts at once: a promoted replica holds its old master's built marker,
+// so it stays fenced until rebuilt (bin/recovery rebuild --missing).
+func (f *Fence) Moved(shards []int, addr func(shard int) string) {
+	if f == nil {
+		return
+	}
+	for _, shard := range shards {
+		f.moves[shard].Add(1)
+		f.set(shard, fmt.Sprintf("moved to %s by the config center; reading its markers", addr(shard)))
+	}
+	for _, shard := range shards {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			f.pollShard(ctx, shard)
+		}()
+	}
 }
 
 // recordHas reports whether the record holds a promotion of shard (cached briefly).

@@ -109,7 +109,7 @@ func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group
 		call := lua.GrabCall{
 			NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
 			RequestID: req.RequestID, BodyHash: hash, Pin: req.Pin, IP: req.IP,
-			RateFactorPermille: factor,
+			RateFactorPermille: factor, Outbox: s.cfg.StateOutboxKey,
 		}
 		for k, key := range g.keys {
 			call.Items = append(call.Items, lua.GrabItem{Key: key, Num: req.Items[g.idx[k]].Num})

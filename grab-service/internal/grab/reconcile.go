@@ -349,7 +349,7 @@ func (s *Reconciler) commitTake(ctx context.Context, t take, rid string, st *Rec
 // it; aborted is false when it was not pending (committed meanwhile, or already
 // aborted: nothing owed by this call).
 func (s *Reconciler) abortTake(ctx context.Context, t take, rid, pin string, st *ReconcileStats) (aborted bool, err error) {
-	r, err := lua.Return(ctx, s.Shards[t.shard], lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}})
+	r, err := lua.Return(ctx, s.Shards[t.shard], lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}, Outbox: s.cfg.StateOutboxKey})
 	s.post(t.shard, r.Changes)
 	if err != nil || r.Code != lua.ReturnReturned {
 		return false, err
@@ -365,7 +365,7 @@ func (s *Reconciler) abortTake(ctx context.Context, t take, rid, pin string, st 
 // it is. A failure is logged: the pass that settles another take of the request
 // tries again.
 func (s *Reconciler) cancelTake(ctx context.Context, t take, rid, pin, reason string) {
-	call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}}
+	call := lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: s.Clock().UnixMilli(), Keys: []string{t.key}, Outbox: s.cfg.StateOutboxKey}
 	r, err := lua.Return(ctx, s.Shards[t.shard], call)
 	s.logErr("cancel of a take by the reconciler failed", err, "requestId", rid, "shard", t.shard)
 	s.post(t.shard, r.Changes)
@@ -570,7 +570,7 @@ func (s *Reconciler) payDebts(ctx context.Context, debts []owed, st *ReconcileSt
 		return err
 	}
 	for _, d := range debts {
-		if _, err := lua.Return(ctx, s.Shards[d.shard], lua.ReturnCall{RequestID: d.rid, Pin: d.entry.Pin, Mode: lua.ReturnFinalize, NowMs: now.UnixMilli(), Keys: []string{d.key}}); err != nil {
+		if _, err := lua.Return(ctx, s.Shards[d.shard], lua.ReturnCall{RequestID: d.rid, Pin: d.entry.Pin, Mode: lua.ReturnFinalize, NowMs: now.UnixMilli(), Keys: []string{d.key}, Outbox: s.cfg.StateOutboxKey}); err != nil {
 			return err
 		}
 		st.Published++

@@ -61,6 +61,9 @@ type Config struct {
 	// HoldsKey is the sorted set of held grants on each shard (holds.go); tests
 	// that share the shards keep their own.
 	HoldsKey string
+	// StateOutboxKey is the state outbox on each shard (lua/state.lua); tests that
+	// share the shards keep their own.
+	StateOutboxKey string
 }
 
 // Defaults are sized for the local stack and the contract.
@@ -81,6 +84,7 @@ func Defaults() Config {
 		MaxBatch:            64,
 		Queue:               4096,
 		HoldsKey:            lua.HoldsKey,
+		StateOutboxKey:      lua.StateOutboxKey,
 	}
 }
 
@@ -228,7 +232,7 @@ func (s *Grabber) returnOn(ctx context.Context, gs []group, call lua.ReturnCall)
 			return
 		}
 		c := call
-		c.Keys = g.keys
+		c.Keys, c.Outbox = g.keys, s.cfg.StateOutboxKey
 		replies[i], errs[i] = lua.ParseReturn(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
 			return lua.QueueReturn(ctx, p, c)
 		}))

@@ -25,7 +25,7 @@ func (s *Reconciler) announceStates(ctx context.Context, now time.Time) (int, er
 		errs = append(errs, err)
 		for _, key := range s.ended.fresh(keys) {
 			shard := s.ring.Shard(key)
-			changes, err := lua.Ended(ctx, s.Shards[shard], key, now.UnixMilli())
+			changes, err := lua.Ended(ctx, s.Shards[shard], key, s.cfg.StateOutboxKey, now.UnixMilli())
 			if err == nil {
 				err = s.States.Announce(ctx, s.Shards[shard], changes)
 			}

@@ -31,6 +31,7 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
@@ -104,7 +105,7 @@ type envOpt func(*grab.Config, *grab.Deps)
 func newEnv(t *testing.T, opts ...envOpt) *env {
 	t.Helper()
 	e := &env{t: t, shards: testenv.Shards(t), clock: &clock{}, suffix: testenv.Suffix()}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, flow.Topic))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, flow.Topic), kfake.SeedTopics(4, promostate.Topic))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
 	}
@@ -119,6 +120,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// Tests share the shards: each reconciler keeps to its own test's promotions.
 	cfg.ReconcileMatch = "{C_*-" + e.suffix + "_*}:pending"
 	cfg.HoldsKey = lua.HoldsKey + ":" + e.suffix
+	cfg.StateOutboxKey = lua.StateOutboxKey + ":" + e.suffix
 	shards := make([]redis.UniversalClient, len(e.shards))
 	for i, c := range e.shards {
 		shards[i] = c

@@ -68,6 +68,8 @@ type Options struct {
 	Service    adminservice.Config
 	// Switches, when set, is followed for the test's length (GET /v1/switches).
 	Switches configcenter.Source
+	// KafkaBrokers, when set, receive the promo-state events of the admin's changes.
+	KafkaBrokers []string
 }
 
 // Env is one in-process promo-admin.
@@ -109,9 +111,10 @@ func Start(t testing.TB, o Options) *Env {
 			{Token: AdminToken, Role: httpx.RoleMerchandiser},
 			{Token: ViewerToken, Role: httpx.RoleViewer},
 		},
-		Service:  o.Service,
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Switches: o.Switches,
+		Service:      o.Service,
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Switches:     o.Switches,
+		KafkaBrokers: o.KafkaBrokers,
 	})
 	if err != nil {
 		t.Fatalf("start promo-admin: %v", err)

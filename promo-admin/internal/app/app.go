@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
 	"github.com/flashsale/platform/promo-admin/internal/admintransport"
@@ -102,12 +103,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var states *promostate.Announcer
 	if len(cfg.KafkaBrokers) > 0 {
-		states = promostate.New(cfg.KafkaBrokers, reg, logger)
+		states = promostate.New(cfg.KafkaBrokers, lua.StateOutboxKey, reg, logger)
 		cfg.Service.Announce = states.Announce
 	}
 	admin := adminservice.New(st, pool, cfg.Service)
 	set := adminendpoint.New(admin, logger)
 	switches := configcenter.NewHolder()
+	// On-call moves a shard to its promoted replica through the config center. The
+	// admin scripts refuse FENCED while a rebuild works on the new server.
+	switches.FollowShards(pool, logger, nil)
 	handler := admintransport.NewHTTPHandler(set, admintransport.Options{
 		Tokens:   cfg.Tokens,
 		Metrics:  httpx.NewRouteMetrics(reg, "promo_admin"),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/stack"
@@ -36,18 +37,22 @@ const (
 // defaults (the local stack's standard ports).
 type conn struct {
 	svc.Flags
+	nacos     *configcenter.NacosFlags
 	stackFile string
 	group     string
+	log       *slog.Logger
 }
 
 func (c *conn) register(fs *flag.FlagSet) {
 	c.Flags.Register(fs, "")
+	c.nacos = configcenter.RegisterNacosFlags(fs)
 	fs.StringVar(&c.stackFile, "stack", "", "local stack file to take --redis/--mysql/--kafka from when not given (default: .run/stack.json of the repository, if present)")
 	fs.StringVar(&c.group, "group", flowlag.DefaultGroup, "consumer group of the flow sink, whose position is checked")
 }
 
 // resolve fills the flags not given from the stack file.
 func (c *conn) resolve(fs *flag.FlagSet, log *slog.Logger) error {
+	c.log = log
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if given["redis"] && given["mysql"] && given["kafka"] {
@@ -82,6 +87,10 @@ func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClie
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	if err := c.followSwitches(ctx, pool); err != nil {
+		pool.Close()
+		return nil, nil, nil, nil, err
+	}
 	shards := make([]redis.UniversalClient, len(c.Redis))
 	for i := range shards {
 		shards[i] = pool.Client(i)
@@ -96,6 +105,32 @@ func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClie
 		lag = flowlag.NewMeter(c.Kafka, flow.Topic, c.group)
 	}
 	return pool, shards, db, lag, nil
+}
+
+// followSwitches points the pool's shards where the config center says they are
+// now (shardAddrs: a failover to a promoted replica), as the services do.
+func (c *conn) followSwitches(ctx context.Context, pool *shardpool.Pool) error {
+	log := c.log
+	if log == nil {
+		log = slog.Default()
+	}
+	store, err := c.nacos.Store(c.Switches, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	snap, err := configcenter.ReadSwitches(ctx, store)
+	if err != nil {
+		return fmt.Errorf("where the shards are: %w", err)
+	}
+	moved, err := pool.Move(snap.ShardAddrOverrides())
+	if err != nil {
+		return err
+	}
+	for _, shard := range moved {
+		log.Info("shard moved by the switches", "shard", shard, "addr", pool.Addr(shard))
+	}
+	return nil
 }
 
 // shardList is a repeatable --shard flag taking N or N,M,...

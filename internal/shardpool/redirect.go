@@ -1,0 +1,115 @@
+package shardpool
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"sync/atomic"
+	"time"
+)
+
+// A server's client dials wherever its target points: the configured address
+// until the config center points the server's shards elsewhere (a failover to a
+// promoted replica, docs/RUNBOOK.md). Moving the target drops every connection
+// to the old server at its next use, so no command reaches the old master after
+// the move: the call on it fails once (the grab answers UNAVAILABLE, as any
+// failover's moment does) and the next dials the new one.
+
+// target is where one configured server's client dials now.
+type target struct {
+	configured string
+	addr       atomic.Pointer[string]
+	gen        atomic.Uint64 // bumped by every move; a connection of an older one is dropped
+}
+
+func newTarget(configured string) *target {
+	t := &target{configured: configured}
+	t.addr.Store(&configured)
+	return t
+}
+
+func (t *target) current() string { return *t.addr.Load() }
+
+// moveTo points the client at addr; it reports whether that changed anything.
+func (t *target) moveTo(addr string) bool {
+	if t.current() == addr {
+		return false
+	}
+	t.addr.Store(&addr)
+	t.gen.Add(1)
+	return true
+}
+
+// dial is the client's dialer: the target's address, whatever the client asks.
+func (t *target) dial(ctx context.Context, network, _ string) (net.Conn, error) {
+	gen := t.gen.Load()
+	addr := t.current()
+	d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 5 * time.Minute}
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &movableConn{Conn: c, t: t, gen: gen}, nil
+}
+
+// movableConn fails every use once its server's target has moved.
+type movableConn struct {
+	net.Conn
+	t   *target
+	gen uint64
+}
+
+func (c *movableConn) moved() error {
+	if c.t.gen.Load() == c.gen {
+		return nil
+	}
+	c.Conn.Close()
+	return fmt.Errorf("redis %s: this shard's server moved to %s", c.t.configured, c.t.current())
+}
+
+func (c *movableConn) Read(b []byte) (int, error) {
+	if err := c.moved(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *movableConn) Write(b []byte) (int, error) {
+	if err := c.moved(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
+// Move points shards at the addresses the config center names (logical shard ->
+// host:port); a shard it does not name returns to its configured address. A
+// server's shards move together (they share its client), so an override that
+// names some of a server's shards and not the others, or two addresses for them,
+// is refused whole. It returns the shards whose address changed.
+func (p *Pool) Move(overrides map[int]string) ([]int, error) {
+	want := map[*target]string{}
+	for shard := range p.clients {
+		t := p.targets[shard]
+		addr, ok := overrides[shard]
+		if !ok {
+			addr = t.configured
+		}
+		if prev, seen := want[t]; seen && prev != addr {
+			return nil, fmt.Errorf("shardpool: shards of server %s pointed at %s and %s; a server's shards move together", t.configured, prev, addr)
+		}
+		want[t] = addr
+	}
+	var moved []int
+	for t, addr := range want {
+		if t.moveTo(addr) {
+			for shard := range p.clients {
+				if p.targets[shard] == t {
+					moved = append(moved, shard)
+				}
+			}
+		}
+	}
+	sort.Ints(moved)
+	return moved, nil
+}
