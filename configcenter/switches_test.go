@@ -120,3 +120,28 @@ func BenchmarkParseBlocked(b *testing.B) {
 		}
 	}
 }
+
+// shardAddrs names shards 0..15 by their decimal number and host:port addresses;
+// anything else rejects the document whole. Stored, a document runs the hooks.
+func TestShardAddrs(t *testing.T) {
+	snap, err := Parse([]byte(`{"shardAddrs": {"3": "10.0.0.7:6379", "15": "redis-15b.prod:6380"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.ShardAddrOverrides(); len(got) != 2 || got[3] != "10.0.0.7:6379" || got[15] != "redis-15b.prod:6380" {
+		t.Fatalf("overrides %v", got)
+	}
+	for _, bad := range []string{`{"16": "a:1"}`, `{"-1": "a:1"}`, `{"03": "a:1"}`, `{"x": "a:1"}`, `{"3": ""}`, `{"3": "a"}`,
+		`{"3": ":6379"}`, `{"3": "a:0"}`, `{"3": "a:65536"}`, `{"3": "a:port"}`, `{"3": 6379}`} {
+		if _, err := Parse([]byte(`{"shardAddrs": ` + bad + `}`)); err == nil || !strings.Contains(err.Error(), "shardAddrs") {
+			t.Errorf("shardAddrs %s: %v, want a rejection naming the field", bad, err)
+		}
+	}
+	h := NewHolder()
+	var seen []map[int]string
+	h.OnStore(func(s *Snapshot) { seen = append(seen, s.ShardAddrOverrides()) })
+	h.Store(snap)
+	if len(seen) != 2 || seen[0] != nil || seen[1][3] != "10.0.0.7:6379" {
+		t.Fatalf("hook saw %v, want the defaults at once, then the document", seen)
+	}
+}

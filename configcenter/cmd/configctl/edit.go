@@ -22,6 +22,9 @@ func setKey(doc []byte, key, value string) ([]byte, error) {
 		return nil, err
 	}
 	var v any
+	if strings.HasPrefix(key, "shardAddrs.") { // a failover: host:port, or - for the flags' address
+		return setShardAddr(m, strings.TrimPrefix(key, "shardAddrs."), value)
+	}
 	if listKeys[key] && (strings.HasPrefix(value, "+") || strings.HasPrefix(value, "-")) {
 		if v, err = editList(key, m[key], value); err != nil {
 			return nil, err
@@ -40,6 +43,32 @@ func setKey(doc []byte, key, value string) ([]byte, error) {
 		at = sub
 	}
 	at[path[len(path)-1]] = v
+	return encodeChecked(m, key, value)
+}
+
+// setShardAddr points shard at addr (host:port), or back at the address its
+// flags name when addr is "-".
+func setShardAddr(m map[string]any, shard, addr string) ([]byte, error) {
+	key := "shardAddrs." + shard
+	addrs, ok := m["shardAddrs"].(map[string]any)
+	if !ok {
+		addrs = map[string]any{}
+	}
+	if addr == "-" {
+		delete(addrs, shard)
+	} else {
+		addrs[shard] = addr
+	}
+	if len(addrs) == 0 {
+		delete(m, "shardAddrs")
+	} else {
+		m["shardAddrs"] = addrs
+	}
+	return encodeChecked(m, key, addr)
+}
+
+// encodeChecked encodes the edited document and validates it as the services would.
+func encodeChecked(m map[string]any, key, value string) ([]byte, error) {
 	out, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode document: %w", err)

@@ -47,6 +47,9 @@ KEY is grabEnabled, kafkaDegrade, degradeRateFactor, degradeMaxPerSecond, method
 methodLimits, blockedPromotions, blockedPins or blockedIps. VALUE is JSON (false, 0.5, 200, ["A_1"]);
 for the three lists also +ENTRY to add one entry and -ENTRY to remove one (a promotion as
 <promoId>_<type>, a pin, an address or a CIDR range such as 10.1.0.0/16).
+KEY shardAddrs.N (N = 0..15) points shard N at another Redis master, VALUE host:port
+(a failover to a promoted replica; every service follows within a second), or - to
+return it to the address its flags name.
 The Nacos password, if any, comes from FLASHSALE_NACOS_PASSWORD.
 `
 

@@ -304,3 +304,33 @@ func TestConfigctlUsage(t *testing.T) {
 		}
 	}
 }
+
+// On-call's failover is one command: shardAddrs.N host:port points shard N at its
+// promoted replica, - points it back at its flags' address; a bad address or
+// shard number is refused and nothing is published.
+func TestConfigctlMovesAShard(t *testing.T) {
+	t.Parallel()
+	tg := fileTarget(t)
+	r := mustOK(t, ctl(t, "", args(tg, "set", "shardAddrs.3", "10.0.3.12:6379")...))
+	if !strings.Contains(r.out, `shardAddrs.3: (absent) -> "10.0.3.12:6379"`) {
+		t.Fatalf("set did not show its change:\n%s", r.out)
+	}
+	mustOK(t, ctl(t, "", args(tg, "set", "shardAddrs.7", "redis-7b:6379")...))
+	if got := snapshot(t, tg.store).ShardAddrOverrides(); len(got) != 2 || got[3] != "10.0.3.12:6379" || got[7] != "redis-7b:6379" {
+		t.Fatalf("overrides after the sets: %v", got)
+	}
+	before := snapshot(t, tg.store).MD5
+	for _, bad := range [][]string{{"shardAddrs.16", "a:1"}, {"shardAddrs.3", "no-port"}, {"shardAddrs.x", "a:1"}} {
+		if r := ctl(t, "", args(tg, "set", bad[0], bad[1])...); r.code != exitFailed {
+			t.Fatalf("set %v: exit %d, want %d\n%s", bad, r.code, exitFailed, r.errOut)
+		}
+	}
+	if snapshot(t, tg.store).MD5 != before {
+		t.Fatal("a refused move was published")
+	}
+	mustOK(t, ctl(t, "", args(tg, "set", "shardAddrs.3", "-")...))
+	mustOK(t, ctl(t, "", args(tg, "set", "shardAddrs.7", "-")...))
+	if s := snapshot(t, tg.store); s.ShardAddrOverrides() != nil || s.ShardAddrs != nil {
+		t.Fatalf("after moving both back: %v", s.ShardAddrs)
+	}
+}
