@@ -331,7 +331,13 @@ service_available() {
 }
 
 ensure_switches() {
-	[[ -e "$SWITCHES_FILE" ]] && return 0
+	if [[ -e "$SWITCHES_FILE" ]]; then
+		# A failover left in force points a shard away from its own server.
+		if grep -q '"shardAddrs"' "$SWITCHES_FILE"; then
+			log "warning: $SWITCHES_FILE moves shards to other servers (shardAddrs); bin/configctl --file $SWITCHES_FILE set shardAddrs.N - moves one back"
+		fi
+		return 0
+	fi
 	cat >"$SWITCHES_FILE" <<'JSON'
 {"grabEnabled": true, "kafkaDegrade": false, "degradeRateFactor": 0.5, "methodLimits": {"grab": 0, "cancel": 0}, "blockedPromotions": []}
 JSON

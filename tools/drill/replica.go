@@ -16,14 +16,16 @@ import (
 	"github.com/flashsale/platform/internal/shardmark"
 )
 
-// replicaDrill loses a shard's master and puts a stale replica in its place, as a
-// failover does when replication lags: a replica of the shard follows the master
-// under load, is frozen while the master keeps granting, the master is killed,
-// and the frozen replica is promoted and served at the shard's address. It holds
-// the master's built marker but not its last takes, so selling from it would sell
-// units the record already granted (the checker's oversell and record findings).
-// grab-service must fence the shard (the marker names another server) until
-// `recovery rebuild --missing` restores it from the record.
+// replicaDrill fails a shard over to a stale replica the way on-call does, with
+// one configctl command: a replica of the shard follows the master under load, is
+// frozen while the master keeps granting, the master is killed, the frozen replica
+// is promoted, and `configctl set shardAddrs.N <replica>` points every service at
+// it. It holds the master's built marker but not its last takes, so selling from
+// it would sell units the record already granted (the checker's oversell and
+// record findings): grab-service must fence the shard (the marker names another
+// server) until `recovery rebuild --missing`, which follows the switches too,
+// restores it on the replica from the record. Sales go on there; then the shard
+// returns to its own server, back empty, the same way, and is rebuilt again.
 func replicaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	shard := d.o.redisShard
 	name := fmt.Sprintf("redis-%d", shard)
@@ -52,32 +54,48 @@ func replicaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		out.fail("promote the replica: %v", err)
 		return
 	}
-	// The shard's address serves the promoted replica's data: its server comes back
-	// empty (the drill rebuilds, not stack.sh) and copies the replica whole.
+	what := fmt.Sprintf("shard %d, moved to a replica promoted stale", shard)
+	if !d.moveShard(ctx, shard, rep.addr, what, rep.c, out) {
+		return
+	}
+	sleep(ctx, d.o.hold/2) // selling from the promoted replica
+	// Back to the shard's own server, which comes back empty (the drill rebuilds, not stack.sh).
 	if err := d.ctl.up(ctx, "FLASHSALE_NO_REBUILD=1"); err != nil {
 		out.fail("restart %s: %v", name, err)
 		return
 	}
-	if err := copyFrom(ctx, d.shards[shard], rep); err != nil {
-		out.fail("serve the promoted replica's data at %s: %v", name, err)
-		return
+	d.moveShard(ctx, shard, "-", fmt.Sprintf("shard %d, moved back to its own server, empty,", shard), d.shards[shard], out)
+}
+
+// moveShard points shard at addr ("-": its flags' address) with the runbook's one
+// configctl command, checks grab-service fences it, rebuilds it on the server it
+// now names (c) with `recovery rebuild --missing`, and checks it whole there.
+func (d *drillEnv) moveShard(ctx context.Context, shard int, addr, what string, c redis.UniversalClient, out *outcome) bool {
+	cmd := exec.CommandContext(ctx, filepath.Join(d.o.root, "bin", "configctl"), "--file", d.ctl.st.SwitchesFile,
+		"set", fmt.Sprintf("shardAddrs.%d", shard), addr)
+	if outb, err := cmd.CombinedOutput(); err != nil {
+		out.fail("configctl set shardAddrs.%d %s: %v: %s", shard, addr, err, outb)
+		return false
 	}
-	st, err := shardmark.Read(ctx, d.shards[shard], shard)
-	if err != nil || st.Built != shardmark.Moved {
-		out.fail("the promoted data at %s: markers %+v (err %v), want another server's built marker", name, st, err)
-	}
-	d.awaitFenced(ctx, shard, fmt.Sprintf("shard %d, promoted from a stale replica,", shard), out)
-	sleep(ctx, d.o.hold/2)
 	t := time.Now()
+	d.awaitFenced(ctx, shard, what, out)
+	fenced := time.Since(t)
+	if fenced > applyWithin+200*time.Millisecond { // the probe's own period and the answer's time
+		out.fail("%s: grab-service fenced it %s after the command (contract: within 1 s)", what, fenced.Round(10*time.Millisecond))
+	}
+	sleep(ctx, d.o.hold/2)
 	outb, err := d.recovery(ctx, "rebuild", "--missing", "--quiet")
 	if err != nil {
 		out.fail("bin/recovery rebuild --missing: %v: %s", err, lastLine(outb))
-		return
+		return false
 	}
-	if st, err := shardmark.Read(ctx, d.shards[shard], shard); err != nil || st.Built != shardmark.Whole {
-		out.fail("after rebuild --missing shard %d is not whole: %+v (err %v)", shard, st, err)
+	if st, err := shardmark.Read(ctx, c, shard); err != nil || st.Built != shardmark.Whole {
+		out.fail("after rebuild --missing shard %d is not whole where the switches point it: %+v (err %v)", shard, st, err)
+		return false
 	}
-	out.note("shard %d, served from a replica frozen for %s, fenced and rebuilt by rebuild --missing in %s", shard, d.o.hold, time.Since(t).Round(100*time.Millisecond))
+	out.note("%s by one configctl command: fenced within %s, rebuilt and serving %s after the command",
+		what, fenced.Round(100*time.Millisecond), time.Since(t).Round(100*time.Millisecond))
+	return true
 }
 
 // replica is a redis-server of the drill's own following a shard's master.
@@ -124,30 +142,6 @@ func (r *replica) stop() {
 	_ = r.cmd.Wait()
 	_ = r.c.Close()
 	_ = os.RemoveAll(r.dir)
-}
-
-// copyFrom makes c's server a copy of the promoted replica's data, then a master
-// of its own, as if the replica had been failed over to at the shard's address.
-func copyFrom(ctx context.Context, c redis.UniversalClient, from *replica) error {
-	_ = from.c.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err()
-	// Loaded from the socket, not through a dump.rdb in the shard's directory: the
-	// stack's servers keep nothing, and a later restart must come back empty.
-	if err := c.ConfigSet(ctx, "repl-diskless-load", "swapdb").Err(); err != nil {
-		return err
-	}
-	host, port, _ := net.SplitHostPort(from.addr)
-	if err := c.Do(ctx, "REPLICAOF", host, port).Err(); err != nil {
-		return err
-	}
-	// Whatever happens, the shard's server ends a master again: a replica left
-	// behind would refuse every write of later drills.
-	defer c.Do(context.WithoutCancel(ctx), "REPLICAOF", "NO", "ONE")
-	// Linked means the full sync is done: the promoted replica takes no writes, so
-	// the copy holds all of it.
-	if err := awaitLinked(ctx, c); err != nil {
-		return err
-	}
-	return c.Do(ctx, "REPLICAOF", "NO", "ONE").Err()
 }
 
 // awaitLinked waits up to 30 s until c's server is a replica whose link to its

@@ -95,12 +95,18 @@ type env struct {
 	pub      *recorder
 	db       *store.Store
 	switches *configcenter.Holder
+	fence    *grab.Fence // nil but with appShards
 	clock    *clock
 	suffix   string
 	cfg      grab.Config
 }
 
 type envOpt func(*grab.Config, *grab.Deps)
+
+// appShards runs the env on the app's own shard clients and fence, as main does:
+// they follow the switches' shardAddrs. (Other tests keep clients of their own,
+// shared across the package's tests, and no fence.)
+func appShards(_ *grab.Config, d *grab.Deps) { d.Shards = nil }
 
 func newEnv(t *testing.T, opts ...envOpt) *env {
 	t.Helper()
@@ -131,10 +137,14 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// pass sweeps the test's pending sets.
 	hook := func(c *grab.Config, d *grab.Deps, kafka grab.Publisher) {
 		e.pub = &recorder{inner: kafka}
+		own, ownFence := d.Shards, d.Fence
 		d.Shards, d.Publisher, d.Clock, d.Fence, d.PromotionKeys = shards, e.pub, e.clock.now, nil, nil
 		d.Metrics, d.Logger = grab.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil))
 		for _, o := range opts {
 			o(c, d)
+		}
+		if d.Shards == nil { // appShards
+			d.Shards, d.Fence = own, ownFence
 		}
 		e.cfg = *c
 	}
@@ -149,7 +159,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc, e.rec, e.db, e.switches = a.Service, a.Reconciler, a.Store, a.Switches
+	e.svc, e.rec, e.db, e.switches, e.fence = a.Service, a.Reconciler, a.Store, a.Switches, a.Fence
 	// Behind the contract's validator: every request of every test here, and its
 	// answer, is checked against api/openapi.yaml.
 	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.WithRequestID(a.Handler)))

@@ -78,6 +78,9 @@ func (c *conn) resolve(fs *flag.FlagSet, log *slog.Logger) error {
 	if !given["kafka"] && len(st.Kafka) > 0 {
 		c.Kafka = st.Kafka
 	}
+	if !given["switches"] && st.SwitchesFile != "" {
+		c.Switches = st.SwitchesFile
+	}
 	return nil
 }
 
