@@ -82,10 +82,14 @@ func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange,
 }
 
 // Ended runs ended.lua: ENDED for the promotion key once its sale is over, if
-// not announced yet. It returns the change made, if any.
-func Ended(ctx context.Context, c redis.Scripter, key, outbox string, nowMs int64) ([]StateChange, error) {
-	_, changes, err := replyParts(endedScript.Run(ctx, c, []string{key, outbox}, nowMs), "ended.lua", 0)
-	return changes, err
+// not announced yet. It returns the change made, if any, and settled: false only
+// while the sale has not reached its end (ask again later).
+func Ended(ctx context.Context, c redis.Scripter, key, outbox string, nowMs int64) (changes []StateChange, settled bool, err error) {
+	r, changes, err := replyParts(endedScript.Run(ctx, c, []string{key, outbox}, nowMs), "ended.lua", 1)
+	if err != nil {
+		return nil, false, err
+	}
+	return changes, r[0] != 2, nil
 }
 
 // StateDue runs statedue.lua: up to limit outbox changes older than graceMs,

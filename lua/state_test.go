@@ -118,8 +118,8 @@ func TestStateChanges(t *testing.T) {
 		RateFactorPermille: 1000, Items: []GrabItem{item(k, 1)}}); r.Code != CodeEnded || len(r.Changes) != 0 {
 		t.Fatalf("second grab after the end: %+v, want ENDED announcing nothing", r)
 	}
-	if c, err := Ended(ctx, rdb, k, StateOutboxKey, now+3000); err != nil || len(c) != 0 {
-		t.Fatalf("ended.lua after q.lua announced ENDED: %+v %v", c, err)
+	if c, settled, err := Ended(ctx, rdb, k, StateOutboxKey, now+3000); err != nil || len(c) != 0 || !settled {
+		t.Fatalf("ended.lua after q.lua announced ENDED: %+v %v %v", c, settled, err)
 	}
 	patch(6, 3, now+9000, now+3000, StateRestocked) // a later end reopens the sale
 	r, err := Stop(ctx, rdb, onShard, k, 7, now+4000)
@@ -176,19 +176,20 @@ func TestEndedAnnouncesOnce(t *testing.T) {
 	mustCreate(t, stopped, s)
 	end := baseSpec().EndMs
 	for _, tc := range []struct {
-		key  string
-		at   int64
-		want []string
+		key     string
+		at      int64
+		want    []string
+		settled bool
 	}{
-		{k, end - 1, nil},
-		{promoKey(t, "missing"), end, nil},
-		{stopped, end, nil},
-		{k, end, []string{StateEnded}},
-		{k, end + 1, nil},
+		{k, end - 1, nil, false},
+		{promoKey(t, "missing"), end, nil, true},
+		{stopped, end, nil, true},
+		{k, end, []string{StateEnded}, true},
+		{k, end + 1, nil, true},
 	} {
-		c, err := Ended(ctx, rdb, tc.key, StateOutboxKey, tc.at)
-		if err != nil {
-			t.Fatal(err)
+		c, settled, err := Ended(ctx, rdb, tc.key, StateOutboxKey, tc.at)
+		if err != nil || settled != tc.settled {
+			t.Fatalf("ended.lua on %s at end%+d: settled %v (err %v), want %v", tc.key, tc.at-end, settled, err, tc.settled)
 		}
 		wantStates(t, fmt.Sprintf("ended.lua on %s at end%+d", tc.key, tc.at-end), changesOf(t, tc.key, c), tc.want...)
 	}

@@ -19,11 +19,23 @@ GO_PKGS=(./... ./promo-admin/... ./grab-service/... ./recovery/...)
 step() { printf '\n==> %s\n' "$*" >&2; }
 
 status=0
+failed=() # the steps that failed, repeated after the stack is down: CI shows the end of the output
 fail() {
 	local rc="$1"
 	shift
 	printf '\n!!! %s failed (exit %d)\n' "$*" "$rc" >&2
+	failed+=("$* (exit $rc)")
 	((status)) || status="$rc"
+}
+
+# summary names every failed step, and the failing tests of the go test logs.
+summary() {
+	((${#failed[@]})) || return 0
+	printf '\n==> FAILED:\n' >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	if compgen -G ".run/logs/go-test*.log" >/dev/null; then
+		grep -h -E -- '^(--- FAIL|FAIL|panic:)|^\s+\S+_test\.go:[0-9]+:' .run/logs/go-test*.log | head -n 40 >&2 || true
+	fi
 }
 
 show_logs() {
@@ -41,6 +53,7 @@ stop_stack() {
 	if ((status)) && [[ -d .run/logs ]]; then show_logs; fi
 	step "down"
 	deploy/local/stack.sh down || true
+	summary
 	exit "$status"
 }
 trap stop_stack EXIT
@@ -68,11 +81,12 @@ if [[ -s .run/pids/grab-service ]]; then
 fi
 
 step "go test (race) over ${GO_PKGS[*]}"
-go test -count=1 -race -timeout 20m "${GO_PKGS[@]}" || fail $? "go test"
+go test -count=1 -race -timeout 20m "${GO_PKGS[@]}" 2>&1 | tee .run/logs/go-test.log || fail "${PIPESTATUS[0]}" "go test"
 
 step "functional deadlines (switches in 1 s, the sink's resume in 3 s), measured alone (no race detector, one package at a time)"
 FLASHSALE_STRICT_TIMING=1 go test -count=1 -p 1 -run 'Nacos|Switch|Configctl|SinkResumes' \
-	./configcenter/... ./grab-service/internal/grabtransport/ ./recovery/internal/flowsink/ || fail $? "strict deadlines"
+	./configcenter/... ./grab-service/internal/grabtransport/ ./recovery/internal/flowsink/ 2>&1 | tee .run/logs/go-test-strict.log ||
+	fail "${PIPESTATUS[0]}" "strict deadlines"
 
 for target in $FUZZ_TARGETS; do
 	pkg="${target%%:*}"

@@ -25,7 +25,7 @@ func (s *Reconciler) announceStates(ctx context.Context, now time.Time) (int, er
 		errs = append(errs, err)
 		for _, key := range s.ended.fresh(keys) {
 			shard := s.ring.Shard(key)
-			changes, err := lua.Ended(ctx, s.Shards[shard], key, s.cfg.StateOutboxKey, now.UnixMilli())
+			changes, settled, err := lua.Ended(ctx, s.Shards[shard], key, s.cfg.StateOutboxKey, now.UnixMilli())
 			if err == nil {
 				err = s.States.Announce(ctx, s.Shards[shard], changes)
 			}
@@ -33,7 +33,9 @@ func (s *Reconciler) announceStates(ctx context.Context, now time.Time) (int, er
 				errs = append(errs, err)
 				continue
 			}
-			s.ended.done(key)
+			if settled { // else the record's clock is ahead of ours: ask again next pass
+				s.ended.done(key)
+			}
 			published += len(changes)
 		}
 	}
