@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/tools/checker"
 	"github.com/flashsale/platform/tools/loadgen"
 )
@@ -611,6 +615,35 @@ func configDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	sleep(ctx, time.Second)
 	t = write("grabEnabled on", base)
 	wait("grabs on", t, func(r reply) bool { return r.result != "DEGRADED" && r.status != 0 })
+
+	// The target's shard moved to another name of its own server (the replica drill
+	// moves one to a promoted replica): grab-service follows within a second,
+	// rereads the server's markers, and sells on; then back to its flags' address.
+	shard := ring.Default.Shard(target.Key())
+	_, port, _ := net.SplitHostPort(d.ctl.st.Redis[shard])
+	alias := net.JoinHostPort("localhost", port)
+	for _, to := range []string{alias, ""} {
+		s = base
+		if to != "" {
+			s.ShardAddrs = map[string]string{strconv.Itoa(shard): to}
+		}
+		what := fmt.Sprintf("shard %d to %s", shard, cmp.Or(to, "its flags' address"))
+		t = write(what, s)
+		for addr, err := shardAddrOf(d.ctl.st.Grab, shard); addr != to || err != nil; addr, err = shardAddrOf(d.ctl.st.Grab, shard) {
+			if time.Since(t) > 5*time.Second || ctx.Err() != nil {
+				out.fail("%s: grab-service's /readyz still shows %q after 5 s (err %v)", what, addr, err)
+				break
+			}
+			sleep(ctx, 20*time.Millisecond)
+		}
+		if took := time.Since(t); took > applyWithin {
+			out.fail("%s: followed after %s (contract: within 1 s)", what, took.Round(time.Millisecond))
+		} else {
+			out.note("%s followed in %s", what, took.Round(time.Millisecond))
+		}
+		wait(what+", selling", time.Now(), func(r reply) bool { return r.status != 0 && r.status != http.StatusServiceUnavailable })
+		sleep(ctx, time.Second)
+	}
 
 	// A malformed document is rejected whole; the last good one stays.
 	for i, bad := range []string{`{"grabEnabled": false, "bogus": 1}`, `{"grabEnabled": false`, `{"grabEnabled": false, "degradeRateFactor": 7}`} {

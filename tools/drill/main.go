@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -317,6 +318,28 @@ func fencedShards(base string) ([]int, error) {
 		out = append(out, f.Shard)
 	}
 	return out, nil
+}
+
+// shardAddrOf is where grab-service's /readyz says the switches point shard ("" for
+// its flags' address).
+func shardAddrOf(base string, shard int) (string, error) {
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(base + "/readyz")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Info struct {
+			Switches struct {
+				ShardAddrs map[string]string `json:"shardAddrs"`
+			} `json:"switches"`
+		} `json:"info"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		return "", fmt.Errorf("grab-service /readyz: %w", err)
+	}
+	return doc.Info.Switches.ShardAddrs[strconv.Itoa(shard)], nil
 }
 
 // rebuildLost starts the drills from a whole stack: a `make up` after `make down`
