@@ -3,6 +3,7 @@ package shardpool
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"sync/atomic"
@@ -12,9 +13,11 @@ import (
 // A server's client dials wherever its target points: the configured address
 // until the config center points the server's shards elsewhere (a failover to a
 // promoted replica, docs/RUNBOOK.md). Moving the target drops every connection
-// to the old server at its next use, so no command reaches the old master after
-// the move: the call on it fails once (the grab answers UNAVAILABLE, as any
-// failover's moment does) and the next dials the new one.
+// to the old server at its next write, before a byte of it is sent, with io.EOF:
+// go-redis takes that for a dead connection and sends the command again on a new
+// one, which dials the new server. So no command reaches the old server after the
+// move, and none fails for it. A reply already on its way from the old server is
+// still read: its command was sent there, and sending it again could run it twice.
 
 // target is where one configured server's client dials now.
 type target struct {
@@ -60,24 +63,11 @@ type movableConn struct {
 	gen uint64
 }
 
-func (c *movableConn) moved() error {
-	if c.t.gen.Load() == c.gen {
-		return nil
-	}
-	c.Conn.Close()
-	return fmt.Errorf("redis %s: this shard's server moved to %s", c.t.configured, c.t.current())
-}
-
-func (c *movableConn) Read(b []byte) (int, error) {
-	if err := c.moved(); err != nil {
-		return 0, err
-	}
-	return c.Conn.Read(b)
-}
-
+// Write refuses, as a closed connection would, once the server has moved.
 func (c *movableConn) Write(b []byte) (int, error) {
-	if err := c.moved(); err != nil {
-		return 0, err
+	if c.t.gen.Load() != c.gen {
+		c.Conn.Close()
+		return 0, io.EOF // go-redis retries io.EOF on a new connection
 	}
 	return c.Conn.Write(b)
 }

@@ -2,6 +2,7 @@ package grab
 
 import (
 	"context"
+	"errors"
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/lua"
@@ -27,6 +28,9 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
 	idx, err := s.ownedIndex(ctx, rid, pin)
+	if unknown, ok := indexUnknown(rid, err); ok {
+		return unknown, nil
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -127,12 +131,31 @@ func (s *Grabber) lookup(ctx context.Context, rid string) (flow.RequestIndex, er
 	if s.Record == nil {
 		return idx, ErrGrabNotFound
 	}
+	readErr := err
 	pin, ip, items, err := s.Record.GrabItems(ctx, rid)
 	if err != nil {
 		return idx, err
+	}
+	if len(items) == 0 && readErr != nil {
+		// The record lags Kafka by the sink's batch: silence there proves nothing
+		// while the index itself did not answer.
+		return idx, errIndexUnknown
 	}
 	if len(items) == 0 {
 		return idx, ErrGrabNotFound
 	}
 	return flow.RequestIndex{Pin: pin, IP: ip, Items: items}, nil
+}
+
+// errIndexUnknown: the request index shard did not answer, and the record (which
+// may lag Kafka) does not hold the grab (yet): whether it exists is not known.
+var errIndexUnknown = errors.New("request index unreadable and the grab not in the record")
+
+// indexUnknown answers UNAVAILABLE, retry, for a lookup that could not tell.
+func indexUnknown(rid string, err error) (Result, bool) {
+	if !errors.Is(err, errIndexUnknown) {
+		return Result{}, false
+	}
+	return Result{RequestID: rid, Result: Unavailable,
+		Message: "the shard holding this grab's index did not answer and the record does not hold it yet; retry"}, true
 }

@@ -55,6 +55,9 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
 	idx, err := s.ownedIndex(ctx, rid, pin)
+	if unknown, ok := indexUnknown(rid, err); ok {
+		return unknown, nil
+	}
 	if err != nil {
 		return Result{}, err
 	}
