@@ -584,3 +584,35 @@ func TestMultiShardGrabWithAFailingShardTakesNothing(t *testing.T) {
 		t.Fatalf("the same requestId alone on the answering shard afterwards: want GRANTED, have %s", r.raw)
 	}
 }
+
+// A cancel or confirm whose request index shard does not answer, of a grab the
+// record does not hold (yet: the sink lags Kafka), cannot tell whether the grab
+// exists: 503 UNAVAILABLE, retry, never a definite 404 NOT_FOUND.
+func TestCancelWithItsIndexShardDownIsUnavailable(t *testing.T) {
+	t.Parallel()
+	const down = 11
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	e := newEnv(t, func(_ *grab.Config, d *grab.Deps) {
+		d.Shards = append([]redis.UniversalClient(nil), d.Shards...)
+		d.Shards[down] = dead
+	})
+	rid := "idx-0"
+	for i := 1; ring.Default.Shard(promo.RequestIndexKey(e.rid(rid))) != down; i++ {
+		rid = fmt.Sprintf("idx-%d", i)
+	}
+	for _, path := range []string{"/cancel", "/confirm"} {
+		a := e.do("POST", "/v1/grab/"+e.rid(rid)+path, checkoutToken, map[string]any{"pin": "erin"})
+		if a.status != http.StatusServiceUnavailable || a.res.Result != grab.Unavailable {
+			t.Fatalf("%s with the index shard down: %d %s, want 503 UNAVAILABLE", path, a.status, a.raw)
+		}
+	}
+	// With the shard up, the same request is a definite 404.
+	other := "idx-up-0"
+	for i := 1; ring.Default.Shard(promo.RequestIndexKey(e.rid(other))) == down; i++ {
+		other = fmt.Sprintf("idx-up-%d", i)
+	}
+	if a := e.cancel(other, "erin"); a.status != http.StatusNotFound {
+		t.Fatalf("cancel of an unknown grab, index shard up: %d %s, want 404", a.status, a.raw)
+	}
+}
