@@ -261,6 +261,8 @@ func (s *Server) History(k Key) []Version {
 }
 
 // errCAS carries the message a real Nacos server answers a failed compare-and-set with.
+//
+//lint:ignore ST1005 the real server's words, which clients match
 var errCAS = errors.New("Cas publish fail, server md5 may have changed.")
 
 // publish writes content; with casMD5 set, only over that exact version.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: every test CI runs, against a real local stack.
-#   deps -> build -> up -> go test (all workspace modules, -race) -> fuzz targets
+#   deps -> build -> vet, staticcheck -> up -> go test (all workspace modules, -race) -> fuzz targets
 #   -> stack-restart test -> down
 # The stack is stopped whatever happens; the exit code is the first failing step's.
 #
@@ -15,6 +15,8 @@ FUZZ_TARGETS="${FUZZ_TARGETS:-}"
 FUZZTIME="${FUZZTIME:-20000x}"
 # Every module of go.work; in workspace mode one `go test` takes them all from the root.
 GO_PKGS=(./... ./promo-admin/... ./grab-service/... ./recovery/...)
+# staticcheck, fetched by the go command from the module proxy at this version.
+STATICCHECK="honnef.co/go/tools/cmd/staticcheck@v0.8.2"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
@@ -65,6 +67,11 @@ deploy/local/deps.sh --test
 
 step "build"
 deploy/build.sh
+
+# Static analysis of every module, deploy/validate (outside go.work) included.
+step "go vet and staticcheck ($STATICCHECK)"
+{ go vet "${GO_PKGS[@]}" && (cd deploy/validate && GOWORK=off go vet ./...); } || fail $? "go vet"
+{ go run "$STATICCHECK" "${GO_PKGS[@]}" && (cd deploy/validate && GOWORK=off go run "$STATICCHECK" ./...); } || fail $? "staticcheck"
 
 step "deploy validation (compose, Kubernetes, Dockerfile, alerts, dashboard)"
 deploy/validate/validate.sh || fail $? "deploy validation"

@@ -151,6 +151,7 @@ func TestDashboardQueriesUseRealMetrics(t *testing.T) {
 // wrong types, and each panel's options and field config by its plugin's schema) and
 // validates it.
 func strictDashboard(data []byte) error {
+	//lint:ignore SA1019 the dashboard is a v1 (classic) dashboard, which this type describes
 	var d dashboard.Dashboard
 	if err := d.UnmarshalJSONStrict(data); !noErrors(err) {
 		return errors.New(buildErrors(err))

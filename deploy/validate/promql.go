@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -83,7 +84,7 @@ func (q *Queries) Check(expr string) ([]string, error) {
 		}
 		name := vs.Name
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 				name = m.Value
 			}
 		}
@@ -98,7 +99,7 @@ func (q *Queries) Check(expr string) ([]string, error) {
 			return nil
 		}
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName {
+			if m.Name == model.MetricNameLabel {
 				continue
 			}
 			if !slices.Contains(info.labels, m.Name) {

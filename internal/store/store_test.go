@@ -318,10 +318,8 @@ func TestListPagesNewestFirstAndFiltersByState(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 30, 0, 0, time.UTC) // inside spec's hour
 	base := time.Date(2029, 6, 1, 0, 0, 0, 0, time.UTC)
-	var ids []string
 	for i := 0; i < 7; i++ {
 		id := fmt.Sprintf("L%d", i)
-		ids = append(ids, id)
 		// Two rows share each creation instant: the key breaks the tie.
 		create(t, s, spec(id, 10), base.Add(time.Duration(i/2)*time.Second))
 	}

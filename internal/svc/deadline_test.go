@@ -44,7 +44,7 @@ func serveOnce(parent context.Context, d time.Duration, h http.HandlerFunc) {
 func TestRequestDeadlineFiresWhenWaitedOn(t *testing.T) {
 	t.Parallel()
 	serveOnce(context.Background(), 50*time.Millisecond, func(_ http.ResponseWriter, r *http.Request) {
-		child, cancel := context.WithCancel(context.WithValue(r.Context(), struct{}{}, "v"))
+		child, cancel := context.WithCancel(context.WithValue(r.Context(), testKey{}, "v"))
 		defer cancel()
 		select {
 		case <-child.Done():
@@ -148,3 +148,6 @@ func BenchmarkRequestDeadline(b *testing.B) {
 		})
 	}
 }
+
+// testKey is the key of the test's context value.
+type testKey struct{}

@@ -35,7 +35,6 @@ type load struct {
 	seq  atomic.Int64
 	mu   sync.Mutex
 	reqs []*checker.Request
-	cur  *stats
 }
 
 // stats counts one drill's traffic.
