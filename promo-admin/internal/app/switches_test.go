@@ -1,9 +1,11 @@
 package app_test
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/promo-admin/internal/admintest"
 	"github.com/flashsale/platform/promo-admin/internal/admintransport"
@@ -84,5 +90,59 @@ func TestSwitchesShowTheDocumentInForce(t *testing.T) {
 	v = within("the partial document applied", func(v admintransport.SwitchesView) bool { return v.MD5 == sum(partial) })
 	if !v.Switches.GrabEnabled || !v.Switches.KafkaDegrade || v.Switches.DegradeRateFactor != 1 || len(v.Switches.BlockedPromotions) != 0 {
 		t.Errorf("partial document: %+v", v.Switches)
+	}
+}
+
+// A failover through the switches (shardAddrs): within the config center's second
+// promo-admin writes the moved shard's promotions on the server the document
+// names, and after the move back on the shard's own server again.
+func TestSwitchesMoveAShard(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "switches.json")
+	e := admintest.Start(t, admintest.Options{Switches: configcenter.FileSource{Path: file, Interval: 20 * time.Millisecond}})
+	replica := testenv.StartRedis(t, testenv.Volatile)
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer rc.Close()
+	suffix := testenv.Suffix()
+	const shard = 6
+	n := 0
+	fresh := func() string { // a new promotion id whose key the ring puts on shard
+		for {
+			n++
+			if id := fmt.Sprintf("mv%d-%s", n, suffix); ring.Default.Shard(promo.Key(id, 1)) == shard {
+				return id
+			}
+		}
+	}
+	write := func(doc string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createdOn := func(c *redis.Client, id string) bool {
+		t.Helper()
+		return c.Exists(context.Background(), promo.Key(id, 1)).Val() == 1
+	}
+
+	write(`{"shardAddrs": {"6": "` + replica.Addr + `"}}`)
+	var moved string
+	testenv.Within(t, testenv.SwitchDeadline(), "a create lands on the moved shard's new server", func() bool {
+		moved = fresh()
+		r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(moved))
+		return r.Status == http.StatusCreated && createdOn(rc, moved)
+	})
+	if createdOn(e.Shard(shard), moved) {
+		t.Fatal("the create also reached the shard's own server")
+	}
+	write(`{}`)
+	var back string
+	testenv.Within(t, testenv.SwitchDeadline(), "a create lands on the shard's own server again", func() bool {
+		back = fresh()
+		r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(back))
+		return r.Status == http.StatusCreated && createdOn(e.Shard(shard), back)
+	})
+	if createdOn(rc, back) {
+		t.Fatal("after the move back a create reached the replica")
 	}
 }
