@@ -10,11 +10,14 @@ import (
 	"github.com/flashsale/platform/internal/shardpool"
 )
 
-// readiness splits grab-service's checks. The instance is unready only when it can
-// grant nothing: no shard answers, or neither Kafka nor (while degraded) MySQL can
-// take a commit. One lost shard or a down Kafka under kafkaDegrade is reported but
-// keeps the instance in its load balancer: every instance would fail alike, and the
-// fleet would stop selling the promotions that are still fine.
+// readiness splits grab-service's checks. The instance is unready only when no
+// shard answers: then it can answer nothing from Redis. Whatever else fails is
+// reported under degraded and keeps the instance in its load balancer, since every
+// instance would fail alike: one lost shard (the other promotions sell on), and the
+// commit path, Kafka (or MySQL while kafkaDegrade is on). Without a commit path a
+// grab answers 503 UNAVAILABLE with a body, nothing taken, while the routes that
+// need no Kafka go on serving: status, cancel (its CANCEL is owed and paid later),
+// confirm. An unready fleet would answer them all with connection errors instead.
 func readiness(pool *shardpool.Pool, mysql, kafka httpx.Check, switches *configcenter.Holder) (required, advisory map[string]httpx.Check) {
 	required = map[string]httpx.Check{
 		"redis": func(ctx context.Context) error {
@@ -24,6 +27,8 @@ func readiness(pool *shardpool.Pool, mysql, kafka httpx.Check, switches *configc
 			}
 			return nil
 		},
+	}
+	advisory = map[string]httpx.Check{"redis shards": pool.Ping, "mysql": mysql, "kafka": kafka,
 		"commit": func(ctx context.Context) error {
 			if switches.Load().KafkaDegrade {
 				return mysql(ctx)
@@ -31,6 +36,5 @@ func readiness(pool *shardpool.Pool, mysql, kafka httpx.Check, switches *configc
 			return kafka(ctx)
 		},
 	}
-	advisory = map[string]httpx.Check{"redis shards": pool.Ping, "mysql": mysql, "kafka": kafka}
 	return required, advisory
 }
