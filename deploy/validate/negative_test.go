@@ -75,9 +75,9 @@ func TestQueriesRefuseWhatPrometheusWouldNotShow(t *testing.T) {
 }
 
 func TestInvocationCheckRefusesBadCommands(t *testing.T) {
-	good := Invocation{Where: "test", Binary: "grab-service", Env: map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true},
+	good := Invocation{Where: "test", Binary: "grab-service", Env: map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true, MySQLEnv: true},
 		Args: []string{"--listen", ":8080", "--redis", strings.Join(composeWant.Redis, ","),
-			"--mysql", "u:p@tcp(mysql:3306)/flashsale?parseTime=true", "--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848"}}
+			"--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848"}}
 	var errs Errs
 	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
 	if len(errs) > 0 {
@@ -90,8 +90,12 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 			r[0], r[1] = r[1], r[0]
 			inv.Args[3] = strings.Join(r, ",")
 		},
-		"one broker":   func(inv *Invocation) { inv.Args[7] = composeWant.Kafka[0] },
-		"no token":     func(inv *Invocation) { inv.Env = map[string]bool{} },
+		"one broker":   func(inv *Invocation) { inv.Args[5] = composeWant.Kafka[0] },
+		"no token":     func(inv *Invocation) { inv.Env = map[string]bool{MySQLEnv: true} },
+		"no DSN":       func(inv *Invocation) { inv.Env = map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true} },
+		"DSN in argv": func(inv *Invocation) {
+			inv.Args = append(inv.Args, "--mysql", "u:p@tcp(mysql:3306)/flashsale?parseTime=true")
+		},
 		"local mode":   func(inv *Invocation) { inv.Args = append(inv.Args, "--local") },
 		"unknown flag": func(inv *Invocation) { inv.Args = append(inv.Args, "--bogus", "1") },
 	} {

@@ -128,8 +128,8 @@ func RequiredEnv(module string) ([]string, error) {
 	return out, err
 }
 
-// SecretDSN is what a --mysql taken from the Secret's mysql-dsn key reads as here.
-const SecretDSN = "secret:mysql-dsn"
+// MySQLEnv is the environment variable the services read their MySQL DSN from (svc.MySQLEnv).
+const MySQLEnv = "FLASHSALE_MYSQL_DSN"
 
 // Expected addresses the deployment files must pass.
 type Expected struct {
@@ -181,10 +181,11 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 	if k := strings.Split(flags["kafka"], ","); !slices.Equal(k, want.Kafka) {
 		errs.Addf("%s: --kafka %v, want every broker %v", inv.Where, k, want.Kafka)
 	}
-	if dsn := flags["mysql"]; dsn == SecretDSN {
-		// Kubernetes: the DSN comes from Secret flashsale-secrets key mysql-dsn.
-	} else if !strings.Contains(dsn, "@tcp(") || !strings.Contains(dsn, "/flashsale?") || !strings.Contains(dsn, "parseTime=true") {
-		errs.Addf("%s: --mysql %q is not a DSN of database flashsale with parseTime=true", inv.Where, dsn)
+	// The DSN holds a password: argv shows it to every process (/proc/<pid>/cmdline).
+	if _, ok := flags["mysql"]; ok {
+		errs.Addf("%s: --mysql puts the DSN, password included, in argv; set %s (from the Secret) instead", inv.Where, MySQLEnv)
+	} else if !inv.Env[MySQLEnv] && !inv.Env[MySQLEnv+"_FILE"] {
+		errs.Addf("%s: %s (or %s_FILE) is not set: the service would use the local stack's DSN", inv.Where, MySQLEnv, MySQLEnv)
 	}
 	if cmd[0] == "grab-service" && flags["nacos"] != want.Nacos {
 		errs.Addf("%s: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)

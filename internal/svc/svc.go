@@ -31,6 +31,29 @@ type Flags struct {
 	Local    bool
 }
 
+// MySQLEnv names the environment variable of the MySQL DSN (with _FILE: a file holding it).
+const MySQLEnv = "FLASHSALE_MYSQL_DSN"
+
+const localMySQL = "root@tcp(127.0.0.1:3306)/flashsale?parseTime=true"
+
+// Secret is the value of the environment variable env, or the content of the file
+// that env + "_FILE" names (a mounted Kubernetes Secret), trimmed; "" when neither
+// is set. Both set is an error: which one is meant is not clear.
+func Secret(env string) (string, error) {
+	v, file := os.Getenv(env), os.Getenv(env+"_FILE")
+	switch {
+	case file == "":
+		return v, nil
+	case v != "":
+		return "", fmt.Errorf("both %s and %s_FILE are set; set one", env, env)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s_FILE: %w", env, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // DefaultRedis is the local stack: shard i on 127.0.0.1:7001+i.
 func DefaultRedis() []string {
 	out := make([]string, 16)
@@ -47,7 +70,17 @@ func (f *Flags) Register(fs *flag.FlagSet, listen string) {
 		f.Redis = split(s)
 		return nil
 	})
-	fs.StringVar(&f.MySQL, "mysql", "root@tcp(127.0.0.1:3306)/flashsale?parseTime=true", "MySQL DSN of the system of record")
+	// The DSN holds a password: from the environment (or a file it names), which
+	// /proc/<pid>/cmdline does not show; the flag is for the local stack and tests.
+	f.MySQL = localMySQL
+	if dsn, err := Secret(MySQLEnv); err == nil && dsn != "" {
+		f.MySQL = dsn
+	}
+	fs.Func("mysql", "MySQL DSN of the system of record (default: $"+MySQLEnv+", or the file $"+MySQLEnv+"_FILE names, else the local stack's; "+
+		"a DSN with a password belongs there, not in argv)", func(s string) error {
+		f.MySQL = s
+		return nil
+	})
 	fs.Func("kafka", "comma-separated Kafka bootstrap brokers", func(s string) error {
 		f.Kafka = split(s)
 		return nil
@@ -73,18 +106,26 @@ func Logger(service string) *slog.Logger {
 	return slog.New(httpx.ContextHandler{Handler: slog.NewJSONHandler(os.Stderr, nil)}).With("service", service)
 }
 
+// MinTokenLen is the shortest token accepted outside local mode.
+const MinTokenLen = 16
+
 // TokenSpec names where a role's token comes from.
 type TokenSpec struct {
 	Env, LocalDefault string
 	Role              httpx.Role
 }
 
-// Tokens reads each role's token (comma-separated for rotation) from its env var.
-// Outside local mode a missing token is an error: there are no default credentials.
+// Tokens reads each role's token (comma-separated for rotation) from its env var
+// or the file its _FILE variable names (Secret). Outside local mode a missing
+// token, the placeholder of deploy/compose/.env.example (change-me-*) or a token
+// shorter than MinTokenLen is an error: there are no default credentials.
 func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 	var ts httpx.Tokens
 	for _, s := range specs {
-		v := os.Getenv(s.Env)
+		v, err := Secret(s.Env)
+		if err != nil {
+			return nil, err
+		}
 		if v == "" && local {
 			v = s.LocalDefault
 		}
@@ -92,6 +133,10 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 			return nil, fmt.Errorf("%s is not set (required outside --local)", s.Env)
 		}
 		for _, t := range split(v) {
+			if !local && (strings.HasPrefix(t, "change-me") || len(t) < MinTokenLen) {
+				return nil, fmt.Errorf("%s holds a placeholder or a token shorter than %d characters; set a secret of your own (e.g. openssl rand -hex 24)",
+					s.Env, MinTokenLen)
+			}
 			ts = append(ts, struct {
 				Token string
 				Role  httpx.Role
