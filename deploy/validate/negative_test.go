@@ -90,9 +90,9 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 			r[0], r[1] = r[1], r[0]
 			inv.Args[3] = strings.Join(r, ",")
 		},
-		"one broker":   func(inv *Invocation) { inv.Args[5] = composeWant.Kafka[0] },
-		"no token":     func(inv *Invocation) { inv.Env = map[string]bool{MySQLEnv: true} },
-		"no DSN":       func(inv *Invocation) { inv.Env = map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true} },
+		"one broker": func(inv *Invocation) { inv.Args[5] = composeWant.Kafka[0] },
+		"no token":   func(inv *Invocation) { inv.Env = map[string]bool{MySQLEnv: true} },
+		"no DSN":     func(inv *Invocation) { inv.Env = map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true} },
 		"DSN in argv": func(inv *Invocation) {
 			inv.Args = append(inv.Args, "--mysql", "u:p@tcp(mysql:3306)/flashsale?parseTime=true")
 		},

@@ -20,10 +20,10 @@ func TestTokensRefusePlaceholders(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		name        string
+		name         string
 		env, viaFile string
-		local       bool
-		want        string // the token accepted, or "" for a refusal
+		local        bool
+		want         string // the token accepted, or "" for a refusal
 	}{
 		{"none outside local", "", "", false, ""},
 		{"none in local mode: the development default", "", "", true, "dev-token"},
