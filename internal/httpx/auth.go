@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"crypto/subtle"
 	"net/http"
 	"strings"
@@ -15,20 +16,36 @@ const (
 	RoleViewer       Role = "viewer"
 )
 
-// Tokens maps the tokens a service knows to their roles.
+// Tokens maps the tokens a service knows to their roles. Name says whose token it
+// is, for the audit trail (svc.Tokens gives every token one).
 type Tokens []struct {
 	Token string
 	Role  Role
+	Name  string
 }
 
-// roleOf finds the token's role, comparing every known token in constant time so
-// the time taken reveals nothing about how much of a guess matched.
-func (ts Tokens) roleOf(token string) (Role, bool) {
-	var found Role
+// Actor is who made a request: the name and role of the token it carried.
+type Actor struct {
+	Name string
+	Role Role
+}
+
+type actorKey struct{}
+
+// ActorFrom is the actor Require let through; false outside a guarded route.
+func ActorFrom(ctx context.Context) (Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	return a, ok
+}
+
+// actorOf finds the token's actor, comparing every known token in constant time
+// so the time taken reveals nothing about how much of a guess matched.
+func (ts Tokens) actorOf(token string) (Actor, bool) {
+	var found Actor
 	ok := 0
 	for _, t := range ts {
 		if subtle.ConstantTimeCompare([]byte(t.Token), []byte(token)) == 1 {
-			found, ok = t.Role, 1
+			found, ok = Actor{Name: t.Name, Role: t.Role}, 1
 		}
 	}
 	return found, ok == 1
@@ -44,14 +61,14 @@ func (ts Tokens) Require(next http.Handler, roles ...Role) http.Handler {
 			WriteError(r.Context(), errUnauthorized, w)
 			return
 		}
-		role, known := ts.roleOf(token)
+		actor, known := ts.actorOf(token)
 		if !known {
 			WriteError(r.Context(), errUnauthorized, w)
 			return
 		}
 		for _, want := range roles {
-			if role == want {
-				next.ServeHTTP(w, r)
+			if actor.Role == want {
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
 				return
 			}
 		}

@@ -32,11 +32,19 @@ const (
 // Change is a pending change: the whole spec and stored state the row will hold
 // once it is promoted, at Version.
 type Change struct {
-	Op      Op          `json:"op"`
-	Spec    promo.Spec  `json:"spec"`
-	State   promo.State `json:"state"`
-	Version int64       `json:"-"` // pending_version
-	At      time.Time   `json:"-"` // pending_at
+	Op    Op          `json:"op"`
+	Spec  promo.Spec  `json:"spec"`
+	State promo.State `json:"state"`
+	// Actor made the change: the audit row written when it lands names them.
+	Actor   Actor     `json:"actor"`
+	Version int64     `json:"-"` // pending_version
+	At      time.Time `json:"-"` // pending_at
+}
+
+// Actor is who made a change: the name and role of the token they used.
+type Actor struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
 }
 
 // Promotion is one row of the promotion table.

@@ -149,9 +149,14 @@ func (s *Store) one(ctx context.Context, op string, id ID, cond string) (Promoti
 // Update locks the row of id (committed or not), lets fn change it and writes it
 // back, in one transaction. An error from fn rolls back and is returned wrapped.
 func (s *Store) Update(ctx context.Context, id ID, fn func(p *Promotion) error) (Promotion, error) {
+	return s.update(ctx, id, func(_ *sqlx.Tx, p *Promotion) error { return fn(p) })
+}
+
+// update is Update with fn also given the transaction, to write beside the row.
+func (s *Store) update(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Promotion) error) (Promotion, error) {
 	var out Promotion
 	err := s.withRow(ctx, id, func(tx *sqlx.Tx, p *Promotion) error {
-		if err := fn(p); err != nil {
+		if err := fn(tx, p); err != nil {
 			return err
 		}
 		if p.ID() != id {
@@ -181,8 +186,15 @@ func (s *Store) Update(ctx context.Context, id ID, fn func(p *Promotion) error) 
 
 // Promote commits the pending change of that version (journal step 3).
 // ErrNoPending if the row has no pending change of that version (already resolved).
+// The change's audit row is written in the same transaction (audit.go).
 func (s *Store) Promote(ctx context.Context, id ID, version int64, at time.Time) (Promotion, error) {
-	return s.Update(ctx, id, func(p *Promotion) error { return p.Promote(version, at) })
+	return s.update(ctx, id, func(tx *sqlx.Tx, p *Promotion) error {
+		before := *p
+		if err := p.Promote(version, at); err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, before, *p, at)
+	})
 }
 
 // Discard drops the pending change of that version; the row of a create that never

@@ -5,6 +5,8 @@ package svc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -106,6 +108,18 @@ func Logger(service string) *slog.Logger {
 	return slog.New(httpx.ContextHandler{Handler: slog.NewJSONHandler(os.Stderr, nil)}).With("service", service)
 }
 
+// tokenName splits an entry "name:token" (whose token it is, for the audit trail;
+// ':' is in neither hex nor base64);
+// an entry without a name is named by the first 8 hex digits of its SHA-256, which
+// tells tokens apart without showing them.
+func tokenName(entry string) (name, token string) {
+	if n, t, ok := strings.Cut(entry, ":"); ok && n != "" {
+		return n, t
+	}
+	sum := sha256.Sum256([]byte(entry))
+	return "token-" + hex.EncodeToString(sum[:4]), entry
+}
+
 // MinTokenLen is the shortest token accepted outside local mode.
 const MinTokenLen = 16
 
@@ -133,6 +147,7 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 			return nil, fmt.Errorf("%s is not set (required outside --local)", s.Env)
 		}
 		for _, t := range split(v) {
+			name, t := tokenName(t)
 			if !local && (strings.HasPrefix(t, "change-me") || len(t) < MinTokenLen) {
 				return nil, fmt.Errorf("%s holds a placeholder or a token shorter than %d characters; set a secret of your own (e.g. openssl rand -hex 24)",
 					s.Env, MinTokenLen)
@@ -140,7 +155,8 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 			ts = append(ts, struct {
 				Token string
 				Role  httpx.Role
-			}{t, s.Role})
+				Name  string
+			}{t, s.Role, name})
 		}
 	}
 	return ts, nil

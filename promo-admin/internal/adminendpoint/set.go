@@ -20,12 +20,13 @@ import (
 
 // Set holds every endpoint of promo-admin.
 type Set struct {
-	CreateEndpoint endpoint.Endpoint
-	GetEndpoint    endpoint.Endpoint
-	ListEndpoint   endpoint.Endpoint
-	PatchEndpoint  endpoint.Endpoint
-	StopEndpoint   endpoint.Endpoint
-	DeleteEndpoint endpoint.Endpoint
+	CreateEndpoint  endpoint.Endpoint
+	GetEndpoint     endpoint.Endpoint
+	ListEndpoint    endpoint.Endpoint
+	PatchEndpoint   endpoint.Endpoint
+	StopEndpoint    endpoint.Endpoint
+	DeleteEndpoint  endpoint.Endpoint
+	HistoryEndpoint endpoint.Endpoint
 }
 
 // New wires the endpoints of svc with their middleware.
@@ -60,13 +61,19 @@ func New(svc adminservice.Service, logger *slog.Logger) Set {
 		deleteEndpoint = MakeDeleteEndpoint(svc)
 		deleteEndpoint = LoggingMiddleware(logger.With("method", "Delete"), slog.LevelInfo)(deleteEndpoint)
 	}
+	var historyEndpoint endpoint.Endpoint
+	{
+		historyEndpoint = MakeHistoryEndpoint(svc)
+		historyEndpoint = LoggingMiddleware(logger.With("method", "History"), slog.LevelDebug)(historyEndpoint)
+	}
 	return Set{
-		CreateEndpoint: createEndpoint,
-		GetEndpoint:    getEndpoint,
-		ListEndpoint:   listEndpoint,
-		PatchEndpoint:  patchEndpoint,
-		StopEndpoint:   stopEndpoint,
-		DeleteEndpoint: deleteEndpoint,
+		HistoryEndpoint: historyEndpoint,
+		CreateEndpoint:  createEndpoint,
+		GetEndpoint:     getEndpoint,
+		ListEndpoint:    listEndpoint,
+		PatchEndpoint:   patchEndpoint,
+		StopEndpoint:    stopEndpoint,
+		DeleteEndpoint:  deleteEndpoint,
 	}
 }
 
@@ -83,7 +90,8 @@ type (
 		ID     store.ID
 		Reason string
 	}
-	DeleteRequest struct{ ID store.ID }
+	DeleteRequest  struct{ ID store.ID }
+	HistoryRequest struct{ ID store.ID }
 )
 
 // PromotionResponse answers create, get, patch and stop.
@@ -109,6 +117,15 @@ type DeleteResponse struct{ Err error }
 
 // Failed implements endpoint.Failer.
 func (r DeleteResponse) Failed() error { return r.Err }
+
+// HistoryResponse answers history.
+type HistoryResponse struct {
+	History adminservice.History
+	Err     error
+}
+
+// Failed implements endpoint.Failer.
+func (r HistoryResponse) Failed() error { return r.Err }
 
 var (
 	_ endpoint.Failer = PromotionResponse{}
@@ -148,6 +165,16 @@ func MakeGetEndpoint(svc adminservice.Service) endpoint.Endpoint {
 		p, err := svc.Get(ctx, req.ID)
 		failed, err := split(err)
 		return PromotionResponse{Promotion: p, Err: failed}, err
+	}
+}
+
+// MakeHistoryEndpoint returns the history endpoint of svc.
+func MakeHistoryEndpoint(svc adminservice.Service) endpoint.Endpoint {
+	return func(ctx context.Context, request interface{}) (interface{}, error) {
+		req := request.(HistoryRequest)
+		h, err := svc.History(ctx, req.ID)
+		failed, err := split(err)
+		return HistoryResponse{History: h, Err: failed}, err
 	}
 }
 

@@ -96,6 +96,7 @@ func (a *Admin) Create(ctx context.Context, s promo.Spec) (promo.Promotion, erro
 	var row store.Promotion
 	for attempt := 0; ; attempt++ {
 		row = store.NewPromotion(s, promo.Active, a.now())
+		row.Pending.Actor = actorOf(ctx)
 		err := a.store.Insert(ctx, row)
 		if err == nil {
 			break
@@ -143,6 +144,26 @@ func (a *Admin) Get(ctx context.Context, id store.ID) (promo.Promotion, error) {
 		return promo.Promotion{}, fmt.Errorf("get %s: %w", id, ErrNotFound)
 	}
 	return a.live(ctx, p)
+}
+
+// History is the audit trail of a promotion, a deleted one included (its delete is
+// the last entry); NOT_FOUND only for a promotion the record never had.
+func (a *Admin) History(ctx context.Context, id store.ID) (History, error) {
+	if err := validateID(id); err != nil {
+		return History{}, err
+	}
+	entries, err := a.store.History(ctx, id, store.MaxHistory)
+	if err != nil {
+		return History{}, mysqlDown(err)
+	}
+	if len(entries) == 0 {
+		if _, err := a.store.Row(ctx, id); errors.Is(err, store.ErrNotFound) {
+			return History{}, fmt.Errorf("history of %s: %w", id, ErrNotFound)
+		} else if err != nil {
+			return History{}, mysqlDown(err)
+		}
+	}
+	return History{Entries: entries}, nil
 }
 
 // List pages through the record, newest first. Its counters are the record's

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/svc"
@@ -47,6 +48,7 @@ func (a *Admin) propose(ctx context.Context, id store.ID, plan func(p *store.Pro
 			if err := p.Propose(want.Op, want.Spec, want.State, a.now()); err != nil {
 				return err
 			}
+			p.Pending.Actor = actorOf(ctx)
 			ch = *p.Pending
 			return nil
 		})
@@ -307,3 +309,9 @@ func judge(ch store.Change, r lua.AdminReply, shard int) error {
 }
 
 func shardName(shard int) string { return fmt.Sprintf("redis shard %d", shard) }
+
+// actorOf is who makes a change, for its audit row: the request's token.
+func actorOf(ctx context.Context) store.Actor {
+	a, _ := httpx.ActorFrom(ctx)
+	return store.Actor{Name: a.Name, Role: string(a.Role)}
+}

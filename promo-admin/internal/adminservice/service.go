@@ -21,6 +21,13 @@ type Service interface {
 	Patch(ctx context.Context, id store.ID, p Patch) (promo.Promotion, error)
 	Stop(ctx context.Context, id store.ID, reason string) (promo.Promotion, error)
 	Delete(ctx context.Context, id store.ID) error
+	History(ctx context.Context, id store.ID) (History, error)
+}
+
+// History is a promotion's audit trail: every change that landed, newest first
+// (at most store.MaxHistory), with who made it and the promotion before and after.
+type History struct {
+	Entries []store.AuditEntry `json:"entries"`
 }
 
 // ListQuery asks for a page of promotions, newest first.

@@ -108,7 +108,7 @@ func Start(t testing.TB, o Options) *Env {
 		RedisAddrs: o.RedisAddrs,
 		MySQLDSN:   o.DSN,
 		Tokens: httpx.Tokens{
-			{Token: AdminToken, Role: httpx.RoleMerchandiser},
+			{Token: AdminToken, Role: httpx.RoleMerchandiser, Name: "test-merchandiser"},
 			{Token: ViewerToken, Role: httpx.RoleViewer},
 		},
 		Service:      o.Service,

@@ -156,6 +156,14 @@ func decodeGet(_ context.Context, r *http.Request) (interface{}, error) {
 	return adminendpoint.GetRequest{ID: id}, nil
 }
 
+func decodeHistory(_ context.Context, r *http.Request) (interface{}, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	return adminendpoint.HistoryRequest{ID: id}, nil
+}
+
 func decodeDelete(_ context.Context, r *http.Request) (interface{}, error) {
 	id, err := pathID(r)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-kit/kit/endpoint"
 
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/promo-admin/internal/adminendpoint"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
 )
@@ -25,6 +26,18 @@ func encodePromotion(ctx context.Context, w http.ResponseWriter, response interf
 		return nil
 	}
 	httpx.WriteJSON(w, http.StatusOK, response.(adminendpoint.PromotionResponse).Promotion)
+	return nil
+}
+
+func encodeHistory(ctx context.Context, w http.ResponseWriter, response interface{}) error {
+	if refused(ctx, w, response) {
+		return nil
+	}
+	h := response.(adminendpoint.HistoryResponse).History
+	if h.Entries == nil {
+		h.Entries = []store.AuditEntry{}
+	}
+	httpx.WriteJSON(w, http.StatusOK, h)
 	return nil
 }
 

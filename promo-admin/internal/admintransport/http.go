@@ -15,12 +15,13 @@ import (
 
 // Routes of promo-admin, also the route label of the metrics.
 const (
-	RouteCreate = "POST /v1/promotions"
-	RouteList   = "GET /v1/promotions"
-	RouteGet    = "GET /v1/promotions/{promoId}/{type}"
-	RoutePatch  = "PATCH /v1/promotions/{promoId}/{type}"
-	RouteDelete = "DELETE /v1/promotions/{promoId}/{type}"
-	RouteStop   = "POST /v1/promotions/{promoId}/{type}/stop"
+	RouteCreate  = "POST /v1/promotions"
+	RouteList    = "GET /v1/promotions"
+	RouteGet     = "GET /v1/promotions/{promoId}/{type}"
+	RoutePatch   = "PATCH /v1/promotions/{promoId}/{type}"
+	RouteDelete  = "DELETE /v1/promotions/{promoId}/{type}"
+	RouteStop    = "POST /v1/promotions/{promoId}/{type}/stop"
+	RouteHistory = "GET /v1/promotions/{promoId}/{type}/history"
 	// RouteSwitches is in switches.go.
 )
 
@@ -61,6 +62,7 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	route(RoutePatch, kithttp.NewServer(set.PatchEndpoint, decodePatch, encodePromotion, opts...), write...)
 	route(RouteDelete, kithttp.NewServer(set.DeleteEndpoint, decodeDelete, encodeDeleted, opts...), write...)
 	route(RouteStop, kithttp.NewServer(set.StopEndpoint, decodeStop, encodePromotion, opts...), write...)
+	route(RouteHistory, kithttp.NewServer(set.HistoryEndpoint, decodeHistory, encodeHistory, opts...), read...)
 	route(RouteSwitches, switchesHandler(o.Switches, o.SwitchesSource), read...)
 	if o.Console != nil {
 		mux.Handle("GET "+ConsolePath, o.Console)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -349,5 +350,93 @@ func TestUnknownRoutesAnswerTheErrorBody(t *testing.T) {
 	}
 	if r := e.Do(http.MethodPut, "/v1/promotions", admin, nil); r.Status != http.StatusMethodNotAllowed || r.Error().Code == "" {
 		t.Errorf("unknown method: %s", r)
+	}
+}
+
+// The audit trail: every change that landed, newest first, with who made it and
+// the promotion before and after; a change the shard refused leaves no entry, the
+// history outlives the delete, and viewers may read it.
+func TestHistory(t *testing.T) {
+	t.Parallel()
+	e := admintest.Start(t, admintest.Options{})
+	id := uid("audit")
+	e.Create(id)
+	key := promo.Key(id, 1)
+	now := time.Now()
+	// Two units taken, so a PATCH to total 1 is refused below what is granted.
+	if r, err := lua.Grab(context.Background(), e.Shard(ring.Default.Shard(key)), lua.GrabCall{NowMs: now.UnixMilli(),
+		DeadlineMs: now.Add(time.Hour).UnixMilli(), RequestID: "r-" + id, BodyHash: "h", Pin: "p", IP: "i",
+		RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 2}}}); err != nil || r.Code != lua.CodeOK {
+		t.Fatalf("grab: %+v %v", r, err)
+	}
+	for _, st := range []struct {
+		method, path string
+		body         any
+		status       int
+	}{
+		{http.MethodPatch, path(id), map[string]any{"total": 150}, http.StatusOK},
+		{http.MethodPatch, path(id), map[string]any{"total": 1}, http.StatusConflict}, // refused: no entry
+		{http.MethodPost, path(id) + "/stop", nil, http.StatusOK},
+		{http.MethodDelete, path(id), nil, http.StatusNoContent},
+	} {
+		if r := e.Do(st.method, st.path, admin, st.body); r.Status != st.status {
+			t.Fatalf("%s %s: %s, want %d", st.method, st.path, r, st.status)
+		}
+	}
+	r := e.Do(http.MethodGet, path(id)+"/history", viewer, nil)
+	var h struct {
+		Entries []struct {
+			At     time.Time `json:"at"`
+			Actor  struct{ Name, Role string }
+			Action string
+			Before *struct {
+				State   string
+				Version int64
+				Total   int64
+			}
+			After struct {
+				State   string
+				Version int64
+				Total   int64
+			}
+		}
+	}
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &h) != nil {
+		t.Fatalf("history: %s", r)
+	}
+	want := []struct {
+		action              string
+		before, after       string // state/total
+		beforeVer, afterVer int64
+	}{
+		{"DELETE", "STOPPED/150", "DELETED/150", 3, 4},
+		{"STOP", "ACTIVE/150", "STOPPED/150", 2, 3},
+		{"PATCH", "ACTIVE/100", "ACTIVE/150", 1, 2},
+		{"CREATE", "", "ACTIVE/100", 0, 1},
+	}
+	if len(h.Entries) != len(want) {
+		t.Fatalf("history has %d entries, want %d: %s", len(h.Entries), len(want), r.Body)
+	}
+	for i, w := range want {
+		en := h.Entries[i]
+		before := ""
+		if en.Before != nil {
+			before = fmt.Sprintf("%s/%d", en.Before.State, en.Before.Total)
+			if en.Before.Version != w.beforeVer {
+				t.Errorf("entry %d: before version %d, want %d", i, en.Before.Version, w.beforeVer)
+			}
+		}
+		after := fmt.Sprintf("%s/%d", en.After.State, en.After.Total)
+		if en.Action != w.action || before != w.before || after != w.after || en.After.Version != w.afterVer ||
+			en.Actor.Role != "merchandiser" || en.Actor.Name != "test-merchandiser" || en.At.IsZero() {
+			t.Errorf("entry %d: %s %q -> %q by %+v at %s, want %s %q -> %q by the merchandiser's token",
+				i, en.Action, before, after, en.Actor, en.At, w.action, w.before, w.after)
+		}
+		if i > 0 && en.At.After(h.Entries[i-1].At) {
+			t.Errorf("entry %d is newer than entry %d", i, i-1)
+		}
+	}
+	if r := e.Do(http.MethodGet, path(uid("never"))+"/history", admin, nil); r.Status != http.StatusNotFound {
+		t.Errorf("history of a promotion never created: %s, want 404", r)
 	}
 }
