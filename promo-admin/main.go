@@ -48,10 +48,16 @@ func run(logger *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	redisAuth, err := svc.RedisAuthFromEnv()
+	if err != nil {
+		return err
+	}
+	redisOpts := app.RedisDefaults()
+	redisAuth.Apply(&redisOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka,
+		RedisAddrs: f.Redis, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka,
 		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
 		Switches: nacos.Source(f.Switches, logger),
 	})

@@ -48,7 +48,7 @@ func New(addrs []string, opts redis.Options) (*Pool, error) {
 		}
 		c, ok := p.byAddr[a]
 		if !ok {
-			targets[a] = newTarget(a)
+			targets[a] = newTarget(a, opts.TLSConfig)
 			o := opts
 			o.Addr, o.Protocol, o.Dialer = a, Protocol, targets[a].dial
 			c = redis.NewClient(&o)

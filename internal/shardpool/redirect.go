@@ -2,6 +2,7 @@ package shardpool
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -22,12 +23,13 @@ import (
 // target is where one configured server's client dials now.
 type target struct {
 	configured string
+	tls        *tls.Config // the client's TLS (redis.Options.TLSConfig): this dialer does it
 	addr       atomic.Pointer[string]
 	gen        atomic.Uint64 // bumped by every move; a connection of an older one is dropped
 }
 
-func newTarget(configured string) *target {
-	t := &target{configured: configured}
+func newTarget(configured string, tlsConfig *tls.Config) *target {
+	t := &target{configured: configured, tls: tlsConfig}
 	t.addr.Store(&configured)
 	return t
 }
@@ -52,6 +54,18 @@ func (t *target) dial(ctx context.Context, network, _ string) (net.Conn, error) 
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
+	}
+	if t.tls != nil { // go-redis leaves TLS to a dialer of one's own
+		cfg := t.tls.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("tls to %s: %w", addr, err)
+		}
+		c = tc
 	}
 	return &movableConn{Conn: c, t: t, gen: gen}, nil
 }

@@ -24,15 +24,18 @@ import (
 	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/lua"
 )
 
 // Config is everything grab-service is told (main fills it from its flags);
 // nothing is read from the environment here.
 type Config struct {
-	RedisAddrs        []string // 16 entries, index = logical shard
-	MySQLDSN          string
-	KafkaBrokers      []string
+	RedisAddrs   []string // 16 entries, index = logical shard
+	MySQLDSN     string
+	KafkaBrokers []string
+	// RedisAuth is the shards' ACL user and TLS (svc.RedisAuthFromEnv); zero: none.
+	RedisAuth         svc.RedisAuth
 	KafkaBatchTimeout time.Duration
 	Tokens            httpx.Tokens
 	Logger            *slog.Logger
@@ -79,7 +82,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	pool, err := shardpool.New(cfg.RedisAddrs, redis.Options{PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	opts := redis.Options{PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}
+	cfg.RedisAuth.Apply(&opts)
+	pool, err := shardpool.New(cfg.RedisAddrs, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,13 @@ func (c *conn) resolve(fs *flag.FlagSet, log *slog.Logger) error {
 
 // open connects to the shards, MySQL (applying migrations) and the sink's position.
 func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClient, *store.Store, *flowlag.Meter, error) {
-	pool, err := shardpool.New(c.Redis, redis.Options{DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+	auth, err := svc.RedisAuthFromEnv()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	opts := redis.Options{DialTimeout: 2 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	auth.Apply(&opts)
+	pool, err := shardpool.New(c.Redis, opts)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
