@@ -186,6 +186,13 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if s, _ := b.text(`#patch-form [data-error-for="total"]`); s != "" {
 		b.fail("the error of the refused patch is still shown: %q", s)
 	}
+	// The history shows the patch that landed, by whom, and not the refused one.
+	b.waitText(15*time.Second, "#detail-history li:first-child", func(s string) bool {
+		return strings.Contains(s, "PATCH by test-merchandiser (merchandiser): total") && strings.HasSuffix(s, "→ 1500")
+	}, "the patch first in the history")
+	if n := eval[int](b, `document.querySelectorAll("#detail-history li").length`); n != 2 {
+		b.fail("the history shows %d entries after a create and a patch (one refused), want 2", n)
+	}
 
 	// Stop: the page shows STOPPED, and grabs are refused from then on.
 	b.click("#stop-open")
@@ -196,6 +203,9 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.waitTextIs(15*time.Second, row+` [data-cell="state"]`, "STOPPED")
 	b.waitTextIs(15*time.Second, "#detail-state", "STOPPED")
 	b.waitTextIs(15*time.Second, "#status", "Stopped "+id+"/1.")
+	b.waitText(15*time.Second, "#detail-history li:first-child", func(s string) bool {
+		return strings.Contains(s, "STOP by test-merchandiser (merchandiser): state ACTIVE → STOPPED")
+	}, "the stop first in the history")
 	if p := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil).Promotion(); p.State != promo.Stopped {
 		b.fail("the API shows state %s after the page stopped it", p.State)
 	}

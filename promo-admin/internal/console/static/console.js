@@ -350,6 +350,7 @@ function select(key) {
   fillPatchForm(row.p);
   clearErrors($('#patch-form'));
   paintDetail(row);
+  loadHistory(row.p);
   $('#detail-title').focus({ preventScroll: true });
   $('#detail').scrollIntoView({ block: 'nearest' });
 }
@@ -392,6 +393,30 @@ function paintDetail(row) {
   $('#delete-open').disabled = p.state === 'DELETED';
 }
 
+// The audit trail, newest first: who changed what, from what to what.
+const historyFields = ['state', 'total', 'perPinLimit', 'perIpLimit', 'maxPerGrab', 'rateLimit', 'startAt', 'endAt', 'title'];
+
+function historyLine(e) {
+  const show = (v) => (v === undefined || v === null ? '—' : typeof v === 'object' ? `${v.limit} per ${v.windowSeconds} s` : String(v));
+  const changes = e.before
+    ? historyFields.filter((f) => JSON.stringify(e.before[f]) !== JSON.stringify(e.after[f]))
+      .map((f) => `${f} ${show(e.before[f])} → ${show(e.after[f])}`)
+    : [`total ${e.after.total}`];
+  const who = e.actor.name ? `${e.actor.name} (${e.actor.role})` : 'unknown';
+  return `${fmtTime(e.at)} · ${e.action} by ${who}${changes.length ? ': ' + changes.join(', ') : ''}`;
+}
+
+async function loadHistory(p) {
+  const list = $('#detail-history');
+  try {
+    const h = await api('GET', `${promoPath(p)}/history`);
+    if (state.selected !== keyOf(p)) return; // another promotion was chosen meanwhile
+    list.replaceChildren(...h.entries.map((e) => el('li', { text: historyLine(e) })));
+  } catch (e) {
+    if (e.code !== 'SIGNED_OUT') list.replaceChildren(el('li', { class: 'error', text: `History unavailable: ${e.message}` }));
+  }
+}
+
 // The patch form starts from the current values; only what differs is sent.
 function patchValues(p) {
   return {
@@ -432,6 +457,7 @@ async function submitPatch(ev) {
       record(row, p, performance.now());
       fillPatchForm(p);
       paintRow(row);
+      loadHistory(p);
       say(`Changed ${keyOf(p)}.`);
     } catch (e) {
       if (e.code !== 'SIGNED_OUT') showError(form, e, { BELOW_GRANTED: 'total' });
@@ -461,6 +487,7 @@ async function submitStop(ev) {
       record(row, p, performance.now());
       paintRow(row);
       $('#stop-dialog').close();
+      loadHistory(p);
       say(`Stopped ${keyOf(p)}.`);
     } catch (e) {
       if (e.code !== 'SIGNED_OUT') showError(form, e);
