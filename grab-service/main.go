@@ -13,6 +13,7 @@ import (
 	"github.com/flashsale/platform/grab-service/internal/app"
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/svc"
 )
 
@@ -54,10 +55,14 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	kafkaAuth, err := kafkaauth.FromEnv()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, RedisAuth: redisAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
+		RedisAddrs: f.Redis, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
 		Tokens: tokens, Logger: logger, Grab: cfg, MaxInFlight: *maxInFlight, QueueWait: *queueWait,
 		ReconcileEvery: *reconcileEvery, Pprof: *pprofOn, Switches: nacos.Source(f.Switches, logger),
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
 	"github.com/flashsale/platform/promo-admin/internal/app"
@@ -52,12 +53,16 @@ func run(logger *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	kafkaAuth, err := kafkaauth.FromEnv()
+	if err != nil {
+		return err
+	}
 	redisOpts := app.RedisDefaults()
 	redisAuth.Apply(&redisOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka,
+		RedisAddrs: f.Redis, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
 		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
 		Switches: nacos.Source(f.Switches, logger),
 	})

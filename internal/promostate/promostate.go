@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
@@ -70,10 +71,10 @@ const queueSize = 1024
 
 // New starts an announcer writing to brokers, clearing and sweeping the outbox
 // key on each server (lua.StateOutboxKey but in tests); its metric is registered on reg.
-func New(brokers []string, outbox string, reg prometheus.Registerer, log *slog.Logger) *Announcer {
+func New(brokers []string, auth kafkaauth.Auth, outbox string, reg prometheus.Registerer, log *slog.Logger) *Announcer {
 	a := &Announcer{
 		outbox: outbox,
-		writer: &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: Topic, Balancer: &kafka.Hash{},
+		writer: &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: Topic, Balancer: &kafka.Hash{}, Transport: auth.Transport(nil),
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, WriteTimeout: 2 * time.Second},
 		log: log,
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flashsale", Subsystem: "promo_state",

@@ -21,6 +21,7 @@ import (
 	"github.com/flashsale/platform/grab-service/internal/grabtransport"
 	"github.com/flashsale/platform/grab-service/internal/publish"
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
@@ -35,7 +36,9 @@ type Config struct {
 	MySQLDSN     string
 	KafkaBrokers []string
 	// RedisAuth is the shards' ACL user and TLS (svc.RedisAuthFromEnv); zero: none.
-	RedisAuth         svc.RedisAuth
+	RedisAuth svc.RedisAuth
+	// KafkaAuth is SASL and TLS to the brokers (kafkaauth.FromEnv); zero: none.
+	KafkaAuth         kafkaauth.Auth
 	KafkaBatchTimeout time.Duration
 	Tokens            httpx.Tokens
 	Logger            *slog.Logger
@@ -98,7 +101,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		pool.Close()
 		return nil, err
 	}
-	kafka := publish.NewKafka(cfg.KafkaBrokers, cfg.KafkaBatchTimeout)
+	kafka := publish.NewKafka(cfg.KafkaBrokers, cfg.KafkaBatchTimeout, cfg.KafkaAuth)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -109,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		shards[i] = pool.Client(i)
 	}
 	gc := cfg.Grab
-	states := promostate.New(cfg.KafkaBrokers, gc.StateOutboxKey, reg, logger)
+	states := promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, gc.StateOutboxKey, reg, logger)
 	deps := grab.Deps{
 		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
 		Shards: shards, Publisher: publish.NewRouter(kafka, db, switches, reg), Record: db, Switches: switches,

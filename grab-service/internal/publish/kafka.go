@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/produce"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 )
 
 // Kafka writes flow events to promo-grab-flow with kafka-go, batching
@@ -35,6 +36,7 @@ import (
 // batch, behind the GRAB, as the Writer's per-partition queue kept it.
 type Kafka struct {
 	brokers   []string
+	auth      kafkaauth.Auth
 	client    *kafka.Client
 	linger    time.Duration
 	calls     chan *publishCall
@@ -63,20 +65,20 @@ var errPublisherClosed = errors.New("kafka publisher closed")
 
 // NewKafka starts the publisher of the commit path. batchTimeout bounds
 // how long a lone event waits for company.
-func NewKafka(brokers []string, batchTimeout time.Duration) *Kafka {
-	p := newKafka(brokers, batchTimeout)
+func NewKafka(brokers []string, batchTimeout time.Duration, auth kafkaauth.Auth) *Kafka {
+	p := newKafka(brokers, batchTimeout, auth)
 	p.send = p.writeBatch
 	go p.batch()
 	return p
 }
 
-func newKafka(brokers []string, batchTimeout time.Duration) *Kafka {
+func newKafka(brokers []string, batchTimeout time.Duration, auth kafkaauth.Auth) *Kafka {
 	// Leaders move in a failover, and kafka-go's Transport learns of it only by
 	// its periodic metadata refresh: every second rather than its default 6 s, so a
 	// moved partition fails grabs for at most about that long.
-	transport := &kafka.Transport{MetadataTTL: time.Second, MetadataTopics: []string{flow.Topic}}
+	transport := auth.Transport(&kafka.Transport{MetadataTTL: time.Second, MetadataTopics: []string{flow.Topic}})
 	return &Kafka{
-		brokers: brokers,
+		brokers: brokers, auth: auth,
 		client:  &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: publishTimeout},
 		linger:  batchTimeout,
 		calls:   make(chan *publishCall),
@@ -340,7 +342,7 @@ func (p *Kafka) Ping(ctx context.Context) error {
 	var err error
 	for _, b := range p.brokers {
 		var conn *kafka.Conn
-		if conn, err = (&kafka.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", b); err == nil {
+		if conn, err = p.auth.Dialer(time.Second).DialContext(ctx, "tcp", b); err == nil {
 			return conn.Close()
 		}
 	}

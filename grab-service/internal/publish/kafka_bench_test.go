@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 )
 
 // benchPublish runs 64 concurrent publishers (32 per core on 2 cores) through p,
@@ -60,7 +61,7 @@ func BenchmarkKafkaBatchTimeout(b *testing.B) {
 	cluster := benchCluster(b)
 	for _, timeout := range []time.Duration{500 * time.Microsecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond} {
 		b.Run(fmt.Sprintf("batch=%s/inflight=64", timeout), func(b *testing.B) {
-			p := NewKafka(cluster.ListenAddrs(), timeout)
+			p := NewKafka(cluster.ListenAddrs(), timeout, kafkaauth.Auth{})
 			defer p.Close()
 			benchPublish(b, p)
 		})
@@ -69,7 +70,7 @@ func BenchmarkKafkaBatchTimeout(b *testing.B) {
 
 // BenchmarkKafkaPublishAllocs reports the garbage a publish makes.
 func BenchmarkKafkaPublishAllocs(b *testing.B) {
-	p := NewKafka(benchCluster(b).ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(benchCluster(b).ListenAddrs(), 2*time.Millisecond, kafkaauth.Auth{})
 	defer p.Close()
 	b.Run("inflight=64", func(b *testing.B) {
 		b.ReportAllocs()

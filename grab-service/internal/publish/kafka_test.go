@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/testenv"
 )
 
@@ -95,7 +96,7 @@ func readTopic(ctx context.Context, t *testing.T, cluster *kfake.Cluster) []topi
 func TestKafkaPublisherPlacesEveryEventByItsKey(t *testing.T) {
 	t.Parallel()
 	cluster := publishCluster(t)
-	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond, kafkaauth.Auth{})
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -163,7 +164,7 @@ func TestKafkaPublisherPlacesEveryEventByItsKey(t *testing.T) {
 func TestKafkaPublisherFailsWithoutABroker(t *testing.T) {
 	t.Parallel()
 	cluster := publishCluster(t)
-	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond, kafkaauth.Auth{})
 	ctx := context.Background()
 	if err := p.Publish(ctx, grabEvent("before")); err != nil {
 		t.Fatalf("publish with the broker up: %v", err)
@@ -205,7 +206,7 @@ func TestKafkaPublisherRetriesWholeEvents(t *testing.T) {
 		dropped++
 		return nil, errors.New("connection dropped by the test"), true // one produce request
 	})
-	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond, kafkaauth.Auth{})
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -227,7 +228,7 @@ func TestKafkaPublisherRetriesWholeEvents(t *testing.T) {
 // Close waits for the batch in flight and may be called twice.
 func TestKafkaPublisherSendsOneBatchAtATime(t *testing.T) {
 	t.Parallel()
-	p := newKafka([]string{"127.0.0.1:1"}, time.Millisecond)
+	p := newKafka([]string{"127.0.0.1:1"}, time.Millisecond, kafkaauth.Auth{})
 	sends := make(chan []*publishCall)
 	release := make(chan struct{})
 	p.send = func(batch []*publishCall) {
@@ -308,7 +309,7 @@ func TestKafkaPublisherFollowsLeadersAcrossBrokers(t *testing.T) {
 	if len(leaders) < 2 {
 		t.Fatalf("test set-up: the 16 partitions are led by %d broker(s); want several", len(leaders))
 	}
-	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond)
+	p := NewKafka(cluster.ListenAddrs(), 2*time.Millisecond, kafkaauth.Auth{})
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
@@ -43,6 +44,8 @@ type Config struct {
 	// patches are published (promo-state); unset, they wait in the shards'
 	// outboxes for grab-service's reconciler.
 	KafkaBrokers []string
+	// KafkaAuth is SASL and TLS to the brokers (kafkaauth.FromEnv); zero: none.
+	KafkaAuth kafkaauth.Auth
 }
 
 // RedisDefaults are the shard client settings promo-admin runs with. One retry is
@@ -103,7 +106,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var states *promostate.Announcer
 	if len(cfg.KafkaBrokers) > 0 {
-		states = promostate.New(cfg.KafkaBrokers, lua.StateOutboxKey, reg, logger)
+		states = promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, lua.StateOutboxKey, reg, logger)
 		cfg.Service.Announce = states.Announce
 	}
 	admin := adminservice.New(st, pool, cfg.Service)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/stack"
 	"github.com/flashsale/platform/internal/store"
@@ -111,7 +112,13 @@ func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClie
 	}
 	var lag *flowlag.Meter
 	if len(c.Kafka) > 0 {
-		lag = flowlag.NewMeter(c.Kafka, flow.Topic, c.group)
+		kafkaAuth, err := kafkaauth.FromEnv()
+		if err != nil {
+			pool.Close()
+			db.Close()
+			return nil, nil, nil, nil, err
+		}
+		lag = flowlag.NewMeter(c.Kafka, kafkaAuth, flow.Topic, c.group)
 	}
 	return pool, shards, db, lag, nil
 }

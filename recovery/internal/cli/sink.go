@@ -14,6 +14,7 @@ import (
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
@@ -35,6 +36,11 @@ func Sink(args []string) int {
 	fs.DurationVar(&cfg.Backoff.Max, "max-backoff", cfg.Backoff.Max, "longest wait between retries while MySQL or Kafka is down")
 	_ = fs.Parse(args)
 	cfg.Brokers = f.Kafka
+	auth, err := kafkaauth.FromEnv()
+	if err != nil {
+		return fail(log, "flow sink not started", err)
+	}
+	cfg.Auth = auth
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -52,7 +58,7 @@ func Sink(args []string) int {
 		return fail(log, "flow sink not started", err)
 	}
 	defer sink.Close()
-	meter := flowlag.NewMeter(cfg.Brokers, flow.Topic, cfg.Group)
+	meter := flowlag.NewMeter(cfg.Brokers, cfg.Auth, flow.Topic, cfg.Group)
 
 	mux := http.NewServeMux()
 	httpx.Ops(mux, reg, map[string]httpx.Check{

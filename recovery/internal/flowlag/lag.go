@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/flashsale/platform/internal/kafkaauth"
 )
 
 // DefaultGroup is the flow sink's consumer group id.
@@ -43,8 +45,8 @@ type Meter struct {
 }
 
 // NewMeter talks to the given bootstrap brokers.
-func NewMeter(brokers []string, topic, group string) *Meter {
-	return &Meter{Client: &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}, Topic: topic, Group: group}
+func NewMeter(brokers []string, auth kafkaauth.Auth, topic, group string) *Meter {
+	return &Meter{Client: &kafka.Client{Addr: kafka.TCP(brokers...), Transport: auth.Transport(nil), Timeout: 5 * time.Second}, Topic: topic, Group: group}
 }
 
 // Partitions reads every partition's offsets and the group's commits.

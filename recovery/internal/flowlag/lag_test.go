@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
 	rt "github.com/flashsale/platform/recovery/internal/recoverytest"
 )
@@ -18,7 +19,7 @@ func TestLagCountsWhatTheGroupHasNotCommitted(t *testing.T) {
 	ctx := context.Background()
 	kf := rt.Kafka(t)
 	brokers := kf.ListenAddrs()
-	m := flowlag.NewMeter(brokers, flow.Topic, "lag-test")
+	m := flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, "lag-test")
 
 	// Nothing held: caught up at once.
 	if err := m.WaitCaughtUp(ctx, 5*time.Second, 50*time.Millisecond); err != nil {
@@ -60,7 +61,7 @@ func TestLagCountsWhatTheGroupHasNotCommitted(t *testing.T) {
 	}
 
 	// No broker at all: a plain error, not a wait forever.
-	dead := flowlag.NewMeter([]string{"127.0.0.1:1"}, flow.Topic, "lag-test")
+	dead := flowlag.NewMeter([]string{"127.0.0.1:1"}, kafkaauth.Auth{}, flow.Topic, "lag-test")
 	if err := dead.WaitCaughtUp(ctx, 500*time.Millisecond, 50*time.Millisecond); err == nil {
 		t.Fatal("no broker: want an error")
 	}

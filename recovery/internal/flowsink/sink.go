@@ -21,6 +21,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
 )
@@ -36,6 +37,7 @@ type Record interface {
 // Config tunes the sink; Defaults are the numbers.
 type Config struct {
 	Brokers         []string
+	Auth            kafkaauth.Auth // SASL and TLS (kafkaauth.FromEnv)
 	Group           string
 	Topic           string
 	DeadLetterTopic string
@@ -105,6 +107,7 @@ func New(cfg Config, rec Record, m *Metrics, log *slog.Logger) (*Sink, error) {
 		// second, not kafka-go's default 5 s during which nothing reaches MySQL.
 		JoinGroupBackoff:      time.Second,
 		WatchPartitionChanges: true,
+		Dialer:                cfg.Auth.Dialer(10 * time.Second),
 		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
 			log.Warn("kafka reader", "msg", fmt.Sprintf(format, args...))
 		}),
@@ -117,7 +120,7 @@ func New(cfg Config, rec Record, m *Metrics, log *slog.Logger) (*Sink, error) {
 		cfg: cfg, rec: rec, m: m, log: log,
 		reader: kafka.NewReader(rc),
 		dead: &kafka.Writer{
-			Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.DeadLetterTopic, Balancer: &kafka.Hash{},
+			Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.DeadLetterTopic, Balancer: &kafka.Hash{}, Transport: cfg.Auth.Transport(nil),
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond,
 			WriteTimeout: 5 * time.Second, MaxAttempts: 3, AllowAutoTopicCreation: true,
 		},

@@ -18,6 +18,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
@@ -77,7 +78,7 @@ func sell(t *testing.T, sale *rt.Sale, keys []string, workers, n int, pace time.
 
 func caughtUp(t *testing.T, brokers []string, group string, timeout time.Duration) {
 	t.Helper()
-	if err := flowlag.NewMeter(brokers, flow.Topic, group).WaitCaughtUp(context.Background(), timeout, 100*time.Millisecond); err != nil {
+	if err := flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, group).WaitCaughtUp(context.Background(), timeout, 100*time.Millisecond); err != nil {
 		t.Fatalf("sink group %s did not catch up: %v", group, err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
@@ -114,7 +115,7 @@ func newWorld(t *testing.T, group string, sinkRecord func(*store.Store) flowsink
 		rec = sinkRecord(w.db)
 	}
 	rt.RunSink(t, w.brokers, group, rec)
-	w.deps = rebuild.Deps{Shards: w.shards, Record: w.db, Lag: flowlag.NewMeter(w.brokers, flow.Topic, group), Log: quiet()}
+	w.deps = rebuild.Deps{Shards: w.shards, Record: w.db, Lag: flowlag.NewMeter(w.brokers, kafkaauth.Auth{}, flow.Topic, group), Log: quiet()}
 	return w
 }
 
@@ -295,7 +296,7 @@ func TestRebuildRefusesWhileTheSinkIsBehind(t *testing.T) {
 		t.Fatalf("grab: %v %v", ok, err)
 	}
 	shard := ring.Default.Shard(key)
-	d := rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, "nobody-consumes"), Log: quiet()}
+	d := rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, "nobody-consumes"), Log: quiet()}
 	o := options(shard)
 	o.CatchUp, o.Drain = time.Second, 300*time.Millisecond
 

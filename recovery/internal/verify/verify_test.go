@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/testenv"
@@ -52,7 +53,7 @@ func TestVerifyReportsThePlantedDriftAndOnlyIt(t *testing.T) {
 			}
 		}
 	}
-	d := verify.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, flow.Topic, group), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	d := verify.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, group), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	o := verify.Defaults()
 	o.Rechecks, o.RecheckDelay = 1, 200*time.Millisecond
 
