@@ -26,7 +26,8 @@ const K8sDir = "deploy/k8s"
 
 // SecretKeys are the keys of Secret flashsale-secrets, which is created by hand
 // (deploy/RUNBOOK.md) and never committed.
-var SecretKeys = []string{"checkout-token", "admin-token", "viewer-token", "mysql-dsn", "mysql-root-password", "mysql-password", "grafana-admin-password"}
+var SecretKeys = []string{"checkout-token", "admin-token", "viewer-token", "mysql-dsn", "mysql-root-password", "mysql-password", "grafana-admin-password",
+	"redis-password", "redis-grab-password", "redis-admin-password", "redis-recovery-password"}
 
 var k8sWant = Expected{
 	Redis: func() []string {

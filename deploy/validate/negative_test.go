@@ -75,7 +75,8 @@ func TestQueriesRefuseWhatPrometheusWouldNotShow(t *testing.T) {
 }
 
 func TestInvocationCheckRefusesBadCommands(t *testing.T) {
-	good := Invocation{Where: "test", Binary: "grab-service", Env: map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true, MySQLEnv: true},
+	good := Invocation{Where: "test", Binary: "grab-service", Env: map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true, MySQLEnv: true,
+		RedisUserEnv: true, RedisPasswordEnv: true},
 		Args: []string{"--listen", ":8080", "--redis", strings.Join(composeWant.Redis, ","),
 			"--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848"}}
 	var errs Errs

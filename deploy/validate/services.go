@@ -128,6 +128,12 @@ func RequiredEnv(module string) ([]string, error) {
 	return out, err
 }
 
+// RedisUserEnv and RedisPasswordEnv are the services' Redis ACL credentials (svc.RedisAuthFromEnv).
+const (
+	RedisUserEnv     = "FLASHSALE_REDIS_USERNAME"
+	RedisPasswordEnv = "FLASHSALE_REDIS_PASSWORD"
+)
+
 // MySQLEnv is the environment variable the services read their MySQL DSN from (svc.MySQLEnv).
 const MySQLEnv = "FLASHSALE_MYSQL_DSN"
 
@@ -186,6 +192,10 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 		errs.Addf("%s: --mysql puts the DSN, password included, in argv; set %s (from the Secret) instead", inv.Where, MySQLEnv)
 	} else if !inv.Env[MySQLEnv] && !inv.Env[MySQLEnv+"_FILE"] {
 		errs.Addf("%s: %s (or %s_FILE) is not set: the service would use the local stack's DSN", inv.Where, MySQLEnv, MySQLEnv)
+	}
+	// Every Redis client authenticates as its service's ACL user (the sink has none).
+	if cmd[len(cmd)-1] != "sink" && (!inv.Env[RedisUserEnv] || !inv.Env[RedisPasswordEnv] && !inv.Env[RedisPasswordEnv+"_FILE"]) {
+		errs.Addf("%s: %s and %s must be set: the shards require an ACL user per service", inv.Where, RedisUserEnv, RedisPasswordEnv)
 	}
 	if cmd[0] == "grab-service" && flags["nacos"] != want.Nacos {
 		errs.Addf("%s: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)

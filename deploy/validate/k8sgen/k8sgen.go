@@ -17,7 +17,7 @@ import (
 const Namespace = "flashsale"
 
 // RedisImage is the image of every shard server (the compose file's).
-const RedisImage = "redis:7.2.5-alpine"
+const RedisImage = "redis:7.4.6-alpine"
 
 // RedisReplicas is the number of replicas per shard master: the JD layout, one master
 // and three replicas spread over two rooms (zones).
@@ -122,7 +122,20 @@ spec:
               if [ "${HOSTNAME##*-}" != 0 ]; then
                 set -- "$@" --replicaof redis-shard-%[1]d-0.redis-shard-%[1]d.%[2]s.svc.cluster.local 6379 --replica-read-only yes
               fi
-              exec redis-server "$@"
+              # Every client authenticates: the default user (replication, probes) and
+              # one ACL user per service; the passwords reach redis-server on stdin.
+              exec redis-server - "$@" <<EOF
+              requirepass $REDISCLI_AUTH
+              masterauth $REDISCLI_AUTH
+              user grab-service on >$REDIS_GRAB_PASSWORD ~* &* +@all -@dangerous +info
+              user promo-admin on >$REDIS_ADMIN_PASSWORD ~* &* +@all -@dangerous +info
+              user recovery on >$REDIS_RECOVERY_PASSWORD ~* &* +@all -@dangerous +info
+              EOF
+          env:
+            - {name: REDISCLI_AUTH, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-password}}}
+            - {name: REDIS_GRAB_PASSWORD, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-grab-password}}}
+            - {name: REDIS_ADMIN_PASSWORD, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-admin-password}}}
+            - {name: REDIS_RECOVERY_PASSWORD, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-recovery-password}}}
           ports:
             - {name: redis, containerPort: 6379}
           resources:
