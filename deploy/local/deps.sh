@@ -3,7 +3,7 @@
 #   - redis-server, MariaDB server and client, curl installed (apt, only if missing);
 #   - with --test, also a C compiler (`go test -race` needs cgo) and Chromium (the
 #     promo-admin console's browser test drives /usr/bin/chromium headless);
-#   - MariaDB answering on 127.0.0.1:3306, root@127.0.0.1 usable with an empty password,
+#   - MariaDB answering on 127.0.0.1:3306, its own user flashsale (password flashsale-local),
 #     database `flashsale` present.
 # The machine's own MariaDB (and any system redis on :6379) is left running for good:
 # `make down` never stops them.
@@ -12,6 +12,8 @@ set -euo pipefail
 MYSQL_HOST=127.0.0.1
 MYSQL_PORT=3306
 MYSQL_DB=flashsale
+MYSQL_USER=flashsale
+MYSQL_PASSWORD=flashsale-local # the local stack's (127.0.0.1 only); production's come from Secrets
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -120,25 +122,26 @@ if ! mysql_answers; then
 fi
 log "MariaDB answers on $MYSQL_HOST:$MYSQL_PORT"
 
-# ---- root@127.0.0.1 without password --------------------------------------------------
-if ! mysql_tcp -e 'SELECT 1' >/dev/null 2>&1; then
-	# Debian's root@localhost logs in through the unix socket only; the services connect
-	# over TCP, so give root@127.0.0.1 an empty password (a development machine only).
-	log "granting root@$MYSQL_HOST an empty password (via the unix socket as OS root)"
-	as_root "$CLIENT" -uroot --protocol=socket -e "
-		CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
-		GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
-		FLUSH PRIVILEGES;" >&2 ||
-		die "cannot log in to MariaDB as root through the unix socket; grant root@127.0.0.1 an empty password by hand"
-	if ! mysql_tcp -e 'SELECT 1' >/dev/null 2>&1; then
-		# The server matched the TCP login to root@localhost (127.0.0.1 resolved to localhost).
-		log "also allowing root@localhost an empty password next to unix_socket"
-		as_root "$CLIENT" -uroot --protocol=socket -e "
-			ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('');
-			FLUSH PRIVILEGES;" >&2
-	fi
-	mysql_tcp -e 'SELECT 1' >/dev/null || die "root@$MYSQL_HOST still cannot log in without a password"
+# ---- the local stack's own MySQL user -----------------------------------------------
+# The services log in as $MYSQL_USER over TCP, with a fixed development password (the
+# local stack listens on 127.0.0.1 only), granted the stack's database and the scratch
+# databases of the tests (t_*) and the bench (bench_*). root is left as the machine has it.
+local_login() {
+	MYSQL_PWD="$MYSQL_PASSWORD" "$CLIENT" --protocol=tcp -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" --connect-timeout=5 "$@"
+}
+if ! local_login -e "CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\`" >/dev/null 2>&1; then
+	grants="
+		CREATE USER IF NOT EXISTS '$MYSQL_USER'@'127.0.0.1' IDENTIFIED BY '$MYSQL_PASSWORD';
+		CREATE USER IF NOT EXISTS '$MYSQL_USER'@'localhost' IDENTIFIED BY '$MYSQL_PASSWORD';
+		GRANT ALL PRIVILEGES ON \`$MYSQL_DB\`.* TO '$MYSQL_USER'@'127.0.0.1', '$MYSQL_USER'@'localhost';
+		GRANT ALL PRIVILEGES ON \`t\\_%\`.* TO '$MYSQL_USER'@'127.0.0.1', '$MYSQL_USER'@'localhost';
+		GRANT ALL PRIVILEGES ON \`bench\\_%\`.* TO '$MYSQL_USER'@'127.0.0.1', '$MYSQL_USER'@'localhost';
+		FLUSH PRIVILEGES;"
+	log "creating MySQL user $MYSQL_USER for the local stack"
+	# As MariaDB's root: through the unix socket as the OS root (Debian's default), or
+	# over TCP where this machine already lets root in that way.
+	as_root "$CLIENT" -uroot --protocol=socket -e "$grants" >&2 2>/dev/null || mysql_tcp -e "$grants" >&2 ||
+		die "cannot log in to MariaDB as root to create $MYSQL_USER; create it by hand: $grants"
+	local_login -e "CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\`" >/dev/null || die "$MYSQL_USER still cannot log in to $MYSQL_HOST:$MYSQL_PORT"
 fi
-
-mysql_tcp -e "CREATE DATABASE IF NOT EXISTS \`$MYSQL_DB\`"
-log "database $MYSQL_DB ready (root@tcp($MYSQL_HOST:$MYSQL_PORT)/$MYSQL_DB)"
+log "database $MYSQL_DB ready ($MYSQL_USER@tcp($MYSQL_HOST:$MYSQL_PORT)/$MYSQL_DB)"

@@ -10,7 +10,7 @@
 #
 # Environment: FLASHSALE_REDIS_BASE_PORT (7001), FLASHSALE_KAFKA_ADDR (127.0.0.1:9092),
 # FLASHSALE_GRAB_ADDR (127.0.0.1:8080), FLASHSALE_ADMIN_ADDR (127.0.0.1:8081),
-# FLASHSALE_SINK_ADDR (127.0.0.1:8082), FLASHSALE_MYSQL_DSN (root@tcp(127.0.0.1:3306)/flashsale?...);
+# FLASHSALE_SINK_ADDR (127.0.0.1:8082), FLASHSALE_MYSQL_DSN (flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?..., deps.sh's user);
 # every other variable reaches the services as is.
 #
 # "Running" means: the pid in .run/pids/<name> is alive, is the program we started, and
@@ -34,7 +34,7 @@ KAFKA_ADDR="${FLASHSALE_KAFKA_ADDR:-127.0.0.1:9092}"
 GRAB_ADDR="${FLASHSALE_GRAB_ADDR:-127.0.0.1:8080}"
 ADMIN_ADDR="${FLASHSALE_ADMIN_ADDR:-127.0.0.1:8081}"
 SINK_ADDR="${FLASHSALE_SINK_ADDR:-127.0.0.1:8082}"
-MYSQL_DSN="${FLASHSALE_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/flashsale?parseTime=true}"
+MYSQL_DSN="${FLASHSALE_MYSQL_DSN:-flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?parseTime=true}"
 
 REDIS_READY_SECS=15
 KAFKA_READY_SECS=30

@@ -36,7 +36,7 @@ type Flags struct {
 // MySQLEnv names the environment variable of the MySQL DSN (with _FILE: a file holding it).
 const MySQLEnv = "FLASHSALE_MYSQL_DSN"
 
-const localMySQL = "root@tcp(127.0.0.1:3306)/flashsale?parseTime=true"
+const localMySQL = "flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?parseTime=true" // deploy/local/deps.sh
 
 // Secret is the value of the environment variable env, or the content of the file
 // that env + "_FILE" names (a mounted Kubernetes Secret), trimmed; "" when neither
