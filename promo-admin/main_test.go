@@ -15,8 +15,9 @@ func TestRefusesToStartWithoutTokensOutsideLocalMode(t *testing.T) {
 		admin, viewer, missing string
 	}{
 		{"", "", "FLASHSALE_ADMIN_TOKEN"},
-		{"a-token", "", "FLASHSALE_VIEWER_TOKEN"},
-		{"", "v-token", "FLASHSALE_ADMIN_TOKEN"},
+		{"admin-token-0123456789", "", "FLASHSALE_VIEWER_TOKEN"},
+		{"", "viewer-token-0123456789", "FLASHSALE_ADMIN_TOKEN"},
+		{"change-me-admin", "viewer-token-0123456789", "FLASHSALE_ADMIN_TOKEN"}, // the .env.example placeholder
 	} {
 		t.Setenv("FLASHSALE_ADMIN_TOKEN", c.admin)
 		t.Setenv("FLASHSALE_VIEWER_TOKEN", c.viewer)

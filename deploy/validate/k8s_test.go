@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -27,7 +28,7 @@ const K8sDir = "deploy/k8s"
 // SecretKeys are the keys of Secret flashsale-secrets, which is created by hand
 // (deploy/RUNBOOK.md) and never committed.
 var SecretKeys = []string{"checkout-token", "admin-token", "viewer-token", "mysql-dsn", "mysql-root-password", "mysql-password", "grafana-admin-password",
-	"redis-password", "redis-grab-password", "redis-admin-password", "redis-recovery-password"}
+	"redis-password", "redis-grab-password", "redis-admin-password", "redis-recovery-password", "alert-webhook-url"}
 
 var k8sWant = Expected{
 	Redis: func() []string {
@@ -74,6 +75,9 @@ func newTyped(apiVersion, kind string) (any, *metav1.ObjectMeta) {
 		return o, &o.ObjectMeta
 	case "batch/v1 CronJob":
 		o := &batchv1.CronJob{}
+		return o, &o.ObjectMeta
+	case "networking.k8s.io/v1 NetworkPolicy":
+		o := &networkingv1.NetworkPolicy{}
 		return o, &o.ObjectMeta
 	case "policy/v1 PodDisruptionBudget":
 		o := &policyv1.PodDisruptionBudget{}
@@ -428,5 +432,75 @@ func checkPod(errs *Errs, o object, spec *corev1.PodSpec, objs []object) {
 				errs.Addf("%s: read-only root filesystem without a writable /tmp", where)
 			}
 		}
+	}
+}
+
+// Every backend (Redis, Kafka, MySQL, Nacos) is behind a NetworkPolicy that admits
+// only named pods, each of which the manifests run, and the services that use the
+// backend are among them.
+func TestNetworkPoliciesFenceTheBackends(t *testing.T) {
+	objs := loadManifests(t)
+	if t.Failed() {
+		return
+	}
+	podNames := map[string]bool{}
+	for _, o := range objs {
+		var tmpl *corev1.PodTemplateSpec
+		switch v := o.obj.(type) {
+		case *appsv1.Deployment:
+			tmpl = &v.Spec.Template
+		case *appsv1.StatefulSet:
+			tmpl = &v.Spec.Template
+		case *batchv1.Job:
+			tmpl = &v.Spec.Template
+		case *batchv1.CronJob:
+			tmpl = &v.Spec.JobTemplate.Spec.Template
+		}
+		if tmpl != nil {
+			podNames[tmpl.Labels["app.kubernetes.io/name"]] = true
+		}
+	}
+	users := map[string][]string{ // backend -> the services that must reach it
+		"redis": {"grab-service", "promo-admin", "recovery-rebuild"},
+		"kafka": {"grab-service", "promo-admin", "flow-sink"},
+		"mysql": {"grab-service", "promo-admin", "flow-sink", "recovery-rebuild"},
+		"nacos": {"grab-service", "promo-admin"},
+	}
+	var errs Errs
+	for backend, want := range users {
+		var admitted []string
+		for _, o := range objs {
+			np, ok := o.obj.(*networkingv1.NetworkPolicy)
+			if !ok || np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] != backend {
+				continue
+			}
+			for _, rule := range np.Spec.Ingress {
+				for _, peer := range rule.From {
+					if peer.PodSelector == nil || peer.NamespaceSelector != nil || peer.IPBlock != nil {
+						errs.Addf("%s: a peer other than named pods of the namespace", o.where())
+						continue
+					}
+					for _, e := range peer.PodSelector.MatchExpressions {
+						admitted = append(admitted, e.Values...)
+					}
+				}
+			}
+		}
+		if admitted == nil {
+			errs.Addf("%s: no NetworkPolicy admits named pods only", backend)
+		}
+		for _, name := range admitted {
+			if !podNames[name] {
+				errs.Addf("%s: the NetworkPolicy admits %q, which no manifest runs", backend, name)
+			}
+		}
+		for _, name := range want {
+			if !slices.Contains(admitted, name) {
+				errs.Addf("%s: %s uses it but its NetworkPolicy does not admit it", backend, name)
+			}
+		}
+	}
+	if err := errs.Err(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -19,6 +19,12 @@ var External = map[string]struct {
 	"up":                     {nil, "Prometheus, for every target"},
 	"kube_job_status_failed": {[]string{"namespace", "job_name"}, "kube-state-metrics (cluster add-on)"},
 	"kube_cronjob_status_last_successful_time": {[]string{"namespace", "cronjob"}, "kube-state-metrics (cluster add-on)"},
+	"redis_memory_used_bytes":                  {nil, "redis_exporter (job redis)"},
+	"redis_memory_max_bytes":                   {nil, "redis_exporter (job redis)"},
+	"redis_master_link_up":                     {nil, "redis_exporter (job redis), on replicas"},
+	"redis_connected_clients":                  {nil, "redis_exporter (job redis)"},
+	"kafka_consumergroup_lag":                  {[]string{"consumergroup", "topic", "partition"}, "kafka_exporter (job kafka)"},
+	"mysql_up":                                 {nil, "mysqld_exporter (job mysql)"},
 }
 
 // TargetLabels are the labels Prometheus adds to every scraped series

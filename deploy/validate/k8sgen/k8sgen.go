@@ -178,6 +178,7 @@ var configMapSources = []struct {
 }{
 	{"prometheus-config", [][2]string{{"prometheus.yml", "deploy/observability/prometheus/prometheus-k8s.yml"}}, "Prometheus' configuration"},
 	{"prometheus-rules", [][2]string{{"alerts.yml", "deploy/observability/prometheus/rules/alerts.yml"}}, "the alert rules"},
+	{"alertmanager-config", [][2]string{{"alertmanager.yml", "deploy/observability/alertmanager/alertmanager.yml"}}, "Alertmanager's route to on-call"},
 	{"grafana-datasources", [][2]string{{"prometheus.yml", "deploy/observability/grafana/provisioning/datasources/prometheus.yml"}}, "Grafana's datasource"},
 	{"grafana-dashboard-providers", [][2]string{{"flashsale.yml", "deploy/observability/grafana/provisioning/dashboards/flashsale.yml"}}, "Grafana's dashboard provider"},
 	{"grafana-dashboards", [][2]string{{"flashsale-overview.json", "deploy/observability/grafana/dashboards/flashsale-overview.json"}}, "the dashboards"},
