@@ -91,6 +91,10 @@ type RequestIndex struct {
 	Pin      string `json:"pin"`
 	IP       string `json:"ip"`
 	Items    []Item `json:"items"`
+	// ClaimedMs is when grab-service claimed the requestId (unix ms): a later send of
+	// it that finds no take may be racing the first one still in flight. A rebuilt
+	// entry has none (0), its grab long over.
+	ClaimedMs int64 `json:"at,omitempty"`
 }
 
 // RequestIndexTTL is how long an index entry lives after its claim.

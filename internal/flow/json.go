@@ -46,6 +46,10 @@ func (x RequestIndex) AppendJSON(b []byte) []byte {
 	b = jsonx.AppendString(b, x.IP)
 	b = append(b, `,"items":`...)
 	b = appendItems(b, x.Items)
+	if x.ClaimedMs != 0 {
+		b = append(b, `,"at":`...)
+		b = strconv.AppendInt(b, x.ClaimedMs, 10)
+	}
 	return append(b, '}')
 }
 

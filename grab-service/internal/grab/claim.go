@@ -24,10 +24,13 @@ type claim struct {
 	created bool // this call wrote the entry
 	reused  bool // the entry holds another body
 	err     error
+	// claimedAt is when the entry this call found was written (zero for a rebuilt
+	// entry, and when this call wrote it).
+	claimedAt time.Time
 }
 
 func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
-	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
+	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, ClaimedMs: s.Clock().UnixMilli()}
 	b := idx.AppendJSON(make([]byte, 0, 192))
 	ttl := int64(flow.RequestIndexTTL.Seconds())
 	var old string
@@ -51,7 +54,29 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	if json.Unmarshal([]byte(old), &prev) != nil || prev.BodyHash != idx.BodyHash {
 		return claim{reused: true}
 	}
-	return claim{}
+	c := claim{}
+	if prev.ClaimedMs > 0 {
+		c.claimedAt = time.UnixMilli(prev.ClaimedMs)
+	}
+	return c
+}
+
+// inFlight answers UNAVAILABLE, retry, in place of a refusal of a send that found its
+// requestId claimed by another send, which may still be on its way to its takes:
+// the refusal would be definite to the checkout while that send could still be
+// granted (a client that gave up on a slow first send and sent again). Once the
+// first send's answer time is over it can grant nothing more, and what the ledger
+// holds answers a retry (DUPLICATE). A refusal of a rebuilt claim stands.
+func (s *Grabber) inFlight(req Request, c claim, res Result, now time.Time) (Result, bool) {
+	if c.created || c.claimedAt.IsZero() || now.Sub(c.claimedAt) > s.cfg.AnswerTimeout+time.Second {
+		return res, false
+	}
+	switch res.Result {
+	case Granted, Unavailable, RequestIDReused, AlreadyReturned:
+		return res, false
+	}
+	return Result{RequestID: req.RequestID, Result: Unavailable,
+		Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}, true
 }
 
 // checkClaim answers when the claim failed: REQUEST_ID_REUSED, or UNAVAILABLE when

@@ -67,10 +67,16 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if res, done := s.checkClaim(req, c); done {
 		return res, nil
 	}
+	if err := s.Fault("after-claim"); err != nil {
+		return Result{}, err
+	}
 	replies, errs := s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
 	if res, err, done := s.settleTakes(req, gs, replies, errs, now); done {
 		if c.created && res.Result != Granted {
 			s.releaseClaim(req)
+		}
+		if err == nil {
+			res, _ = s.inFlight(req, c, res, s.Clock())
 		}
 		return res, err
 	}
