@@ -6,10 +6,8 @@ package kafkaauth
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -56,25 +54,11 @@ func FromEnv() (Auth, error) {
 		}
 		a.SASL = m
 	}
-	if v := os.Getenv(TLSEnv); v != "" {
-		on, err := strconv.ParseBool(v)
-		if err != nil {
-			return Auth{}, fmt.Errorf("%s=%q: want true or false", TLSEnv, v)
-		}
-		if on {
-			a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-			if file := os.Getenv(CAEnv); file != "" {
-				pem, err := os.ReadFile(file)
-				if err != nil {
-					return Auth{}, fmt.Errorf("%s: %w", CAEnv, err)
-				}
-				a.TLS.RootCAs = x509.NewCertPool()
-				if !a.TLS.RootCAs.AppendCertsFromPEM(pem) {
-					return Auth{}, fmt.Errorf("%s: no PEM certificate in %s", CAEnv, file)
-				}
-			}
-		}
+	tlsConfig, err := svc.TLSFromEnv(TLSEnv, CAEnv)
+	if err != nil {
+		return Auth{}, err
 	}
+	a.TLS = tlsConfig
 	return a, nil
 }
 

@@ -36,25 +36,39 @@ func RedisAuthFromEnv() (RedisAuth, error) {
 	if a.Username != "" && a.Password == "" {
 		return RedisAuth{}, fmt.Errorf("%s is set without %s", RedisUserEnv, RedisPasswordEnv)
 	}
-	on, err := strconv.ParseBool(os.Getenv(RedisTLSEnv))
-	if os.Getenv(RedisTLSEnv) != "" && err != nil {
-		return RedisAuth{}, fmt.Errorf("%s=%q: want true or false", RedisTLSEnv, os.Getenv(RedisTLSEnv))
-	}
-	if !on {
-		return a, nil
-	}
-	a.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	if file := os.Getenv(RedisCAEnv); file != "" {
-		pem, err := os.ReadFile(file)
-		if err != nil {
-			return RedisAuth{}, fmt.Errorf("%s: %w", RedisCAEnv, err)
-		}
-		a.TLS.RootCAs = x509.NewCertPool()
-		if !a.TLS.RootCAs.AppendCertsFromPEM(pem) {
-			return RedisAuth{}, fmt.Errorf("%s: no PEM certificate in %s", RedisCAEnv, file)
-		}
+	a.TLS, err = TLSFromEnv(RedisTLSEnv, RedisCAEnv)
+	if err != nil {
+		return RedisAuth{}, err
 	}
 	return a, nil
+}
+
+// TLSFromEnv is the client TLS the variable onEnv ("true") asks for, trusting the
+// CAs of the PEM file caEnv names (default: the system's); nil when TLS is off.
+func TLSFromEnv(onEnv, caEnv string) (*tls.Config, error) {
+	v := os.Getenv(onEnv)
+	if v == "" {
+		return nil, nil
+	}
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: want true or false", onEnv, v)
+	}
+	if !on {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if file := os.Getenv(caEnv); file != "" {
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", caEnv, err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate in %s", caEnv, file)
+		}
+	}
+	return cfg, nil
 }
 
 // Apply sets the credentials and TLS on a client template.
