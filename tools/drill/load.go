@@ -201,11 +201,12 @@ func grabDefinite(r reply) bool {
 }
 
 // nothingTaken: a 503 that states nothing was taken is a definite refusal even when
-// the retry budget runs out on it; only a take still being committed, or one whose
-// rollback has not finished, is unknown.
+// the retry budget runs out on it; only a take still being committed, one whose
+// rollback has not finished, or another send of the requestId in flight, is unknown.
 func nothingTaken(r reply) bool {
 	return r.status == http.StatusServiceUnavailable && (r.result == "DEGRADED" || r.result == "UNAVAILABLE") &&
-		!strings.Contains(r.message, "still being committed") && !strings.Contains(r.message, "has not finished")
+		!strings.Contains(r.message, "still being committed") && !strings.Contains(r.message, "has not finished") &&
+		!strings.Contains(r.message, "in flight")
 }
 
 func cancelDefinite(r reply) bool { return r.status != 0 && r.status < 500 }

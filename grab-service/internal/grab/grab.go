@@ -55,7 +55,10 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		return res, nil
 	}
 	if snap.KafkaDegrade {
-		if wait, ok := s.degradeCap.take(snap.DegradeMaxPerSecond, now); !ok {
+		// The cap is for new grabs: a resend of one that holds a claim may hold a
+		// grant, and its answer is in the ledger (it costs MySQL nothing), so it goes on
+		// rather than be told a definite RATE_LIMITED.
+		if wait, ok := s.degradeCap.take(snap.DegradeMaxPerSecond, now); !ok && (req.FirstAttempt || !s.claimed(ctx, rid)) {
 			s.Metrics.shortCircuit.WithLabelValues("DEGRADE_CAP").Inc()
 			return degradeCapped(rid, snap.DegradeMaxPerSecond, wait), nil
 		}

@@ -597,9 +597,13 @@ func TestSwitchDegradeCapBoundsGrabsToMySQL(t *testing.T) {
 
 	start := time.Now()
 	answers := map[grab.Outcome]int{}
+	granted := ""
 	for i := range 10 {
 		a := e.probe(fmt.Sprintf("dc-%d", i), id)
 		answers[a.res.Result]++
+		if a.res.Result == grab.Granted {
+			granted = fmt.Sprintf("dc-%d", i)
+		}
 		if a.res.Result == grab.RateLimited && (a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "") {
 			t.Fatalf("capped grab answered %d with Retry-After %q: %s", a.status, a.header.Get("Retry-After"), a.raw)
 		}
@@ -614,6 +618,11 @@ func TestSwitchDegradeCapBoundsGrabsToMySQL(t *testing.T) {
 	}
 	if h := e.hash(id); h.Remaining != 100-int64(answers[grab.Granted]) {
 		t.Fatalf("remaining %d after %d grants: a capped grab took stock", h.Remaining, answers[grab.Granted])
+	}
+	// A resend of a granted grab (its answer lost) is not a new grab: with the cap
+	// spent it still answers the grant, not a definite RATE_LIMITED.
+	if a := e.probe(granted, id); a.res.Result != grab.Granted {
+		t.Fatalf("a resend of granted %s with the cap spent: %d %s, want the replay of its grant", granted, a.status, a.raw)
 	}
 	e.clock.advance(2 * time.Second)
 	if a := e.probe("dc-later", id); a.res.Result != grab.Granted {
