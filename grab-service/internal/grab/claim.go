@@ -115,6 +115,11 @@ func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) 
 	return Result{}, false
 }
 
+// Resend implements Service: not a first attempt, and its requestId holds a claim.
+func (s *Grabber) Resend(ctx context.Context, req Request) bool {
+	return !req.FirstAttempt && s.claimed(ctx, req.RequestID)
+}
+
 // claimed reports whether requestID holds a claim; when the index cannot tell, it
 // says yes, so the grab takes the full way.
 func (s *Grabber) claimed(ctx context.Context, requestID string) bool {

@@ -140,6 +140,10 @@ type Service interface {
 	Cancel(ctx context.Context, requestID, pin, reason string) (Result, error)
 	Confirm(ctx context.Context, requestID, pin string) (Result, error)
 	Status(ctx context.Context, promoID string, typ int) (Status, error)
+	// Resend reports whether req is a resend of a grab that holds a claim (its
+	// first send may have been granted): load shedding must let it through to its
+	// answer rather than refuse it definitely.
+	Resend(ctx context.Context, req Request) bool
 }
 
 var _ Service = (*Grabber)(nil)

@@ -45,6 +45,7 @@ func New(svc grab.Service, switches *configcenter.Holder, adm *Admission) Set {
 		return svc.Grab(ctx, req.(grab.Request))
 	}
 	grabID := func(req any) string { return req.(grab.Request).RequestID }
+	grabLimit.spare = func(ctx context.Context, req any) bool { return svc.Resend(ctx, req.(grab.Request)) }
 	grabEP = grabLimit.middleware(grabID)(adm.middleware("grab", grabID)(grabEP))
 
 	var cancelEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {
@@ -75,6 +76,9 @@ type methodLimiter struct {
 	get      func(*configcenter.Snapshot) float64
 	switches *configcenter.Holder
 	limiter  *rate.Limiter // rate.Limiter is safe for concurrent SetLimit and Allow
+	// spare, when set, lets through a request the limit would refuse: a resend of a
+	// grab that may hold a grant is answered its outcome, not a definite 429.
+	spare func(ctx context.Context, req any) bool
 }
 
 func (m *methodLimiter) middleware(requestID func(any) string) endpoint.Middleware {
@@ -89,7 +93,7 @@ func (m *methodLimiter) middleware(requestID func(any) string) endpoint.Middlewa
 				m.limiter.SetLimit(lim)
 				m.limiter.SetBurst(max(1, int(perSecond/10))) // a tenth of a second's worth
 			}
-			if !m.limiter.Allow() {
+			if !m.limiter.Allow() && (m.spare == nil || !m.spare(ctx, req)) {
 				return grab.Result{RequestID: requestID(req), Result: grab.RateLimited,
 					Message: "method rate limit of this instance reached", RetryAfter: time.Second}, nil
 			}

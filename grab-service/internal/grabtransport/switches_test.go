@@ -369,6 +369,12 @@ func TestSwitchMethodLimitsLive(t *testing.T) {
 	if maxOK := 1 + int(5*took.Seconds()) + 1; ok > maxOK || limited == 0 {
 		t.Fatalf("with grab limit 5/s: %d granted, %d limited in %v (at most %d may pass)", ok, limited, took, maxOK)
 	}
+	// A resend of a granted grab (its answer lost) is spared the limit: it answers
+	// its grant, never a definite 429, though the bucket is empty.
+	last := grantedRids[len(grantedRids)-1]
+	if a := e.grab(grabBody(last, "m-"+last, "10.5.0.1", id, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("a resend of granted %s at the limit: %d %s, want the replay of its grant", last, a.status, a.raw)
+	}
 
 	limits.MethodLimits = configcenter.MethodLimits{Grab: 0, Cancel: 2}
 	oc.publish(limits)
