@@ -67,16 +67,16 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 // granted (a client that gave up on a slow first send and sent again). Once the
 // first send's answer time is over it can grant nothing more, and what the ledger
 // holds answers a retry (DUPLICATE). A refusal of a rebuilt claim stands.
-func (s *Grabber) inFlight(req Request, c claim, res Result, now time.Time) (Result, bool) {
+func (s *Grabber) inFlight(req Request, c claim, res Result, now time.Time) Result {
 	if c.created || c.claimedAt.IsZero() || now.Sub(c.claimedAt) > s.cfg.AnswerTimeout+time.Second {
-		return res, false
+		return res
 	}
 	switch res.Result {
 	case Granted, Unavailable, RequestIDReused, AlreadyReturned:
-		return res, false
+		return res
 	}
 	return Result{RequestID: req.RequestID, Result: Unavailable,
-		Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}, true
+		Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}
 }
 
 // checkClaim answers when the claim failed: REQUEST_ID_REUSED, or UNAVAILABLE when
@@ -106,7 +106,7 @@ func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) 
 			continue
 		}
 		o := r.o
-		if !req.FirstAttempt && s.claimed(ctx, req.RequestID) {
+		if s.Resend(ctx, req) {
 			return Result{}, false
 		}
 		s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()

@@ -58,7 +58,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		// The cap is for new grabs: a resend of one that holds a claim may hold a
 		// grant, and its answer is in the ledger (it costs MySQL nothing), so it goes on
 		// rather than be told a definite RATE_LIMITED.
-		if wait, ok := s.degradeCap.take(snap.DegradeMaxPerSecond, now); !ok && (req.FirstAttempt || !s.claimed(ctx, rid)) {
+		if wait, ok := s.degradeCap.take(snap.DegradeMaxPerSecond, now); !ok && !s.Resend(ctx, req) {
 			s.Metrics.shortCircuit.WithLabelValues("DEGRADE_CAP").Inc()
 			return degradeCapped(rid, snap.DegradeMaxPerSecond, wait), nil
 		}
@@ -79,7 +79,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 			s.releaseClaim(req)
 		}
 		if err == nil {
-			res, _ = s.inFlight(req, c, res, s.Clock())
+			res = s.inFlight(req, c, res, s.Clock())
 		}
 		return res, err
 	}
