@@ -16,6 +16,9 @@ import (
 type AdminSpec struct {
 	Ver, Total, PerPin, PerIP, MaxPerGrab, RateLimit, RateWindowMs, StartMs, EndMs int64
 	State                                                                          string
+	// Buckets is the bucket count of the promotion the hash is one of (create only;
+	// 0 or 1: an ordinary promotion).
+	Buckets int
 }
 
 // AdminReply is an admin script's answer: for patch.lua, Remaining for OK and
@@ -77,7 +80,11 @@ func Create(ctx context.Context, c redis.Scripter, shard int, key string, s Admi
 		return 0, fmt.Errorf("create %s: state %q, want ACTIVE or STOPPED", key, s.State)
 	}
 	ks := promo.Keys(key)
-	_, out, err := adminReply(createScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), append(s.args(), s.State)...), "create.lua")
+	args := append(s.args(), s.State)
+	if s.Buckets > 1 {
+		args = append(args, s.Buckets)
+	}
+	_, out, err := adminReply(createScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), args...), "create.lua")
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", key, err)
 	}

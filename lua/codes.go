@@ -21,10 +21,13 @@ const (
 	// CodeIPPartNeeded: a part said the grab counts the ip nowhere (letter n) but
 	// the promotion has an ip limit; the grab must be sent again with an ip part.
 	CodeIPPartNeeded Code = 12
+	// CodeBucketed: the item's hash is one of another number of buckets than the
+	// item said (an ordinary item says one); GrabReply.Buckets is the real count.
+	CodeBucketed Code = 13
 )
 
 var codeNames = [...]string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED",
-	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED"}
+	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED"}
 
 // String gives the contract name of the code.
 func (c Code) String() string {

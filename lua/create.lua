@@ -5,6 +5,9 @@
 --       [6] the shard's fence marker (promo.FenceKey)
 -- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
 --       [7] rateWindowMs  [8] startMs  [9] endMs  [10] state ("ACTIVE" | "STOPPED")
+--       [11] optional: buckets, the number of buckets of the promotion this hash is
+--            one of (internal/bucket); stored as field buckets when above 1, so q.lua
+--            refuses a grab that does not know it (BUCKETED)
 -- Returns (admin codes, shared by create/patch/stop/delete):
 --   {0 OK}               created: remaining = total, winCount = winStart = 0, the
 --                        four companions emptied first (leftovers of an older life)
@@ -12,8 +15,12 @@
 --   {2 EXISTS}           the hash exists with another ver; nothing changed
 --   {7 FENCED}           the shard is being rebuilt (KEYS' fence marker is set); nothing changed
 
-if #KEYS ~= 6 or #ARGV ~= 10 then
-  error('create.lua: want 6 KEYS and 10 ARGV')
+if #KEYS ~= 6 or (#ARGV ~= 10 and #ARGV ~= 11) then
+  error('create.lua: want 6 KEYS and 10 or 11 ARGV')
+end
+local buckets = tonumber(ARGV[11] or '1')
+if not buckets or buckets < 1 or buckets > 16 or buckets % 1 ~= 0 then
+  error('create.lua: buckets must be an integer 1..16')
 end
 local v = {}
 for i = 1, 9 do
@@ -44,4 +51,7 @@ redis.call('HSET', KEYS[1],
   'perPin', ARGV[3], 'perIp', ARGV[4], 'maxPerGrab', ARGV[5],
   'rateLimit', ARGV[6], 'rateWindowMs', ARGV[7], 'winCount', 0, 'winStart', 0,
   'startMs', ARGV[8], 'endMs', ARGV[9], 'state', state)
+if buckets > 1 then
+  redis.call('HSET', KEYS[1], 'buckets', buckets)
+end
 return {0}

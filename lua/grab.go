@@ -17,6 +17,10 @@ type GrabItem struct {
 	// Part is what this item checks and takes when it is a part of a bucketed grab:
 	// a PartStock/PartPin/PartIP combination (q.lua). Empty is an ordinary item.
 	Part string
+	// Buckets is how many buckets the caller believes the promotion has, sent with
+	// the part and checked by q.lua (BUCKETED when wrong); 0 sends no count, which
+	// q.lua does not check (an ordinary call always checks for 1).
+	Buckets int
 }
 
 // Part letters of a bucketed grab (q.lua): the stock, the pin's limit and counter,
@@ -50,7 +54,8 @@ type GrabCall struct {
 // ledger entry's state, one of the Ledger* letters (DUPLICATE only); RetryAfterMs the time
 // until the rate window restarts (RATE_LIMITED only); StartMs the promotion's start
 // (NOT_STARTED only). Changes are the sale state changes the call made (SOLD_OUT
-// on OK, ENDED on ENDED), for the caller to publish (state.go).
+// on OK, ENDED on ENDED), for the caller to publish (state.go). Buckets is the
+// promotion's bucket count (BUCKETED only).
 type GrabReply struct {
 	Code         Code
 	Index        int
@@ -58,6 +63,7 @@ type GrabReply struct {
 	LedgerState  string
 	RetryAfterMs int64
 	StartMs      int64
+	Buckets      int
 	Changes      []StateChange
 }
 
@@ -73,6 +79,7 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille)
 	parts := false
 	for i, it := range c.Items {
+		parts = parts || it.Buckets > 1
 		if it.Num < 1 {
 			return nil, nil, fmt.Errorf("grab %s: item %s: num %d < 1", c.RequestID, it.Key, it.Num)
 		}
@@ -82,7 +89,13 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	}
 	if parts { // ordinary calls stay as they were: no part arguments at all
 		for _, it := range c.Items {
-			args = append(args, cmp.Or(it.Part, PartAll))
+			part := cmp.Or(it.Part, PartAll)
+			if it.Buckets > 0 {
+				part += strconv.Itoa(it.Buckets)
+			} else if it.Part == "" {
+				part += "1" // an ordinary item among parts is one of one bucket
+			}
+			args = append(args, part)
 		}
 	}
 	keys, err := itemKeysAndOutbox(hashKeys, c.Outbox)
@@ -154,6 +167,12 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 			return GrabReply{}, err
 		}
 		r.StartMs = n
+	case CodeBucketed:
+		n, err := third[int64](vals, "bucket count")
+		if err != nil {
+			return GrabReply{}, err
+		}
+		r.Buckets = int(n)
 	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
 	default:
 		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))

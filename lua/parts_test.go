@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/flashsale/platform/internal/promo"
@@ -184,5 +185,48 @@ func TestGrabPartWithoutIP(t *testing.T) {
 	}
 	if _, err := Grab(ctx, rdb, grabCall("r-bad", "p1", "ip", GrabItem{Key: free, Num: 1, Part: "sn"})); err == nil {
 		t.Fatal("n without the pin accepted")
+	}
+}
+
+// TestBucketCountChecked: a hash created as one of K buckets refuses, taking and
+// charging nothing, an ordinary item and a part that names another count
+// (BUCKETED, with K), and serves a part that names K. A part without a count is not
+// checked, and an ordinary promotion refuses a part that calls it bucketed.
+func TestBucketCountChecked(t *testing.T) {
+	t.Parallel()
+	k := promoKey(t, "k")
+	spec := baseSpec()
+	spec.Buckets = 4
+	mustCreate(t, k, spec)
+	plain := promoKey(t, "plain")
+	mustCreate(t, plain, baseSpec())
+	cases := []struct {
+		key  string
+		item GrabItem
+		want Code
+		k    int
+	}{
+		{k, GrabItem{Key: k, Num: 1}, CodeBucketed, 4},
+		{k, GrabItem{Key: k, Num: 1, Part: "sp", Buckets: 2}, CodeBucketed, 4},
+		{k, GrabItem{Key: k, Num: 1, Part: PartAll, Buckets: 1}, CodeBucketed, 4},
+		{plain, GrabItem{Key: plain, Num: 1, Part: "sp", Buckets: 4}, CodeBucketed, 1},
+	}
+	for i, c := range cases {
+		r := mustGrab(t, grabCall(fmt.Sprintf("r%d", i), "p1", "ip", c.item))
+		if r.Code != c.want || r.Buckets != c.k {
+			t.Errorf("%+v: %+v, want %s with %d buckets", c.item, r, c.want, c.k)
+		}
+	}
+	if got := partOf(t, k); got.Remaining != 10 || got.Pin != -1 || got.IP != -1 {
+		t.Fatalf("a refused grab changed the bucket: %+v", got)
+	}
+	if r := mustGrab(t, grabCall("ok", "p1", "ip", GrabItem{Key: k, Num: 2, Part: "sp", Buckets: 4})); r.Code != CodeOK || r.Remaining[0] != 8 {
+		t.Fatalf("a part naming the count: %+v, want OK remaining 8", r)
+	}
+	if r := mustGrab(t, grabCall("unchecked", "p1", "ip", GrabItem{Key: k, Num: 1, Part: "s"})); r.Code != CodeOK {
+		t.Fatalf("a part without a count: %+v, want OK", r)
+	}
+	if n := held(t, promo.PinsKey(k), "p1"); n != 2 {
+		t.Fatalf("pin counted %d, want 2 (the sp part only)", n)
 	}
 }

@@ -14,8 +14,10 @@
 --   [7+i] num of item i, i = 1..n
 --   [7+n+i] optional, all items or none: the part item i is of a bucketed grab, the
 --           letters of what it checks and takes: s stock, p the pin's limit, i the
---           ip's limit (README "A hot promotion beyond one shard"). Absent means
---           "spi", an ordinary item. A part without s neither checks nor takes stock;
+--           ip's limit (README "A hot promotion beyond one shard"), then the number
+--           of buckets the caller believes the promotion has ("sp8"; "spi1" is an
+--           ordinary item; without the number it is not checked). Absent means
+--           "spi1", an ordinary item. A part without s neither checks nor takes stock;
 --           the rate window is charged on parts with p only. n (with p, as "spn" or
 --           "pn") says the grab counts the ip nowhere: allowed only while perIp is 0.
 -- Returns {code, index, ...}; index is the 0-based item concerned:
@@ -38,6 +40,9 @@
 --   {10 IP_LIMIT, index}               ip would hold more than perIp
 --   {11 TOO_MANY, index}               num > maxPerGrab
 --   {12 IP_PART_NEEDED, index}         part n on a promotion with an ip limit
+--   {13 BUCKETED, index, buckets}      the hash is one of buckets buckets (field
+--                                      buckets, 1 when absent) and the item said
+--                                      otherwise: ask again with the layout
 -- The check phase writes nothing but the rate windows of the items it has passed
 -- (an attempt counts even when a later check refuses it). Malformed arguments
 -- raise a script error before any write.
@@ -61,19 +66,22 @@ end
 
 -- What each item checks and takes: its part letters, all three for an ordinary
 -- call (which sends none, and pays nothing here).
-local stock, pins, ips, noIP = {}, {}, {}, {}
+-- wantK is the bucket count the caller believes the item's promotion has (nil:
+-- not checked); whole is true for an ordinary item ("spi" of one bucket).
+local stock, pins, ips, noIP, wantK, letters = {}, {}, {}, {}, {}, {}
 if #ARGV == 7 + n then
   for i = 1, n do
-    stock[i], pins[i], ips[i], noIP[i] = true, true, true, false
+    stock[i], pins[i], ips[i], noIP[i], wantK[i], letters[i] = true, true, true, false, 1, 'spi'
   end
 else
   local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true}
   for i = 1, n do
-    local part = ARGV[7 + n + i]
-    if not PARTS[part] then
-      error('q.lua: a part is one of spi sp si pi s p i spn pn')
+    local part, k = string.match(ARGV[7 + n + i], '^(%l+)(%d*)$')
+    if not part or not PARTS[part] or (k ~= '' and (tonumber(k) < 1 or tonumber(k) > 16)) then
+      error('q.lua: a part is one of spi sp si pi s p i spn pn, then optionally 1..16')
     end
     stock[i], pins[i], ips[i], noIP[i] = part:find('s') ~= nil, part:find('p') ~= nil, part:find('i') ~= nil, part:find('n') ~= nil
+    wantK[i], letters[i] = tonumber(k), part
   end
 end
 
@@ -108,9 +116,13 @@ for i = 1, n do
   local b = 5 * (i - 1)
   local key, num = KEYS[b + 1], nums[i]
   local h = redis.call('HMGET', key, 'remaining', 'perPin', 'perIp', 'maxPerGrab',
-    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended')
+    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended', 'buckets')
   if not h[1] then
     return {3, i - 1}
+  end
+  local buckets = math.max(int(h[13]), 1)
+  if wantK[i] and wantK[i] ~= buckets then
+    return {13, i - 1, buckets}
   end
   if h[11] ~= 'ACTIVE' then
     return {4, i - 1}
@@ -123,6 +135,9 @@ for i = 1, n do
       return {6, i - 1}
     end
     redis.call('HSET', key, 'ended', 1)
+    if buckets > 1 and string.find(key, ':b', 1, true) then
+      return {6, i - 1} -- a bucket's end is its promotion's, announced by bucket 0 (the promotion key)
+    end
     return {6, i - 1, announce(outbox, key, key, 'ENDED', now)}
   end
   local remaining = int(h[1])
@@ -172,7 +187,7 @@ for i = 1, n do
   out[i + 2] = -1
   if stock[i] then
     out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
-    if out[i + 2] == 0 and (not ARGV[7 + n + i] or ARGV[7 + n + i] == 'spi') then
+    if out[i + 2] == 0 and letters[i] == 'spi' and (wantK[i] or 1) == 1 then
       -- a bucket's part selling out is not the promotion selling out
       soldOut[#soldOut + 1] = KEYS[b + 1]
     end
@@ -184,7 +199,7 @@ for i = 1, n do
     redis.call('HINCRBY', KEYS[b + 3], ip, num)
   end
   entry.n = num
-  entry.k = ARGV[7 + n + i] -- nil (not stored) for an ordinary item
+  entry.k = letters[i] -- not stored for a part that is all three
   if entry.k == 'spi' then
     entry.k = nil
   end

@@ -398,13 +398,13 @@ func TestCodeStrings(t *testing.T) {
 		}
 	}
 	check("Code", []string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED", "NOT_STARTED",
-		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED"}, func(i int) string { return Code(i).String() })
+		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED"}, func(i int) string { return Code(i).String() })
 	check("AdminCode", []string{"OK", "ALREADY_APPLIED", "EXISTS", "NOT_FOUND", "STALE", "STOPPED", "BELOW_GRANTED", "FENCED"},
 		func(i int) string { return AdminCode(i).String() })
 	check("CommitCode", []string{"COMMITTED", "NOT_FOUND", "RETURNED"}, func(i int) string { return CommitCode(i).String() })
 	check("ReturnCode", []string{"RETURNED", "ALREADY_RETURNED", "NOT_FOUND", "COMMITTED", "PENDING"},
 		func(i int) string { return ReturnCode(i).String() })
-	if CodeIPPartNeeded != 12 || AdminFenced != 7 {
-		t.Errorf("the last codes moved: IP_PART_NEEDED %d, FENCED %d", CodeIPPartNeeded, AdminFenced)
+	if CodeBucketed != 13 || AdminFenced != 7 {
+		t.Errorf("the last codes moved: BUCKETED %d, FENCED %d", CodeBucketed, AdminFenced)
 	}
 }

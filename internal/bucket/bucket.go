@@ -13,6 +13,7 @@
 package bucket
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spaolacci/murmur3"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
@@ -28,26 +30,75 @@ import (
 // Max is the most buckets a promotion may have: one per shard.
 const Max = 16
 
-// Keys returns the hash keys of the k buckets of the promotion hash key: key
-// ":b<label>", labels taken in order 0, 1, 2, ... skipping any that would land on
-// a shard an earlier bucket holds, so the buckets sit on k distinct shards. The
-// layout is a function of the key, k and the contract's ring alone, so every
-// service finds the same buckets without storing them. It is nil for k outside
-// 1..Max: there are only Max shards to put them on.
+// Keys returns the hash keys of the k buckets of the promotion hash key. Bucket 0
+// is key itself, so an ordinary promotion is the one bucket it always was, and
+// the promotion's own key (the ring's, the status route's, the state events')
+// always names a live hash. Bucket b > 0 is key ":b<label>", labels taken in order
+// 1, 2, ... skipping any that would land on a shard an earlier bucket holds, so
+// the buckets sit on k distinct shards. The layout is a function of the key, k and
+// the contract's ring alone, so every service and the rebuild find the same
+// buckets without storing them. It is nil for k outside 1..Max: there are only
+// Max shards to put them on.
 func Keys(r *ring.Ring, key string, k int) []string {
 	if k < 1 || k > Max {
 		return nil
 	}
-	keys := make([]string, 0, k)
-	used := make(map[int]bool, k)
-	for label := 0; len(keys) < k; label++ {
-		bk := key + ":b" + strconv.Itoa(label)
+	keys := make([]string, 1, k)
+	keys[0] = key
+	used := map[int]bool{r.Shard(key): true}
+	for label := 1; len(keys) < k; label++ {
+		bk := promo.BucketKey(key, label)
 		if s := r.Shard(bk); !used[s] {
 			used[s] = true
 			keys = append(keys, bk)
 		}
 	}
 	return keys
+}
+
+// Layout is where the k buckets of one promotion live.
+type Layout struct {
+	K      int
+	Keys   []string // by bucket
+	Shards []int    // by bucket: k distinct shards
+}
+
+// LayoutOf is the layout of the promotion hash key in k buckets (Keys); the zero
+// Layout for k outside 1..Max.
+func LayoutOf(r *ring.Ring, key string, k int) Layout {
+	keys := Keys(r, key, k)
+	if keys == nil {
+		return Layout{}
+	}
+	l := Layout{K: k, Keys: keys, Shards: make([]int, k)}
+	for b, bk := range keys {
+		l.Shards[b] = r.Shard(bk)
+	}
+	return l
+}
+
+// PartKey is one part of a grab of a bucketed promotion: the bucket, its hash key
+// and shard, and what it checks and takes there (q.lua's part letters).
+type PartKey struct {
+	Bucket  int
+	Key     string
+	Shard   int
+	Letters string
+}
+
+// Parts are the parts of a grab by pin from ip taking its units from bucket stock:
+// the stock there, the pin's limit and counter on the pin's home bucket, the ip's
+// on the ip's, one part per bucket touched, the stock's first. The product always
+// counts the ip on its home (Plan with countIP), so a grab's parts are a function
+// of the layout, the stock bucket, the pin and the ip alone: a cancel, the
+// reconciler and the rebuild find them again from the record.
+func (l Layout) Parts(stock int, pin, ip string) []PartKey {
+	plan := Plan(stock, Home(pin, l.K), Home(ip, l.K), true)
+	out := make([]PartKey, len(plan))
+	for i, p := range plan {
+		out[i] = PartKey{Bucket: p.Bucket, Key: l.Keys[p.Bucket], Shard: l.Shards[p.Bucket], Letters: cmp.Or(p.Letters, lua.PartAll)}
+	}
+	return out
 }
 
 // Home is the bucket that counts who (a pin or an ip) among k buckets.
@@ -121,6 +172,7 @@ func Create(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, k
 	for i, bk := range Keys(r, key, k) {
 		s := spec
 		s.Total, s.RateLimit = shares[i], rate
+		s.Buckets = k
 		code, err := lua.Create(ctx, shards[r.Shard(bk)], r.Shard(bk), bk, s)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", bk, err)

@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,7 +186,7 @@ func (g *Grabber) shardCalls(req Request, keys []string, parts []Part) []shardCa
 				RateFactorPermille: req.RateFactorPermille}})
 		}
 		calls[i].keys = append(calls[i].keys, key)
-		calls[i].call.Items = append(calls[i].call.Items, lua.GrabItem{Key: key, Num: req.Num, Part: p.Letters})
+		calls[i].call.Items = append(calls[i].call.Items, lua.GrabItem{Key: key, Num: req.Num, Part: cmp.Or(p.Letters, lua.PartAll), Buckets: req.Buckets})
 	}
 	return calls
 }

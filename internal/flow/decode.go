@@ -189,6 +189,10 @@ func (d *decoder) items(v *[]Item) bool {
 					return d.int64(&it.Num)
 				case "shard":
 					return d.int(&it.Shard)
+				case "bucket":
+					return d.int(&it.Bucket)
+				case "buckets":
+					return d.int(&it.Buckets)
 				}
 				return false
 			}) {

@@ -28,6 +28,11 @@ type Item struct {
 	Type    int    `json:"type"`
 	Num     int64  `json:"num"`
 	Shard   int    `json:"shard"`
+	// Bucket and Buckets: the item's promotion is split into Buckets buckets
+	// (internal/bucket) and the units came from bucket Bucket, which lives on Shard.
+	// Both are left out for an ordinary promotion (one bucket).
+	Bucket  int `json:"bucket,omitempty"`
+	Buckets int `json:"buckets,omitempty"`
 }
 
 // Event is one flow event. Its Kafka message key is the requestId, so every event

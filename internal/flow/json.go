@@ -67,6 +67,14 @@ func appendItems(b []byte, items []Item) []byte {
 		b = AppendItemHead(b, it.PromoID, it.Type, it.Num)
 		b = append(b, `,"shard":`...)
 		b = strconv.AppendInt(b, int64(it.Shard), 10)
+		if it.Bucket != 0 {
+			b = append(b, `,"bucket":`...)
+			b = strconv.AppendInt(b, int64(it.Bucket), 10)
+		}
+		if it.Buckets != 0 {
+			b = append(b, `,"buckets":`...)
+			b = strconv.AppendInt(b, int64(it.Buckets), 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')

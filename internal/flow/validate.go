@@ -51,6 +51,8 @@ func (e Event) validate() error {
 			return fmt.Errorf("item %d: num must be 1..%d", i, promo.MaxTotal)
 		case it.Shard < 0 || it.Shard >= shards:
 			return fmt.Errorf("item %d: shard must be 0..%d", i, shards-1)
+		case it.Buckets < 0 || it.Buckets > shards || it.Bucket < 0 || it.Bucket >= max(it.Buckets, 1):
+			return fmt.Errorf("item %d: buckets must be 0..%d and bucket below it", i, shards)
 		}
 	}
 	return nil

@@ -29,8 +29,29 @@ func Keys(key string) [5]string {
 	return [5]string{key, PinsKey(key), IPsKey(key), LedgerKey(key), PendingKey(key)}
 }
 
-// ParseKey splits a promotion hash key C_<promoId>_<type> into its parts.
+// BucketKey is the hash key of bucket label (above 0) of the promotion hash key
+// (internal/bucket chooses the labels; bucket 0 is key itself).
+func BucketKey(key string, label int) string { return key + ":b" + strconv.Itoa(label) }
+
+// BucketBase is the promotion hash key a hash key belongs to: key itself, or the
+// promotion of a bucket key "<key>:b<label>".
+func BucketBase(key string) string {
+	for i := len(key) - 1; i > 0; i-- {
+		switch c := key[i]; {
+		case c >= '0' && c <= '9':
+			continue
+		case c == 'b' && i >= 2 && key[i-1] == ':' && i < len(key)-1:
+			return key[:i-1]
+		}
+		break
+	}
+	return key
+}
+
+// ParseKey splits a promotion hash key C_<promoId>_<type> into its parts; a
+// bucket's key (BucketKey) gives its promotion's.
 func ParseKey(key string) (promoID string, typ int, ok bool) {
+	key = BucketBase(key)
 	if len(key) < 4 || key[:2] != "C_" {
 		return "", 0, false
 	}

@@ -111,7 +111,16 @@ type Spec struct {
 	RateLimit   *RateLimit `json:"rateLimit,omitempty"`
 	StartAt     time.Time  `json:"startAt"`
 	EndAt       time.Time  `json:"endAt"`
+	// Buckets splits the stock over that many shards (internal/bucket); 0 in a
+	// request means 1. Fixed at create.
+	Buckets int `json:"buckets,omitempty"`
 }
+
+// MaxBuckets is the most buckets a promotion may have: one per shard.
+const MaxBuckets = 16
+
+// BucketsOf is the bucket count a stored or sent value stands for: 1 for 0.
+func BucketsOf(n int) int { return max(n, 1) }
 
 // Key is the promotion's Redis hash key.
 func (s Spec) Key() string { return Key(s.PromoID, s.Type) }
@@ -124,6 +133,11 @@ type Promotion struct {
 	State     State     `json:"state"`
 	Remaining int64     `json:"remaining"`
 	Granted   int64     `json:"granted"`
+	// BucketShards and BucketRemaining are by bucket (a promotion in more than one
+	// bucket only): the shard each lives on and its stock left; Remaining and
+	// Granted are the sums.
+	BucketShards    []int   `json:"bucketShards,omitempty"`
+	BucketRemaining []int64 `json:"bucketRemaining,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }

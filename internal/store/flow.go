@@ -99,7 +99,7 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 		for _, r := range chunk {
 			args = append(args, w.events[r.event][:]...)
 			// Integers below 256 (a type, a shard, most nums) are boxed without an allocation.
-			args = append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard))
+			args = append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard), int64(r.bucket), int64(r.buckets))
 		}
 		w.args = args
 		if _, err := tx.StmtContext(ctx, st.insert[b]).ExecContext(ctx, args...); err != nil {
@@ -155,9 +155,9 @@ const (
 // flowColumns are grab_flow's columns as InsertFlows writes them: the event's
 // first (eventColumns of them, the same for each of its items), then the item's.
 const (
-	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard"
+	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard, bucket, buckets"
 	eventColumns = 9
-	rowColumns   = eventColumns + 4
+	rowColumns   = eventColumns + 6
 )
 
 // flowStmts are InsertFlows' statements, prepared on first use. A *sql.Stmt is
@@ -251,6 +251,9 @@ type newFlow struct {
 	event int // the event's column values: flowBatch.events[event]
 	num   int64
 	shard int
+	// bucket and buckets: where the units came from, of how many (1 for an
+	// ordinary promotion)
+	bucket, buckets int
 }
 
 // flowBatch is the scratch of one InsertFlows: its slices and maps are reused by
@@ -326,7 +329,7 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 			w.ids = append(w.ids, requestID)
 		}
 		for _, it := range e.Items {
-			w.rows = append(w.rows, newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, event: len(w.events) - 1, num: it.Num, shard: it.Shard})
+			w.rows = append(w.rows, newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, event: len(w.events) - 1, num: it.Num, shard: it.Shard, bucket: it.Bucket, buckets: max(it.Buckets, 1)})
 		}
 	}
 	return nil
@@ -401,13 +404,15 @@ func (s *Store) GrabItems(ctx context.Context, requestID string) (pin, ip string
 		Type    int    `db:"promo_type"`
 		Num     int64  `db:"num"`
 		Shard   int    `db:"shard"`
+		Bucket  int    `db:"bucket"`
+		Buckets int    `db:"buckets"`
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
+	if err := s.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard, bucket, buckets FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
 		return "", "", nil, fmt.Errorf("grab items %s: %w", requestID, err)
 	}
 	for _, r := range rows {
 		pin, ip = r.Pin, r.IP
-		items = append(items, flow.Item{PromoID: r.PromoID, Type: r.Type, Num: r.Num, Shard: r.Shard})
+		items = append(items, flowItem(r.PromoID, r.Type, r.Num, r.Shard, r.Bucket, r.Buckets))
 	}
 	return pin, ip, items, nil
 }
@@ -420,4 +425,14 @@ func (s *Store) GrantedByRecord(ctx context.Context, promoID string, typ int) (i
 		return 0, fmt.Errorf("granted by record %s_%d: %w", promoID, typ, err)
 	}
 	return n, nil
+}
+
+// flowItem is a flow event item as a grab_flow row holds it; an ordinary
+// promotion's (one bucket) leaves Bucket and Buckets out, as its producer did.
+func flowItem(promoID string, typ int, num int64, shard, bucket, buckets int) flow.Item {
+	it := flow.Item{PromoID: promoID, Type: typ, Num: num, Shard: shard}
+	if buckets > 1 {
+		it.Bucket, it.Buckets = bucket, buckets
+	}
+	return it
 }

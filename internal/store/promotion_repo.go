@@ -24,6 +24,7 @@ type promotionRow struct {
 	MaxPerGrab        int64          `db:"max_per_grab"`
 	RateLimit         int64          `db:"rate_limit"`
 	RateWindowSeconds int64          `db:"rate_window_seconds"`
+	Buckets           int            `db:"buckets"`
 	StartAt           time.Time      `db:"start_at"`
 	EndAt             time.Time      `db:"end_at"`
 	State             string         `db:"state"`
@@ -37,7 +38,7 @@ type promotionRow struct {
 }
 
 const promotionColumns = `promo_id, promo_type, title, total, per_pin_limit, per_ip_limit,
- max_per_grab, rate_limit, rate_window_seconds, start_at, end_at, state, version, remaining,
+ max_per_grab, rate_limit, rate_window_seconds, buckets, start_at, end_at, state, version, remaining,
  pending, pending_version, pending_at, created_at, updated_at`
 
 func (r promotionRow) promotion() (Promotion, error) {
@@ -50,6 +51,7 @@ func (r promotionRow) promotion() (Promotion, error) {
 			PerPinLimit: r.PerPinLimit,
 			PerIPLimit:  r.PerIPLimit,
 			MaxPerGrab:  r.MaxPerGrab,
+			Buckets:     promo.BucketsOf(r.Buckets),
 			StartAt:     r.StartAt.UTC(),
 			EndAt:       r.EndAt.UTC(),
 		},
@@ -79,7 +81,7 @@ func rowOf(p Promotion) (promotionRow, error) {
 	r := promotionRow{
 		PromoID: s.PromoID, PromoType: s.Type, Title: s.Title, Total: s.Total,
 		PerPinLimit: s.PerPinLimit, PerIPLimit: s.PerIPLimit, MaxPerGrab: s.MaxPerGrab,
-		StartAt: s.StartAt, EndAt: s.EndAt, State: string(p.State), Version: p.Version,
+		Buckets: max(s.Buckets, 1), StartAt: s.StartAt, EndAt: s.EndAt, State: string(p.State), Version: p.Version,
 		Remaining: p.Remaining, CreatedAt: ms(p.CreatedAt), UpdatedAt: ms(p.UpdatedAt),
 	}
 	if s.RateLimit != nil {
@@ -106,7 +108,7 @@ func (s *Store) Insert(ctx context.Context, p Promotion) error {
 	}
 	_, err = s.db.NamedExecContext(ctx, `INSERT INTO promotion (`+promotionColumns+`) VALUES (
  :promo_id, :promo_type, :title, :total, :per_pin_limit, :per_ip_limit, :max_per_grab,
- :rate_limit, :rate_window_seconds, :start_at, :end_at, :state, :version, :remaining,
+ :rate_limit, :rate_window_seconds, :buckets, :start_at, :end_at, :state, :version, :remaining,
  :pending, :pending_version, :pending_at, :created_at, :updated_at)`, r)
 	switch {
 	case isDuplicate(err):

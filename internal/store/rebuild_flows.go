@@ -66,23 +66,26 @@ type FlowRow struct {
 	Num       int64
 	BodyHash  string // a GRAB's request body fingerprint ('' if unknown)
 	Reason    string // a CANCEL's reason ('' if unknown)
+	// Bucket is the bucket the units came from (went back to), of Buckets (1 for
+	// an ordinary promotion).
+	Bucket, Buckets int
 }
 
-const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, reason`
+const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, reason, bucket, buckets`
 
 // flowScanner reads FlowRows with one allocation per row: the strings of a row
 // are slices of one string, not five of their own (a rebuild reads millions). The
 // two integers are scanned as the driver gives them: into an int64 database/sql
 // would convert by reflection, a fifth of the scan.
 type flowScanner struct {
-	cancel, num any
+	cancel, num, bucket, buckets any
 	raw         [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
 	buf         []byte
 }
 
 func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	r := &f.raw
-	if err := rows.Scan(&f.cancel, &r[0], &r[1], &r[2], &f.num, &r[3], &r[4]); err != nil {
+	if err := rows.Scan(&f.cancel, &r[0], &r[1], &r[2], &f.num, &r[3], &r[4], &f.bucket, &f.buckets); err != nil {
 		return FlowRow{}, err
 	}
 	cancel, err := driverInt(f.cancel)
@@ -92,6 +95,14 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	num, err := driverInt(f.num)
 	if err != nil {
 		return FlowRow{}, fmt.Errorf("num: %w", err)
+	}
+	bucket, err := driverInt(f.bucket)
+	if err != nil {
+		return FlowRow{}, fmt.Errorf("bucket: %w", err)
+	}
+	buckets, err := driverInt(f.buckets)
+	if err != nil {
+		return FlowRow{}, fmt.Errorf("buckets: %w", err)
 	}
 	f.buf = f.buf[:0]
 	for _, b := range r {
@@ -104,7 +115,8 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 		parts[i] = all[off : off+len(b)]
 		off += len(b)
 	}
-	return FlowRow{Cancel: cancel == 1, RequestID: parts[0], Pin: parts[1], IP: parts[2], Num: num, BodyHash: parts[3], Reason: parts[4]}, nil
+	return FlowRow{Cancel: cancel == 1, RequestID: parts[0], Pin: parts[1], IP: parts[2], Num: num, BodyHash: parts[3], Reason: parts[4],
+		Bucket: int(bucket), Buckets: int(buckets)}, nil
 }
 
 // driverInt reads a signed integer column as the MySQL driver gives it: an int64,
@@ -189,7 +201,7 @@ type IndexEntry struct {
 func (s *Store) EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(IndexEntry) error) error {
 	// Without the hint MariaDB scans the whole log and sorts (1.4 s for a million rows
 	// against 0.4 s by the index, which also gives the order).
-	rows, err := s.db.QueryContext(ctx, `SELECT request_id, pin, ip, body_hash, promo_id, promo_type, num, shard, occurred_at
+	rows, err := s.db.QueryContext(ctx, `SELECT request_id, pin, ip, body_hash, promo_id, promo_type, num, shard, bucket, buckets, occurred_at
  FROM grab_flow FORCE INDEX (grab_flow_index) WHERE index_shard = ? AND kind = 'GRAB' AND occurred_at >= ? ORDER BY request_id, id`, shard, since.UTC())
 	if err != nil {
 		return fmt.Errorf("store: request index of shard %d: %w", shard, err)
@@ -199,7 +211,8 @@ func (s *Store) EachIndexEntry(ctx context.Context, shard int, since time.Time, 
 	for rows.Next() {
 		var r IndexEntry
 		var it flow.Item
-		if err := rows.Scan(&r.RequestID, &r.Pin, &r.IP, &r.BodyHash, &it.PromoID, &it.Type, &it.Num, &it.Shard, &r.At); err != nil {
+		var bucket, buckets int
+		if err := rows.Scan(&r.RequestID, &r.Pin, &r.IP, &r.BodyHash, &it.PromoID, &it.Type, &it.Num, &it.Shard, &bucket, &buckets, &r.At); err != nil {
 			return fmt.Errorf("store: request index of shard %d: %w", shard, err)
 		}
 		if r.RequestID != cur.RequestID {
@@ -210,7 +223,7 @@ func (s *Store) EachIndexEntry(ctx context.Context, shard int, since time.Time, 
 			}
 			cur = r
 		}
-		cur.Items = append(cur.Items, it)
+		cur.Items = append(cur.Items, flowItem(it.PromoID, it.Type, it.Num, it.Shard, bucket, buckets))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: request index of shard %d: %w", shard, err)

@@ -103,15 +103,17 @@ func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	events := []flow.Event{flowEvent(flow.Grab, "ef-1", "ef", 3), flowEvent(flow.Grab, "ef-2", "ef", 1),
+	bucketed := flowEvent(flow.Grab, "ef-2", "ef", 1)
+	bucketed.Items[0].Bucket, bucketed.Items[0].Buckets = 2, 4
+	events := []flow.Event{flowEvent(flow.Grab, "ef-1", "ef", 3), bucketed,
 		flowEvent(flow.Cancel, "ef-1", "ef", 3), flowEvent(flow.Grab, "ef-other", "not-ef", 1)}
 	if _, err := s.InsertFlows(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	want := []store.FlowRow{
-		{RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, BodyHash: "h-ef-1"},
-		{RequestID: "ef-2", Pin: "pin-ef-2", IP: "10.0.0.1", Num: 1, BodyHash: "h-ef-2"},
-		{Cancel: true, RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, Reason: "USER_CANCELLED"},
+		{RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, BodyHash: "h-ef-1", Buckets: 1},
+		{RequestID: "ef-2", Pin: "pin-ef-2", IP: "10.0.0.1", Num: 1, BodyHash: "h-ef-2", Bucket: 2, Buckets: 4},
+		{Cancel: true, RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, Reason: "USER_CANCELLED", Buckets: 1},
 	}
 	sep := "?"
 	if strings.Contains(dsn, "?") {
