@@ -128,18 +128,18 @@ func (s Spec) Key() string { return Key(s.PromoID, s.Type) }
 // Promotion is a spec with its state and live counters, as the API returns it.
 type Promotion struct {
 	Spec
-	Key       string    `json:"key"`
-	Shard     int       `json:"shard"`
-	State     State     `json:"state"`
-	Remaining int64     `json:"remaining"`
-	Granted   int64     `json:"granted"`
+	Key       string `json:"key"`
+	Shard     int    `json:"shard"`
+	State     State  `json:"state"`
+	Remaining int64  `json:"remaining"`
+	Granted   int64  `json:"granted"`
 	// BucketShards and BucketRemaining are by bucket (a promotion in more than one
 	// bucket only): the shard each lives on and its stock left; Remaining and
 	// Granted are the sums.
-	BucketShards    []int   `json:"bucketShards,omitempty"`
-	BucketRemaining []int64 `json:"bucketRemaining,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	BucketShards    []int     `json:"bucketShards,omitempty"`
+	BucketRemaining []int64   `json:"bucketRemaining,omitempty"`
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
 }
 
 // DeriveState turns the stored admin state (ACTIVE, STOPPED or DELETED) and the

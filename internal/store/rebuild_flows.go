@@ -79,8 +79,8 @@ const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, re
 // would convert by reflection, a fifth of the scan.
 type flowScanner struct {
 	cancel, num, bucket, buckets any
-	raw         [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
-	buf         []byte
+	raw                          [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
+	buf                          []byte
 }
 
 func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
