@@ -20,6 +20,9 @@ type HashState struct {
 	StartMs, EndMs                              int64
 	State                                       string
 	Ver                                         int64
+	// Buckets is the bucket count of the promotion the hash is one of (field
+	// buckets; 1 when absent: an ordinary promotion).
+	Buckets int64
 }
 
 // Granted is what the promotion has handed out, takes pending commit included.
@@ -39,7 +42,7 @@ func ReadHash(ctx context.Context, c redis.Cmdable, key string) (HashState, bool
 		"total": &h.Total, "remaining": &h.Remaining, "perPin": &h.PerPin, "perIp": &h.PerIP,
 		"maxPerGrab": &h.MaxPerGrab, "rateLimit": &h.RateLimit, "rateWindowMs": &h.RateWindowMs,
 		"winCount": &h.WinCount, "winStart": &h.WinStart, "startMs": &h.StartMs,
-		"endMs": &h.EndMs, "ver": &h.Ver,
+		"endMs": &h.EndMs, "ver": &h.Ver, "buckets": &h.Buckets,
 	} {
 		v, ok := m[name]
 		if !ok {
@@ -51,6 +54,7 @@ func ReadHash(ctx context.Context, c redis.Cmdable, key string) (HashState, bool
 		}
 		*dst = n
 	}
+	h.Buckets = max(h.Buckets, 1)
 	return h, true, nil
 }
 
