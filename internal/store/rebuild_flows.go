@@ -17,6 +17,11 @@ type FlowCounters struct {
 	Returned int64            // Σ num of CANCEL rows
 	Pins     map[string]int64 // pin -> Σ GRAB − Σ CANCEL, zero nets left out
 	IPs      map[string]int64 // ip -> Σ GRAB − Σ CANCEL, zero nets left out
+	// ByBucket is Σ GRAB − Σ CANCEL by the bucket the units came from (went back
+	// to): what each bucket of a bucketed promotion holds granted. An ordinary
+	// promotion's is all bucket 0's. A pin's and an ip's counts live on their home
+	// buckets (bucket.Home), which the caller finds from Pins and IPs.
+	ByBucket map[int]int64
 }
 
 // Net is what the promotion holds granted by the record: the contract's sum.
@@ -24,20 +29,23 @@ func (c FlowCounters) Net() int64 { return c.Granted - c.Returned }
 
 // FlowCounters sums the flow log of one promotion.
 func (s *Store) FlowCounters(ctx context.Context, id ID) (FlowCounters, error) {
-	out := FlowCounters{Pins: map[string]int64{}, IPs: map[string]int64{}}
+	out := FlowCounters{Pins: map[string]int64{}, IPs: map[string]int64{}, ByBucket: map[int]int64{}}
 	var kinds []struct {
-		Kind string `db:"kind"`
-		Sum  int64  `db:"n"`
+		Kind   string `db:"kind"`
+		Bucket int    `db:"bucket"`
+		Sum    int64  `db:"n"`
 	}
-	if err := s.db.SelectContext(ctx, &kinds, `SELECT kind, COALESCE(SUM(num), 0) AS n FROM grab_flow
- WHERE promo_id = ? AND promo_type = ? GROUP BY kind`, id.PromoID, id.Type); err != nil {
+	if err := s.db.SelectContext(ctx, &kinds, `SELECT kind, bucket, COALESCE(SUM(num), 0) AS n FROM grab_flow
+ WHERE promo_id = ? AND promo_type = ? GROUP BY kind, bucket`, id.PromoID, id.Type); err != nil {
 		return out, fmt.Errorf("store: flow counters %s: %w", id, err)
 	}
 	for _, k := range kinds {
 		if k.Kind == "GRAB" {
-			out.Granted = k.Sum
+			out.Granted += k.Sum
+			out.ByBucket[k.Bucket] += k.Sum
 		} else {
-			out.Returned = k.Sum
+			out.Returned += k.Sum
+			out.ByBucket[k.Bucket] -= k.Sum
 		}
 	}
 	for col, dst := range map[string]map[string]int64{"pin": out.Pins, "ip": out.IPs} {
