@@ -97,7 +97,25 @@ func Patch(ctx context.Context, c redis.Scripter, shard int, key string, s Admin
 	if err := s.check("patch", key); err != nil {
 		return AdminReply{}, err
 	}
-	r, out, err := adminReply(patchScript.Run(ctx, c, []string{key, promo.FenceKey(shard), StateOutboxKey}, append(s.args(), nowMs)...), "patch.lua")
+	return patch(ctx, c, shard, key, s, append(s.args(), nowMs))
+}
+
+// PatchFrom is Patch applied only to a hash at version fromVer: it takes a hash
+// back to an earlier spec s (s.Ver below fromVer) when a change of a promotion in
+// buckets is undone. ALREADY_APPLIED when the hash is at s.Ver, STALE when it is
+// at neither; otherwise as Patch.
+func PatchFrom(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec, fromVer, nowMs int64) (AdminReply, error) {
+	if err := s.check("patch", key); err != nil {
+		return AdminReply{}, err
+	}
+	if fromVer < 0 {
+		return AdminReply{}, fmt.Errorf("patch %s: negative fromVer %d", key, fromVer)
+	}
+	return patch(ctx, c, shard, key, s, append(s.args(), nowMs, fromVer))
+}
+
+func patch(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec, args []interface{}) (AdminReply, error) {
+	r, out, err := adminReply(patchScript.Run(ctx, c, []string{key, promo.FenceKey(shard), StateOutboxKey}, args...), "patch.lua")
 	if err != nil {
 		return AdminReply{}, fmt.Errorf("patch %s: %w", key, err)
 	}

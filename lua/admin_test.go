@@ -21,7 +21,8 @@ func specV(ver int64, mod func(s *AdminSpec)) AdminSpec {
 // hashOf is the hash Create writes for s (window empty, remaining = total).
 func hashOf(s AdminSpec) HashState {
 	return HashState{Total: s.Total, Remaining: s.Total, PerPin: s.PerPin, PerIP: s.PerIP, MaxPerGrab: s.MaxPerGrab,
-		RateLimit: s.RateLimit, RateWindowMs: s.RateWindowMs, StartMs: s.StartMs, EndMs: s.EndMs, State: s.State, Ver: s.Ver}
+		RateLimit: s.RateLimit, RateWindowMs: s.RateWindowMs, StartMs: s.StartMs, EndMs: s.EndMs, State: s.State, Ver: s.Ver,
+		Buckets: int64(max(s.Buckets, 1))}
 }
 
 func TestCreate(t *testing.T) {
@@ -148,7 +149,7 @@ func TestPatch(t *testing.T) {
 			}),
 			AdminReply{Code: AdminOK, Remaining: 26, Granted: 4},
 			HashState{Total: 30, Remaining: 26, PerPin: 7, PerIP: 9, MaxPerGrab: 3, RateLimit: 100, RateWindowMs: 1000,
-				WinCount: 1, WinStart: now, StartMs: v1.StartMs, EndMs: now + 1, State: "ACTIVE", Ver: 2}},
+				WinCount: 1, WinStart: now, StartMs: v1.StartMs, EndMs: now + 1, State: "ACTIVE", Ver: 2, Buckets: 1}},
 		{"a new rate limit restarts the window", grabbed4,
 			specV(2, func(s *AdminSpec) { s.RateLimit, s.RateWindowMs = 50, 1000 }),
 			AdminReply{Code: AdminOK, Remaining: 6, Granted: 4},
@@ -383,4 +384,110 @@ func deleteCode(ctx context.Context, c redis.Scripter, shard int, key string, ve
 
 func patchNow(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec) (AdminReply, error) {
 	return Patch(ctx, c, shard, key, s, time.Now().UnixMilli())
+}
+
+// TestPatchFrom: with fromVer the patch is a compare-and-set on the hash's version,
+// which may set it lower (the undo of a change of a promotion in buckets).
+func TestPatchFrom(t *testing.T) {
+	t.Parallel()
+	v1 := specV(1, func(s *AdminSpec) { s.RateLimit, s.RateWindowMs = 100, 1000 })
+	v2 := specV(2, func(s *AdminSpec) { s.Total, s.RateLimit, s.RateWindowMs = 6, 100, 1000 })
+	// atV2 creates v1, grabs 4 units and patches to v2 (total 6), as a lowering patch
+	// of a bucket would before its undo.
+	atV2 := func(t *testing.T, k string) {
+		mustCreate(t, k, v1)
+		mustGrab(t, grabCall("r1", "p1", "ip", item(k, 4)))
+		if r, err := patchNow(context.Background(), rdb, onShard, k, v2); err != nil || r.Code != AdminOK {
+			t.Fatal(r, err)
+		}
+	}
+	atV2Hash := func() HashState {
+		h := hashOf(v2)
+		h.Remaining, h.WinCount, h.WinStart = 2, 1, now
+		return h
+	}()
+	cases := []struct {
+		name    string
+		setup   func(t *testing.T, k string)
+		spec    AdminSpec
+		fromVer int64
+		want    AdminReply
+		hash    HashState // checked unless want is NOT_FOUND
+	}{
+		{"at fromVer: back to the older spec and version", atV2, v1, 2,
+			AdminReply{Code: AdminOK, Remaining: 6, Granted: 4},
+			func() HashState { h := hashOf(v1); h.Remaining, h.WinCount, h.WinStart = 6, 1, now; return h }()},
+		{"already at the target version is ALREADY_APPLIED", atV2, v2, 1,
+			AdminReply{Code: AdminAlreadyApplied, Remaining: 2, Granted: 4}, atV2Hash},
+		{"at neither version is STALE", atV2, specV(0, nil), 1, AdminReply{Code: AdminStale}, atV2Hash},
+		{"at a version below fromVer is STALE", atV2, v1, 3, AdminReply{Code: AdminStale}, atV2Hash},
+		{"the undo still keeps what is granted", atV2, specV(1, func(s *AdminSpec) { s.Total, s.RateLimit, s.RateWindowMs = 3, 100, 1000 }), 2,
+			AdminReply{Code: AdminBelowGranted, Granted: 4}, atV2Hash},
+		{"missing is NOT_FOUND", nil, v1, 2, AdminReply{Code: AdminNotFound}, HashState{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := promoKey(t, "k")
+			if tc.setup != nil {
+				tc.setup(t, k)
+			}
+			have, err := PatchFrom(context.Background(), rdb, onShard, k, tc.spec, tc.fromVer, time.Now().UnixMilli())
+			if err != nil || have.Code != tc.want.Code || have.Remaining != tc.want.Remaining || have.Granted != tc.want.Granted {
+				t.Fatalf("have %+v %v, want %+v", have, err, tc.want)
+			}
+			if tc.want.Code == AdminNotFound {
+				if rdb.Exists(context.Background(), k).Val() != 0 {
+					t.Error("patch created the hash")
+				}
+				return
+			}
+			if h := mustHash(t, k); h != tc.hash {
+				t.Errorf("hash %+v\nwant %+v", h, tc.hash)
+			}
+		})
+	}
+	if _, err := PatchFrom(context.Background(), rdb, onShard, promoKey(t, "neg"), v1, -1, now); err == nil {
+		t.Error("a negative fromVer was accepted")
+	}
+}
+
+// TestPatchOfABucket: the hashes of a promotion in buckets announce no SOLD_OUT or
+// RESTOCKED of their own stock; an ENDED sale reopened is announced by bucket 0
+// (the promotion key) alone, every bucket forgetting it had ended.
+func TestPatchOfABucket(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := promoKey(t, "b")
+	for _, k := range []string{base, promo.BucketKey(base, 1)} {
+		t.Run(k, func(t *testing.T) {
+			s := specV(1, func(s *AdminSpec) { s.Total, s.Buckets = 2, 3 })
+			mustCreate(t, k, s)
+			mustGrab(t, grabCall("r1", "p1", "ip", GrabItem{Key: k, Num: 2, Part: "spi", Buckets: 3}))
+			step := func(name string, ver, total, endMs, at int64, want ...string) {
+				t.Helper()
+				s.Ver, s.Total, s.EndMs = ver, total, endMs
+				r, err := Patch(ctx, rdb, onShard, k, s, at)
+				if err != nil || r.Code != AdminOK {
+					t.Fatalf("%s: %+v %v", name, r, err)
+				}
+				wantStates(t, name, changesOf(t, base, r.Changes), want...)
+			}
+			step("up from 0", 2, 3, s.EndMs, now)
+			step("down to 0", 3, 2, s.EndMs, now)
+			// The sale ends (a grab at its end marks the hash), then a patch reopens it.
+			if r := mustGrab(t, GrabCall{NowMs: s.EndMs, DeadlineMs: s.EndMs + 5000, RequestID: "late", BodyHash: "h", Pin: "p", IP: "i",
+				RateFactorPermille: 1000, Items: []GrabItem{{Key: k, Num: 1, Part: "spi", Buckets: 3}}}); r.Code != CodeEnded {
+				t.Fatalf("grab at the end: %+v", r)
+			}
+			var want []string
+			if k == base {
+				want = []string{StateSoldOut} // bucket 0 judges by its own stock: none left
+			}
+			step("reopened", 4, 2, s.EndMs+3_600_000, s.EndMs+1, want...)
+			if ended, _ := rdb.HExists(ctx, k, "ended").Result(); ended {
+				t.Error("the reopened bucket still says its sale ended")
+			}
+		})
+	}
 }

@@ -5,6 +5,10 @@
 --       [3] the shard's state outbox (state.lua, lua.StateOutboxKey)
 -- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
 --       [7] rateWindowMs  [8] startMs  [9] endMs  [10] nowMs
+--       [11] optional: fromVer. The patch then applies only to a hash at version
+--            fromVer (a compare-and-set that may set ver lower): the admin uses it
+--            to take a bucket back to the committed spec when a change of a
+--            promotion in buckets is undone (promo-admin's journal)
 -- granted = total - remaining (takes pending commit included).
 -- Returns (admin codes, shared by create/patch/stop/delete):
 --   {0 OK, remaining, granted [, change]}    applied: remaining = new total - granted;
@@ -15,17 +19,22 @@
 --                                            SOLD_OUT when nothing is left
 --   {1 ALREADY_APPLIED, remaining, granted}  hash ver == ver; nothing changed
 --   {3 NOT_FOUND}                            no hash
---   {4 STALE}                                hash ver > ver; nothing changed
+--   {4 STALE}                                hash ver > ver, or with fromVer: hash ver is
+--                                            neither ver nor fromVer; nothing changed
 --   {5 STOPPED}                              the promotion is stopped; nothing changed
 --   {6 BELOW_GRANTED, granted}               new total < granted; nothing changed
 --   {7 FENCED}                               the shard is being rebuilt (fence marker set); nothing changed
 -- If rateLimit or rateWindowMs change, the window restarts (winCount = winStart = 0).
+-- A hash of a promotion in buckets (field buckets > 1) announces no SOLD_OUT or
+-- RESTOCKED when its own stock crosses 0, which is not its promotion's (q.lua
+-- likewise); bucket 0, the promotion key, still announces the reopening of an
+-- ENDED sale (judged by its own stock), the other buckets nothing.
 
-if #KEYS ~= 3 or #ARGV ~= 10 then
-  error('patch.lua: want 3 KEYS and 10 ARGV')
+if #KEYS ~= 3 or (#ARGV ~= 10 and #ARGV ~= 11) then
+  error('patch.lua: want 3 KEYS and 10 or 11 ARGV')
 end
 local v = {}
-for i = 1, 10 do
+for i = 1, #ARGV do
   v[i] = tonumber(ARGV[i])
   if not v[i] or v[i] % 1 ~= 0 or v[i] < 0 then
     error('patch.lua: ARGV[' .. i .. '] must be a non-negative integer')
@@ -37,7 +46,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   return {7}
 end
 local h = redis.call('HMGET', KEYS[1], 'ver', 'state', 'total', 'remaining',
-  'rateLimit', 'rateWindowMs', 'ended')
+  'rateLimit', 'rateWindowMs', 'ended', 'buckets')
 if not h[4] then
   return {3}
 end
@@ -46,7 +55,7 @@ local granted = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0)
 if cur == ver then
   return {1, tonumber(h[4]), granted}
 end
-if cur > ver then
+if (v[11] and cur ~= v[11]) or (not v[11] and cur > ver) then
   return {4}
 end
 if h[2] == 'STOPPED' then
@@ -64,11 +73,14 @@ redis.call('HSET', KEYS[1], 'ver', ARGV[1], 'total', ARGV[2], 'remaining', remai
 if tonumber(h[5]) ~= v[6] or tonumber(h[6]) ~= v[7] then
   redis.call('HSET', KEYS[1], 'winCount', 0, 'winStart', 0)
 end
+local bucketed = (tonumber(h[8]) or 1) > 1
 local state
 if h[7] and now < v[9] then -- ENDED was announced, and the new end reopens the sale
   redis.call('HDEL', KEYS[1], 'ended')
-  state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
-elseif wasLive and saleLive(KEYS[1], now) and (before == 0) ~= (remaining == 0) then
+  if not (bucketed and string.find(KEYS[1], ':b', 1, true)) then
+    state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
+  end
+elseif not bucketed and wasLive and saleLive(KEYS[1], now) and (before == 0) ~= (remaining == 0) then
   state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
 end
 if state then
