@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -35,7 +36,7 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 		return Result{}, err
 	}
 	items := indexItems(idx)
-	gs := s.groups(items)
+	gs := s.groups(items, idx.Pin, idx.IP)
 	replies, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: now.UnixMilli()})
 	var returned []group
 	already, pending := 0, false
@@ -67,7 +68,8 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	back := flowItems(items, returned)
 	for _, g := range returned {
 		for _, key := range g.keys {
-			s.refusals.Forget(key)
+			s.refusals.Forget(promo.BucketBase(key))
+			s.buckets.empty.Forget(key)
 		}
 	}
 	if pending {
@@ -115,7 +117,7 @@ func (s *Grabber) ownedIndex(ctx context.Context, rid, pin string) (flow.Request
 func indexItems(idx flow.RequestIndex) []Item {
 	items := make([]Item, len(idx.Items))
 	for i, it := range idx.Items {
-		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num}
+		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, buckets: it.Buckets, bucket: it.Bucket}
 	}
 	return items
 }

@@ -24,8 +24,8 @@ type claim struct {
 	created bool // this call wrote the entry
 	reused  bool // the entry holds another body
 	err     error
-	// claimedAt is when the entry this call found was written (zero for a rebuilt
-	// entry, and when this call wrote it).
+	// claimedAt is when the entry was written: by this call, or by the send whose
+	// entry it found (zero for a rebuilt entry).
 	claimedAt time.Time
 }
 
@@ -46,7 +46,7 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	}
 	switch {
 	case errors.Is(err, redis.Nil):
-		return claim{created: true}
+		return claim{created: true, claimedAt: time.UnixMilli(idx.ClaimedMs)}
 	case err != nil:
 		return claim{err: err}
 	}

@@ -8,8 +8,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -50,7 +52,9 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	deadline := now.Add(s.cfg.AnswerTimeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	gs := s.groups(req.Items)
+	req.Items = slices.Clone(req.Items) // routed in place (buckets.go)
+	s.route(req.Items, req.Pin, now)
+	gs := s.groups(req.Items, req.Pin, req.IP)
 	if res, fenced := s.fenceRefusal(rid, gs); fenced {
 		return res, nil
 	}
@@ -74,6 +78,25 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		return Result{}, err
 	}
 	replies, errs := s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
+	tried := make([]uint32, len(req.Items))
+	for attempt := 1; attempt < maxAttempts && s.mayFallOver(c, s.Clock()) && s.fallOver(req, gs, replies, errs, tried, now); attempt++ {
+		if !s.undo(req, took(gs, replies)) {
+			break // a take left on a shard that did not answer must stay the index's: settleTakes answers
+		}
+		gs = s.groups(req.Items, req.Pin, req.IP)
+		items = flowItems(req.Items, gs)
+		if res, fenced := s.fenceRefusal(rid, gs); fenced {
+			s.releaseClaim(req)
+			return res, nil
+		}
+		if err := s.reclaim(ctx, req, hash, items, c); err != nil {
+			s.logErr("request index not rewritten for a fall-over", err, "requestId", rid)
+			s.releaseClaim(req)
+			return refusal(rid, Unavailable, 0, "the request index shard is unavailable; nothing was taken"), nil
+		}
+		s.Metrics.fallOvers.Inc()
+		replies, errs = s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
+	}
 	if res, err, done := s.settleTakes(req, gs, replies, errs, now); done {
 		if c.created && res.Result != Granted {
 			s.releaseClaim(req)
@@ -102,6 +125,9 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	out := Result{RequestID: rid, Result: Granted, Items: make([]ItemResult, len(req.Items))}
 	for gi, g := range gs {
 		for k, i := range g.idx {
+			if !g.holdsStock(k) {
+				continue // a part that counts the pin or the ip only
+			}
 			it := req.Items[i]
 			rem := replies[gi].Remaining[k]
 			out.Items[i] = ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Remaining: &rem}
@@ -121,7 +147,8 @@ func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group
 			RateFactorPermille: factor, Outbox: s.cfg.StateOutboxKey,
 		}
 		for k, key := range g.keys {
-			call.Items = append(call.Items, lua.GrabItem{Key: key, Num: req.Items[g.idx[k]].Num})
+			it := req.Items[g.idx[k]]
+			call.Items = append(call.Items, lua.GrabItem{Key: key, Num: it.Num, Part: g.parts[k], Buckets: bucketsOf(it, g.parts[k])})
 		}
 		replies[i], errs[i] = lua.ParseGrab(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
 			return lua.QueueGrab(ctx, p, call)
@@ -175,7 +202,11 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	}
 	r := replies[failed]
 	key := gs[failed].keys[r.Index]
+	base := promo.BucketBase(key) // refusals are cached by promotion, not by bucket
 	switch r.Code {
+	case lua.CodeBucketed: // learned for the next send, which may follow it (buckets.go)
+		s.buckets.layouts.Put(base, bucket.LayoutOf(s.ring, base, r.Buckets), now)
+		return refusal(rid, Unavailable, failedAt, "the promotion's buckets changed while this grab was under way; nothing was taken; retry with the same requestId"), nil, true
 	case lua.CodeTooMany:
 		return Result{}, &FieldError{Field: fmt.Sprintf("items[%d].num", failedAt), Msg: "above the promotion's maxPerGrab"}, true
 	case lua.CodeRateLimited:
@@ -187,12 +218,12 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	if o == NotFound && s.shardLost(gs[failed].shard) { // lostshard.go
 		return refusal(rid, Unavailable, failedAt, lostMessage(gs[failed].shard)), nil, true
 	}
-	if cacheable(o) {
+	if cacheable(o) && (o != SoldOut || s.allSoldOut(req.Items[failedAt], key, now)) {
 		c := cachedRefusal{o: o}
 		if o == NotStarted {
 			c.until = time.UnixMilli(r.StartMs)
 		}
-		s.refusals.Put(key, c, now)
+		s.refusals.Put(base, c, now)
 	}
 	return refusal(rid, o, failedAt, ""), nil, true
 }
@@ -220,7 +251,8 @@ func (s *Grabber) replay(req Request, states []string) Result {
 }
 
 // undo gives back takes whose GRAB was never published: the ledger forgets them.
-func (s *Grabber) undo(req Request, gs []group) {
+// It reports whether every shard did.
+func (s *Grabber) undo(req Request, gs []group) bool {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	_, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnUndo, NowMs: s.Clock().UnixMilli()})
@@ -229,6 +261,39 @@ func (s *Grabber) undo(req Request, gs []group) {
 		s.logErr("undo failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
 	}
 	s.Metrics.rollbacks.WithLabelValues("refused").Inc()
+	return !slices.ContainsFunc(errs, func(err error) bool { return err != nil })
+}
+
+// took is the groups whose takes succeeded.
+func took(gs []group, replies []lua.GrabReply) []group {
+	var out []group
+	for i, g := range gs {
+		if replies[i].Code == lua.CodeOK && replies[i].Remaining != nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// bucketsOf is the bucket count a q.lua item names: none for an ordinary item,
+// which q.lua checks is of an ordinary promotion all the same.
+func bucketsOf(it Item, part string) int {
+	if part == "" {
+		return 0
+	}
+	return it.buckets
+}
+
+// allSoldOut reports whether a SOLD_OUT of item, answered by its hash key, is its
+// whole promotion's: an ordinary item's always, a bucketed one's once every
+// bucket is known to be sold out (the one that answered is marked so).
+func (s *Grabber) allSoldOut(it Item, key string, now time.Time) bool {
+	if it.buckets <= 1 {
+		return true
+	}
+	l := s.layout(promo.BucketBase(key), it.buckets)
+	s.buckets.empty.Put(key, struct{}{}, now)
+	return s.nextBucket(l, -1, 0, now) < 0
 }
 
 // rolledBack answers a grab that could not be committed. When the rollback did
@@ -342,23 +407,31 @@ func (s *Grabber) commit(ctx context.Context, req Request, gs []group) bool {
 	return true
 }
 
-// flowItems is the flow event items of the request's items the groups hold, in
-// request order, each with its group's shard: the ring was asked once, by groups.
+// flowItems is the flow event items of the request's items whose units the groups
+// hold, in request order, each with the shard they come from (its stock bucket's
+// for a bucketed promotion): the ring was asked once, by groups.
 func flowItems(items []Item, gs []group) []flow.Item {
 	shard := make([]int, len(items))
 	for i := range shard {
 		shard[i] = -1
 	}
 	for _, g := range gs {
-		for _, i := range g.idx {
-			shard[i] = g.shard
+		for k, i := range g.idx {
+			if g.holdsStock(k) {
+				shard[i] = g.shard
+			}
 		}
 	}
 	out := make([]flow.Item, 0, len(items))
 	for i, it := range items {
-		if shard[i] >= 0 {
-			out = append(out, flow.Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Shard: shard[i]})
+		if shard[i] < 0 {
+			continue
 		}
+		fi := flow.Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Shard: shard[i]}
+		if it.buckets > 1 {
+			fi.Bucket, fi.Buckets = it.bucket, it.buckets
+		}
+		out = append(out, fi)
 	}
 	return out
 }

@@ -91,7 +91,7 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	}
 	// No hold: never held, confirmed before, or returned. The ledgers tell.
 	var states []string
-	for _, g := range s.groups(indexItems(idx)) {
+	for _, g := range s.groups(indexItems(idx), idx.Pin, idx.IP) {
 		for _, key := range g.keys {
 			e, found, err := lua.ReadLedger(ctx, s.Shards[g.shard], key, rid)
 			switch {

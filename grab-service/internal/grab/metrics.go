@@ -16,6 +16,7 @@ type Metrics struct {
 	redisLatency *prometheus.HistogramVec
 	redisErrors  *prometheus.CounterVec
 	redisBatch   prometheus.Histogram
+	fallOvers    prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg.
@@ -23,6 +24,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	const ns, sub = "flashsale", "grab"
 	fast := []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 3}
 	m := &Metrics{
+		fallOvers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "bucket_fall_overs_total", Help: "Grab attempts sent again to other buckets (a bucket sold out, or a layout learned)."}),
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "grabs_total", Help: "Grab answers by result."}, []string{"result"}),
 		grabLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
@@ -50,6 +53,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
 	}
 	reg.MustRegister(m.grabs, m.grabLatency, m.cancels, m.kafkaLatency, m.kafkaErrors, m.rollbacks,
-		m.shortCircuit, m.reconciled, m.overdue, m.redisLatency, m.redisErrors, m.redisBatch)
+		m.shortCircuit, m.reconciled, m.overdue, m.redisLatency, m.redisErrors, m.redisBatch, m.fallOvers)
 	return m
 }

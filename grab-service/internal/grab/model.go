@@ -18,6 +18,9 @@ type Item struct {
 	PromoID string `json:"promoId"`
 	Type    int    `json:"type"`
 	Num     int64  `json:"num"`
+	// buckets is the bucket count the grab path believes the promotion has (0 or 1:
+	// an ordinary promotion), bucket the one its units are taken from (buckets.go).
+	buckets, bucket int
 }
 
 // Request is a validated grab.

@@ -287,7 +287,7 @@ func (s *Reconciler) settleDue(ctx context.Context, shard int, c redis.Universal
 				if blockedSince.IsZero() || settleAt.Before(blockedSince) {
 					blockedSince = settleAt
 				}
-			} else if d {
+			} else if d && (e.Part == "" || strings.Contains(e.Part, lua.PartStock)) { // a part without stock owes nothing
 				e.State = lua.LedgerAborted
 				debts = append(debts, owed{shard, key, rid, e})
 			}
@@ -526,7 +526,7 @@ func (s *Reconciler) takesOf(ctx context.Context, rid string, own take, st *Reco
 	case st.recordDown != nil: // after one failure the pass asks no more
 		return nil, nil, st.recordDown
 	case s.Record != nil:
-		if _, _, idx.Items, err = s.Record.GrabItems(ctx, rid); err != nil {
+		if idx.Pin, idx.IP, idx.Items, err = s.Record.GrabItems(ctx, rid); err != nil {
 			st.recordDown = fmt.Errorf("the record did not answer this pass: %w", err)
 			return nil, nil, st.recordDown
 		}
@@ -534,8 +534,13 @@ func (s *Reconciler) takesOf(ctx context.Context, rid string, own take, st *Reco
 	takes := []take{own}
 	items := ownItem
 	for _, it := range idx.Items {
-		if key := promo.Key(it.PromoID, it.Type); key != own.key {
-			takes = append(takes, take{s.ring.Shard(key), key})
+		key := promo.Key(it.PromoID, it.Type)
+		for _, t := range s.takesOfItem(it, idx.Pin, idx.IP) {
+			if t != own {
+				takes = append(takes, t)
+			}
+		}
+		if key != promo.BucketBase(own.key) {
 			items = append(items, it)
 		}
 	}
@@ -562,6 +567,7 @@ func (s *Reconciler) payDebts(ctx context.Context, debts []owed, st *ReconcileSt
 			reason = rollbackReason
 		}
 		item := flow.Item{PromoID: promoID, Type: typ, Num: d.entry.Num, Shard: d.shard}
+		item.Bucket, item.Buckets = s.bucketOf(ctx, d.shard, d.key)
 		events[i] = s.event(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, []flow.Item{item}, now, reason)
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -157,6 +158,7 @@ type Grabber struct {
 	execs    []*shardExec
 	refusals *refusalCache
 	status   statusCache
+	buckets  bucketRoutes // what this instance knows of bucketed promotions (buckets.go)
 	// degradeCap bounds the grabs sent to MySQL while degraded (degradecap.go).
 	degradeCap degradeCap
 	// markerReads coalesce each shard's reads of its markers (lostshard.go).
@@ -184,6 +186,7 @@ func New(cfg Config, d Deps) (*Grabber, error) {
 		refusals: expiry.New[cachedRefusal](cfg.RefusalCacheSize, cfg.RefusalTTL),
 		status: statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL).WithStale(StatusStale),
 			limit: newStatusLimit(cfg.StatusRate)},
+		buckets:   newBucketRoutes(cfg.RefusalTTL),
 		stopSweep: make(chan struct{}), swept: make(chan struct{})}
 	for i, c := range d.Shards {
 		s.execs = append(s.execs, newShardExec(i, c, cfg.Workers, cfg.MaxBatch, cfg.Queue, cfg.RedisTimeout, d.Metrics))
@@ -202,27 +205,46 @@ func (s *Grabber) Close() {
 	}
 }
 
-// group is the part of a request that lives on one shard.
+// group is the part of a request that lives on one shard: an ordinary item is one
+// key, an item of a bucketed promotion one key per bucket it touches (its parts).
 type group struct {
 	shard int
 	idx   []int    // indexes into the request's items
-	keys  []string // promotion hash keys, in idx order
+	keys  []string // promotion (or bucket) hash keys, in idx order
+	parts []string // q.lua part letters by key: "" for an ordinary item
 }
 
-func (s *Grabber) groups(items []Item) []group {
+// holdsStock reports whether the group's k-th key is where its item's units come
+// from (the item itself, or its stock part).
+func (g group) holdsStock(k int) bool {
+	return g.parts[k] == "" || strings.Contains(g.parts[k], lua.PartStock)
+}
+
+// groups places the items, of a grab by pin from ip, on their shards: an ordinary
+// item on its promotion's, an item of a bucketed promotion as its parts on the
+// shards of its stock bucket and of the pin's and the ip's home buckets.
+func (s *Grabber) groups(items []Item, pin, ip string) []group {
 	var gs []group
-	at := map[int]int{}
+	var at [ring.Shards]int // group index + 1 by shard
+	add := func(shard, i int, key, part string) {
+		if at[shard] == 0 {
+			gs = append(gs, group{shard: shard})
+			at[shard] = len(gs)
+		}
+		g := &gs[at[shard]-1]
+		g.idx = append(g.idx, i)
+		g.keys = append(g.keys, key)
+		g.parts = append(g.parts, part)
+	}
 	for i, it := range items {
 		key := promo.Key(it.PromoID, it.Type)
-		sh := s.ring.Shard(key)
-		g, ok := at[sh]
-		if !ok {
-			g = len(gs)
-			at[sh] = g
-			gs = append(gs, group{shard: sh})
+		if it.buckets <= 1 {
+			add(s.ring.Shard(key), i, key, "")
+			continue
 		}
-		gs[g].idx = append(gs[g].idx, i)
-		gs[g].keys = append(gs[g].keys, key)
+		for _, p := range s.layout(key, it.buckets).Parts(it.bucket, pin, ip) {
+			add(p.Shard, i, p.Key, p.Letters)
+		}
 	}
 	return gs
 }

@@ -2,12 +2,15 @@ package grab
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 
 	"github.com/flashsale/platform/internal/expiry"
+	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
@@ -88,6 +91,11 @@ func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, 
 		if err != nil {
 			return nil, err
 		}
+		if found && h.Buckets > 1 {
+			if h.Remaining, err = s.bucketsRemaining(ctx, key, int(h.Buckets)); err != nil {
+				return nil, err
+			}
+		}
 		c := cachedStatus{found: found}
 		if found {
 			start, end := time.UnixMilli(h.StartMs).UTC(), time.UnixMilli(h.EndMs).UTC()
@@ -108,4 +116,25 @@ func (c cachedStatus) result() (Status, error) {
 		return Status{}, ErrPromotionNotFound
 	}
 	return c.st, nil
+}
+
+// bucketsRemaining is the stock left over the k buckets of promotion key, read in
+// parallel: the status of a promotion in buckets is its whole, SOLD_OUT only when
+// every bucket is.
+func (s *Grabber) bucketsRemaining(ctx context.Context, key string, k int) (int64, error) {
+	l := s.layout(key, k)
+	rem := make([]int64, k)
+	errs := make([]error, k)
+	fanout.Each(l.Keys, func(b int, bk string) {
+		h, found, err := lua.ReadHash(ctx, s.Shards[l.Shards[b]], bk)
+		if err == nil && !found {
+			err = fmt.Errorf("bucket %d of %s (%s on shard %d) is missing", b, key, bk, l.Shards[b])
+		}
+		rem[b], errs[b] = h.Remaining, err
+	})
+	var sum int64
+	for _, r := range rem {
+		sum += r
+	}
+	return sum, errors.Join(errs...)
 }
