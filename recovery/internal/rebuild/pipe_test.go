@@ -60,7 +60,7 @@ func TestRestoreStopsAtTheFirstRefusedWrite(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, err = restorePromotion(ctx, c, db, p, 20, nil)
+	_, err = restorePromotion(ctx, c, db, targets(p)[0], 20, nil)
 	if err == nil || !strings.Contains(err.Error(), "OOM") {
 		t.Fatalf("want the refused write's error (OOM), have %v", err)
 	}

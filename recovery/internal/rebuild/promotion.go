@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/lua"
@@ -59,11 +60,13 @@ func stagingOf(key string) staging {
 // the few cancelled requests are looked up by key and their entries rewritten as
 // returned (a later HSET of the same field wins).
 //
+// A bucket of a bucketed promotion is restored the same way from the rows whose
+// grab had a part on it (target.part), each counted for what that part took.
+//
 // rowsRead (may be nil) is told how many flow rows were read so far, every
 // flowBatch rows: a promotion of tens of millions of grants takes minutes.
-func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, p store.Promotion, batch int, rowsRead func(int)) (Restored, error) {
-	id := p.ID()
-	key := id.Key()
+func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, tg target, batch int, rowsRead func(int)) (Restored, error) {
+	p, id, key := tg.p, tg.p.ID(), tg.key()
 	out := Restored{Key: key}
 	st := stagingOf(key)
 	w := newPipe(ctx, c, batch)
@@ -75,7 +78,7 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 
 	t := flowTally{pins: map[string]int64{}, ips: map[string]int64{}}
 	req := &hset{w: w, key: st.req}
-	if err := readFlows(ctx, rec, id, &t, req, &out, rowsRead); err != nil {
+	if err := readFlows(ctx, rec, tg, &t, req, &out, rowsRead); err != nil {
 		return out, err
 	}
 	for chunk := range slices.Chunk(t.cancels, cancelLookup) {
@@ -88,8 +91,12 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 			return out, err
 		}
 		for _, cr := range chunk {
-			if g, ok := grabs[cr.RequestID]; ok { // a CANCEL without its GRAB leaves no entry
-				if err := putLedger(req, g, true, cr.Reason); err != nil {
+			g, ok := grabs[cr.RequestID] // a CANCEL without its GRAB leaves no entry
+			if !ok {
+				continue
+			}
+			if part, ok, _ := tg.part(g); ok {
+				if err := putLedger(req, g, part, true, cr.Reason); err != nil {
 					return out, err
 				}
 			}
@@ -99,18 +106,23 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 		return out, err
 	}
 
-	out.Remaining = p.Spec.Total - (t.granted - t.returned)
+	total := bucket.Shares(p.Spec.Total, tg.layout.K)[tg.bucket]
+	out.Remaining = total - (t.granted - t.returned)
 	if out.Remaining < 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: the flow log grants %d of total %d; remaining written as 0", key, t.granted-t.returned, p.Spec.Total))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: the flow log grants %d of total %d; remaining written as 0", key, t.granted-t.returned, total))
 		out.Remaining = 0
 	}
-	if p.Remaining != out.Remaining {
+	if t.badBucket > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %d flow rows name a bucket outside 0..%d; left out", key, t.badBucket, tg.layout.K-1))
+	}
+	// promotion.remaining is the promotion's, not one bucket's.
+	if tg.layout.K == 1 && p.Remaining != out.Remaining {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: promotion.remaining is %d but the flow log gives %d; the flow log wins", key, p.Remaining, out.Remaining))
 	}
 	if p.Pending != nil {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: admin change %s v%d pending; restored v%d, promo-admin's resolver settles the change", key, p.Pending.Op, p.Pending.Version, p.Version))
 	}
-	if err := w.do(append([]any{"HSET", st.hash}, hashFields(p, out.Remaining)...)...); err != nil {
+	if err := w.do(append([]any{"HSET", st.hash}, hashFields(tg, out.Remaining)...)...); err != nil {
 		return out, err
 	}
 	var err error
@@ -129,13 +141,14 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 	return out, nil
 }
 
-// readFlows reads the promotion's flow log once. The rows go in batches to two
-// goroutines, one summing them into t and one staging the ledger entries of the
-// GRAB rows, so reading, summing and encoding share the machine's cores.
-func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
+// readFlows reads the promotion's flow log once, keeping the rows with a part on
+// the target's bucket (all of an ordinary promotion's). The rows go in batches to
+// two goroutines, one summing them into t and one staging the ledger entries of
+// the GRAB rows, so reading, summing and encoding share the machine's cores.
+func readFlows(ctx context.Context, rec Record, tg target, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	toTally, toLedger := make(chan []store.FlowRow, 4), make(chan []store.FlowRow, 4)
+	toTally, toLedger := make(chan []partRow, 4), make(chan []partRow, 4)
 	tallied, staged := make(chan struct{}), make(chan error, 1)
 	go func() {
 		for batch := range toTally {
@@ -150,7 +163,7 @@ func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *
 		for batch := range toLedger {
 			for _, r := range batch {
 				if err == nil && !r.Cancel {
-					if err = putLedger(req, r, false, ""); err != nil {
+					if err = putLedger(req, r.FlowRow, r.part, false, ""); err != nil {
 						cancel() // stops the read below
 					}
 				}
@@ -158,7 +171,7 @@ func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *
 		}
 		staged <- err
 	}()
-	batch := make([]store.FlowRow, 0, flowBatch)
+	batch := make([]partRow, 0, flowBatch)
 	rows := 0
 	send := func() {
 		toTally <- batch
@@ -166,16 +179,23 @@ func readFlows(ctx context.Context, rec Record, id store.ID, t *flowTally, req *
 		if rows += len(batch); rowsRead != nil {
 			rowsRead(rows)
 		}
-		batch = make([]store.FlowRow, 0, flowBatch) // the two readers share the old one
+		batch = make([]partRow, 0, flowBatch) // the two readers share the old one
 	}
-	err := rec.EachFlow(ctx, id, func(r store.FlowRow) error {
+	err := rec.EachFlow(ctx, tg.p.ID(), func(r store.FlowRow) error {
+		part, ok, bad := tg.part(r)
+		if bad {
+			t.badBucket++ // the tally goroutine never writes it
+		}
+		if !ok {
+			return nil
+		}
 		if !r.Cancel {
 			out.Ledger++
 			if r.BodyHash == "" {
 				out.NoBodyHash++
 			}
 		}
-		if batch = append(batch, r); len(batch) == flowBatch {
+		if batch = append(batch, partRow{r, part}); len(batch) == flowBatch {
 			send()
 		}
 		return nil
@@ -198,51 +218,73 @@ const flowBatch = 1024
 // cancelLookup is how many cancelled requests one GrabRows query asks for.
 const cancelLookup = 500
 
+// partRow is a flow row with the letters of its grab's part on the bucket being
+// restored (lua.PartAll for an ordinary promotion).
+type partRow struct {
+	store.FlowRow
+	part string
+}
+
 // flowTally is what the flow log sums to: the contract's Σ GRAB − Σ CANCEL, per
-// promotion, pin and ip, and the CANCEL rows whose ledger entries are rewritten.
+// bucket (promotion), pin and ip, and the CANCEL rows whose ledger entries are
+// rewritten. Each part counts only what it took: the stock with s, the pin with p,
+// the ip with i.
 type flowTally struct {
 	granted, returned int64
 	pins, ips         map[string]int64
 	cancels           []store.FlowRow
+	badBucket         int // rows naming a bucket the promotion lacks (the reader's)
 }
 
-func (t *flowTally) add(r store.FlowRow) {
+func (t *flowTally) add(r partRow) {
 	n := r.Num
+	stock := has(r.part, lua.PartStock)
 	if r.Cancel {
-		t.returned += n
+		if stock {
+			t.returned += n
+		}
 		t.cancels = append(t.cancels, store.FlowRow{RequestID: r.RequestID, Reason: r.Reason})
 		n = -n
-	} else {
+	} else if stock {
 		t.granted += n
 	}
-	t.pins[r.Pin] += n
-	t.ips[r.IP] += n
+	if has(r.part, lua.PartPin) {
+		t.pins[r.Pin] += n
+	}
+	if has(r.part, lua.PartIP) {
+		t.ips[r.IP] += n
+	}
 }
 
-// putLedger stages the ledger entry of a GRAB row.
-func putLedger(req *hset, g store.FlowRow, cancelled bool, reason string) error {
-	return req.putEntry(g.RequestID, ledgerEntry(g, cancelled, reason))
+// putLedger stages the ledger entry of a GRAB row's part.
+func putLedger(req *hset, g store.FlowRow, part string, cancelled bool, reason string) error {
+	return req.putEntry(g.RequestID, ledgerEntry(g, part, cancelled, reason))
 }
 
 // hashFields is the promotion hash (lua/README.md) as create.lua writes it, with
 // remaining from the record and the rate window restarting empty: field, value,
-// field, value...
-func hashFields(p store.Promotion, remaining int64) []any {
-	s := p.Spec
+// field, value... A bucket's is as bucket.Create writes it: its share of the total,
+// the rate limit over K rounded up, and buckets = K.
+func hashFields(tg target, remaining int64) []any {
+	p, s, k := tg.p, tg.p.Spec, int64(tg.layout.K)
 	var rateLimit, windowMs int64
 	if s.RateLimit != nil {
-		rateLimit, windowMs = s.RateLimit.Limit, s.RateLimit.WindowSeconds*1000
+		rateLimit, windowMs = (s.RateLimit.Limit+k-1)/k, s.RateLimit.WindowSeconds*1000
 	}
 	state := string(promo.Active)
 	if p.State != promo.Active {
 		state = string(promo.Stopped) // the hash knows ACTIVE and STOPPED only
 	}
-	return []any{
-		"ver", p.Version, "total", s.Total, "remaining", remaining,
+	fields := []any{
+		"ver", p.Version, "total", bucket.Shares(s.Total, tg.layout.K)[tg.bucket], "remaining", remaining,
 		"perPin", s.PerPinLimit, "perIp", s.PerIPLimit, "maxPerGrab", s.MaxPerGrab,
 		"rateLimit", rateLimit, "rateWindowMs", windowMs, "winCount", 0, "winStart", 0,
 		"startMs", s.StartAt.UnixMilli(), "endMs", s.EndAt.UnixMilli(), "state", state,
 	}
+	if k > 1 { // create.lua writes it only above 1
+		fields = append(fields, "buckets", k)
+	}
+	return fields
 }
 
 // putCounters writes the non-zero counters; a negative one (a CANCEL the record
@@ -269,9 +311,14 @@ func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what 
 
 // ledgerEntry is the settled entry a request leaves: G while granted, R once
 // returned, X when the return was the rollback of an aborted take. The deadline
-// only matters to pending entries, and a rebuilt ledger has none, so it is 0.
-func ledgerEntry(g store.FlowRow, cancelled bool, reason string) lua.LedgerEntry {
+// only matters to pending entries, and a rebuilt ledger has none, so it is 0. A
+// part of a bucketed grab keeps its letters in k, as q.lua writes them (none for
+// a part that is all three).
+func ledgerEntry(g store.FlowRow, part string, cancelled bool, reason string) lua.LedgerEntry {
 	e := lua.LedgerEntry{State: lua.LedgerCommitted, BodyHash: g.BodyHash, Num: g.Num, Pin: g.Pin, IP: g.IP}
+	if part != lua.PartAll {
+		e.Part = part
+	}
 	switch {
 	case cancelled && reason == rollbackReason:
 		e.State = lua.LedgerAbortRecorded

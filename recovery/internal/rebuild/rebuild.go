@@ -2,6 +2,10 @@
 // live promotion of a shard, the promotion hash (remaining = total − Σ GRAB +
 // Σ CANCEL), the per-pin and per-ip counters and the request ledger, from the
 // promotion table and the flow log; rate windows and the pending set start empty.
+// A promotion in K buckets (internal/bucket) is K hashes on K shards: a shard
+// restores the bucket it holds, its share of the total less what its GRAB rows
+// took, the pins and ips whose home it is, and the ledger entries of the parts it
+// held (bucket.go).
 //
 // Order of a run, and why:
 //  1. Fence the shards (markers.go): grab-service answers UNAVAILABLE for their
@@ -52,7 +56,8 @@ import (
 
 // Options say what to rebuild and how carefully.
 type Options struct {
-	// Shards are rebuilt whole; Promo (if set) alone instead, on its shard.
+	// Shards are rebuilt whole; Promo (if set) alone instead, on its shard (every
+	// bucket's shard for a bucketed promotion).
 	Shards []int
 	Promo  *store.ID
 	// Settle is the wait between raising the fences and reading the record.
@@ -114,7 +119,10 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 	}
 	targets := o.Shards
 	if o.Promo != nil {
-		targets = []int{ring.Default.Shard(o.Promo.Key())}
+		var err error
+		if targets, err = promoShards(ctx, d.Record, *o.Promo); err != nil {
+			return sum, err
+		}
 	}
 	targets = uniqueSorted(targets)
 	if len(targets) == 0 {
@@ -182,8 +190,8 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 		return sum, fmt.Errorf("rebuild: the record holds no live promotion %s", o.Promo)
 	}
 	total := 0
-	for _, ps := range byShard {
-		total += len(ps)
+	for _, ts := range byShard {
+		total += len(ts)
 	}
 	bar := progress.New(o.Progress, total, "rebuild", "promotions")
 
@@ -215,13 +223,13 @@ func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
 	return sum, nil
 }
 
-func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.UniversalClient, ps []store.Promotion, bar *progressbar.ProgressBar) (ShardSummary, error) {
+func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.UniversalClient, ts []target, bar *progressbar.ProgressBar) (ShardSummary, error) {
 	ss := ShardSummary{Shard: shard, Whole: o.Promo == nil}
 	if bar != nil {
 		bar.Describe(fmt.Sprintf("shard %2d", shard))
 	}
 	if !ss.Whole {
-		return ss, restorePromotions(ctx, d, o, c, ps, bar, &ss)
+		return ss, restorePromotions(ctx, d, o, c, ts, bar, &ss)
 	}
 	// Until the last promotion is in, the shard is not whole: if this run dies,
 	// grab-service keeps fencing it after the fence's TTL runs out.
@@ -239,7 +247,7 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 		indexed, err = restoreIndex(ictx, c, d.Record, shard, o.Batch, time.Now())
 		index <- err
 	}()
-	err := restorePromotions(ctx, d, o, c, ps, bar, &ss)
+	err := restorePromotions(ctx, d, o, c, ts, bar, &ss)
 	if err != nil {
 		cancel()
 	}
@@ -248,17 +256,17 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 	if err := errors.Join(err, ierr); err != nil {
 		return ss, err
 	}
-	return ss, markBuilt(ctx, c, shard, len(ps))
+	return ss, markBuilt(ctx, c, shard, len(ts))
 }
 
-func restorePromotions(ctx context.Context, d Deps, o Options, c redis.UniversalClient, ps []store.Promotion, bar *progressbar.ProgressBar, ss *ShardSummary) error {
-	for _, p := range ps {
+func restorePromotions(ctx context.Context, d Deps, o Options, c redis.UniversalClient, ts []target, bar *progressbar.ProgressBar, ss *ShardSummary) error {
+	for _, t := range ts {
 		var rowsRead func(int)
 		if bar != nil { // the bar counts promotions; the description, the rows of this one
-			key := p.ID().Key()
+			key := t.key()
 			rowsRead = func(n int) { bar.Describe(fmt.Sprintf("shard %2d %s: %d flow rows", ss.Shard, key, n)) }
 		}
-		r, err := restorePromotion(ctx, c, d.Record, p, o.Batch, rowsRead)
+		r, err := restorePromotion(ctx, c, d.Record, t, o.Batch, rowsRead)
 		if err != nil {
 			return err
 		}
@@ -270,28 +278,48 @@ func restorePromotions(ctx context.Context, d Deps, o Options, c redis.Universal
 	return nil
 }
 
-// pick groups the promotions to rebuild by shard.
-func pick(live []store.Promotion, only *store.ID, clients map[int]redis.UniversalClient) map[int][]store.Promotion {
-	out := map[int][]store.Promotion{}
+// pick groups by shard the promotions to rebuild: every bucket that lives on a
+// shard being rebuilt.
+func pick(live []store.Promotion, only *store.ID, clients map[int]redis.UniversalClient) map[int][]target {
+	out := map[int][]target{}
 	for _, p := range live {
 		if only != nil && p.ID() != *only {
 			continue
 		}
-		if s := ring.Default.Shard(p.ID().Key()); clients[s] != nil {
-			out[s] = append(out[s], p)
+		for _, t := range targets(p) {
+			if s := t.shard(); clients[s] != nil {
+				out[s] = append(out[s], t)
+			}
 		}
 	}
 	return out
 }
 
-// drain waits until every promotion's pending set is empty, or says which are not.
-func drain(ctx context.Context, clients map[int]redis.UniversalClient, byShard map[int][]store.Promotion, timeout time.Duration) error {
+// promoShards are the shards of the promotion's buckets, for a rebuild of it
+// alone. Its bucket count is fixed at create, so reading it before the fence is
+// safe; a promotion the record does not hold live is looked for on its key's
+// shard, and refused there once the record is read under the fence.
+func promoShards(ctx context.Context, rec Record, id store.ID) ([]int, error) {
+	live, err := rec.LivePromotions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range live {
+		if p.ID() == id {
+			return layoutOf(id, p.Spec.Buckets).Shards, nil
+		}
+	}
+	return []int{ring.Default.Shard(id.Key())}, nil
+}
+
+// drain waits until every bucket's pending set is empty, or says which are not.
+func drain(ctx context.Context, clients map[int]redis.UniversalClient, byShard map[int][]target, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		var open []string
-		for s, ps := range byShard {
-			for _, p := range ps {
-				key := p.ID().Key()
+		for s, ts := range byShard {
+			for _, t := range ts {
+				key := t.key()
 				n, err := clients[s].ZCard(ctx, promo.PendingKey(key)).Result()
 				if err != nil {
 					return fmt.Errorf("read the open takes of %s: %w", key, err)
@@ -328,7 +356,7 @@ func awaitAdminChanges(ctx context.Context, d Deps, only *store.ID, clients map[
 		}
 		var youngest *store.PendingChange
 		for i, c := range changes {
-			if (only != nil && c.ID != *only) || clients[ring.Default.Shard(c.ID.Key())] == nil {
+			if (only != nil && c.ID != *only) || !onAny(layoutOf(c.ID, c.Buckets).Shards, clients) {
 				continue
 			}
 			if youngest == nil || c.At.After(youngest.At) {
@@ -349,6 +377,17 @@ func awaitAdminChanges(ctx context.Context, d Deps, only *store.ID, clients map[
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// onAny says whether any of shards is being rebuilt: a change of a bucketed
+// promotion reaches every bucket.
+func onAny(shards []int, clients map[int]redis.UniversalClient) bool {
+	for _, s := range shards {
+		if clients[s] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // catchUp waits for the sink; with no Kafka to ask, it says so.

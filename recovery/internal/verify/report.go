@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
 // Print writes every drift (sorted), every promotion in flight and one summary
@@ -16,7 +18,7 @@ func (r Report) Print(w io.Writer, verbose bool) {
 		}
 		return ps[i].Key < ps[j].Key
 	})
-	drifted, inFlight := 0, 0
+	drifted, inFlight := map[string]bool{}, 0
 	for _, p := range ps {
 		if verbose && len(p.Drifts) == 0 && p.Open == 0 {
 			fmt.Fprintf(w, "OK     %s  shard %d  remaining %d of %d  pins %d  ips %d\n", p.Key, p.Shard, p.Remaining, p.Total, p.Pins, p.IPs)
@@ -36,7 +38,7 @@ func (r Report) Print(w io.Writer, verbose bool) {
 			fmt.Fprintln(w, d.String())
 		}
 		if len(ds) > 0 {
-			drifted++
+			drifted[promo.BucketBase(p.Key)] = true
 		}
 	}
 	for _, d := range r.IndexDrifts {
@@ -46,10 +48,19 @@ func (r Report) Print(w io.Writer, verbose bool) {
 	if len(r.Shards) > 0 {
 		scope = fmt.Sprintf("shards %v", r.Shards)
 	}
+	// A bucketed promotion is checked hash by hash; the count names promotions.
+	promotions := map[string]bool{}
+	for _, p := range ps {
+		promotions[promo.BucketBase(p.Key)] = true
+	}
+	hashes := ""
+	if len(promotions) != len(ps) {
+		hashes = fmt.Sprintf(" (%d bucket hashes)", len(ps))
+	}
 	index := ""
 	if r.IndexChecked {
 		index = fmt.Sprintf(", request index drifts on %d shards", len(r.IndexDrifts))
 	}
-	fmt.Fprintf(w, "verify: %d promotions on %s checked against MySQL: %d drifts in %d promotions, %d in flight%s; flow sink catch-up %s\n",
-		len(ps), scope, len(r.Drifts())-len(r.IndexDrifts), drifted, inFlight, index, r.CatchUp)
+	fmt.Fprintf(w, "verify: %d promotions%s on %s checked against MySQL: %d drifts in %d promotions, %d in flight%s; flow sink catch-up %s\n",
+		len(promotions), hashes, scope, len(r.Drifts())-len(r.IndexDrifts), len(drifted), inFlight, index, r.CatchUp)
 }

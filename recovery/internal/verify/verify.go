@@ -1,8 +1,11 @@
 // Package verify compares every live promotion's Redis counters with the system of
 // record (invariant 4): remaining against total − Σ GRAB + Σ CANCEL, and every
-// per-pin and per-ip counter against its flow-log net. It is fit to run as a
-// periodic job: one summary line and exit 0 when clean, one line per drift and
-// exit 1 otherwise.
+// per-pin and per-ip counter against its flow-log net. A promotion in K buckets
+// (internal/bucket) is checked bucket by bucket: each bucket's remaining against
+// its share less what its GRAB rows took plus what its CANCEL rows gave back, its
+// pins and ips against the nets of those whose home it is; a drift names the
+// bucket's key. It is fit to run as a periodic job: one summary line and exit 0
+// when clean, one line per drift and exit 1 otherwise.
 //
 // A live sale must not raise false alarms, so:
 //   - a promotion with takes still open (its pending set is not empty: P, A or C
@@ -22,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
@@ -145,27 +149,26 @@ func Run(ctx context.Context, d Deps, o Options) (Report, error) {
 	}
 	var mine []store.Promotion
 	for _, p := range live {
-		if len(want) == 0 || want[ring.Default.Shard(p.ID().Key())] {
+		if len(bucketsOn(p, want)) > 0 {
 			mine = append(mine, p)
 		}
 	}
 	bar := progress.New(o.Progress, len(mine), "verify", "promotions")
 	for _, p := range mine {
-		shard := ring.Default.Shard(p.ID().Key())
-		c, err := check(ctx, d.Shards[shard], d.Record, p, shard)
-		for n := 0; err == nil && len(c.Drifts) > 0 && n < o.Rechecks; n++ {
+		cs, err := check(ctx, d.Shards, d.Record, p, bucketsOn(p, want))
+		for n := 0; err == nil && drifted(cs) && n < o.Rechecks; n++ {
 			select {
 			case <-ctx.Done():
 				return rep, ctx.Err()
 			case <-time.After(o.RecheckDelay):
 			}
 			waitSink()
-			c, err = check(ctx, d.Shards[shard], d.Record, p, shard)
+			cs, err = check(ctx, d.Shards, d.Record, p, bucketsOn(p, want))
 		}
 		if err != nil {
 			return rep, err
 		}
-		rep.Promotions = append(rep.Promotions, c)
+		rep.Promotions = append(rep.Promotions, cs...)
 		if bar != nil {
 			_ = bar.Add(1)
 		}
@@ -195,44 +198,112 @@ func Run(ctx context.Context, d Deps, o Options) (Report, error) {
 	return rep, nil
 }
 
-// check reads the promotion's Redis counters in one transaction (a consistent
-// snapshot) and compares them with the flow log.
-func check(ctx context.Context, c redis.UniversalClient, rec Record, p store.Promotion, shard int) (Checked, error) {
-	key := p.ID().Key()
-	out := Checked{Key: key, Shard: shard, Total: p.Spec.Total}
-	var hash, pins, ips *redis.MapStringStringCmd
-	var open *redis.IntCmd
-	_, err := c.TxPipelined(ctx, func(pp redis.Pipeliner) error {
-		hash = pp.HGetAll(ctx, key)
-		pins = pp.HGetAll(ctx, promo.PinsKey(key))
-		ips = pp.HGetAll(ctx, promo.IPsKey(key))
-		open = pp.ZCard(ctx, promo.PendingKey(key))
-		return nil
-	})
-	if err != nil {
-		return out, fmt.Errorf("verify: read %s on shard %d: %w", key, shard, err)
+// bucketsOn lists the buckets of p that live on the wanted shards (all of them
+// when none is named): an ordinary promotion has one, bucket 0.
+func bucketsOn(p store.Promotion, want map[int]bool) []int {
+	var out []int
+	for b, s := range layoutOf(p).Shards {
+		if len(want) == 0 || want[s] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// layoutOf is where p's buckets live; a bucket count the layout does not know
+// (the record never holds one) is read as 1, as the rebuild reads it.
+func layoutOf(p store.Promotion) bucket.Layout {
+	if l := bucket.LayoutOf(ring.Default, p.ID().Key(), promo.BucketsOf(p.Spec.Buckets)); l.K > 0 {
+		return l
+	}
+	return bucket.LayoutOf(ring.Default, p.ID().Key(), 1)
+}
+
+func drifted(cs []Checked) bool {
+	for _, c := range cs {
+		if len(c.Drifts) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// redisSide is one bucket's Redis counters, read in one transaction.
+type redisSide struct {
+	hash, pins, ips map[string]string
+	open            int64
+}
+
+// check reads the Redis counters of the promotion's buckets (each in one
+// transaction: a consistent snapshot of the bucket), then the flow log, and
+// compares them bucket by bucket.
+func check(ctx context.Context, shards []redis.UniversalClient, rec Record, p store.Promotion, buckets []int) ([]Checked, error) {
+	l := layoutOf(p)
+	sides := make([]redisSide, len(buckets))
+	for i, b := range buckets {
+		key, shard := l.Keys[b], l.Shards[b]
+		var hash, pins, ips *redis.MapStringStringCmd
+		var open *redis.IntCmd
+		_, err := shards[shard].TxPipelined(ctx, func(pp redis.Pipeliner) error {
+			hash = pp.HGetAll(ctx, key)
+			pins = pp.HGetAll(ctx, promo.PinsKey(key))
+			ips = pp.HGetAll(ctx, promo.IPsKey(key))
+			open = pp.ZCard(ctx, promo.PendingKey(key))
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("verify: read %s on shard %d: %w", key, shard, err)
+		}
+		sides[i] = redisSide{hash.Val(), pins.Val(), ips.Val(), open.Val()}
 	}
 	counters, err := rec.FlowCounters(ctx, p.ID())
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	wantRemaining := p.Spec.Total - counters.Net()
-	h := hash.Val()
-	if len(h) == 0 {
+	shares := bucket.Shares(p.Spec.Total, l.K)
+	out := make([]Checked, len(buckets))
+	for i, b := range buckets {
+		out[i] = compareBucket(l, b, shares[b], sides[i], counters)
+	}
+	return out, nil
+}
+
+// compareBucket compares bucket b's Redis counters with what the flow log says it
+// holds: its share less its net, the pins and ips whose home it is (every one of
+// an ordinary promotion).
+func compareBucket(l bucket.Layout, b int, share int64, side redisSide, counters store.FlowCounters) Checked {
+	key, shard := l.Keys[b], l.Shards[b]
+	out := Checked{Key: key, Shard: shard, Total: share}
+	wantRemaining := share - counters.ByBucket[b]
+	if len(side.hash) == 0 {
 		out.Drifts = append(out.Drifts, Drift{Key: key, Shard: shard, What: "promotion", Record: wantRemaining})
-		return out, nil
+		return out
 	}
-	out.Remaining = parse(h["remaining"])
-	out.Pins, out.IPs = len(pins.Val()), len(ips.Val())
-	if out.Open = open.Val(); out.Open > 0 {
-		return out, nil
+	out.Remaining = parse(side.hash["remaining"])
+	out.Pins, out.IPs = len(side.pins), len(side.ips)
+	if out.Open = side.open; out.Open > 0 {
+		return out
 	}
 	if out.Remaining != wantRemaining {
 		out.Drifts = append(out.Drifts, Drift{Key: key, Shard: shard, What: "remaining", Redis: out.Remaining, Record: wantRemaining})
 	}
-	out.Drifts = append(out.Drifts, compare(key, shard, "pin", pins.Val(), counters.Pins)...)
-	out.Drifts = append(out.Drifts, compare(key, shard, "ip", ips.Val(), counters.IPs)...)
-	return out, nil
+	out.Drifts = append(out.Drifts, compare(key, shard, "pin", side.pins, homed(counters.Pins, l.K, b))...)
+	out.Drifts = append(out.Drifts, compare(key, shard, "ip", side.ips, homed(counters.IPs, l.K, b))...)
+	return out
+}
+
+// homed keeps the nets of those (pins or ips) whose home is bucket b of k.
+func homed(nets map[string]int64, k, b int) map[string]int64 {
+	if k == 1 {
+		return nets
+	}
+	out := map[string]int64{}
+	for who, n := range nets {
+		if bucket.Home(who, k) == b {
+			out[who] = n
+		}
+	}
+	return out
 }
 
 // compare lists every field whose Redis value differs from the record's net; an
