@@ -86,7 +86,8 @@ func New(st *store.Store, pool *shardpool.Pool, cfg Config) *Admin {
 
 func (a *Admin) now() time.Time { return a.cfg.Now().UTC().Truncate(time.Millisecond) }
 
-// Create records the promotion and writes its hash on its shard.
+// Create records the promotion and writes its hash on its shard (its K hashes on
+// K shards for a promotion in buckets, buckets.go).
 func (a *Admin) Create(ctx context.Context, s promo.Spec) (promo.Promotion, error) {
 	s.StartAt, s.EndAt = s.StartAt.UTC().Truncate(time.Millisecond), s.EndAt.UTC().Truncate(time.Millisecond)
 	if err := validateSpec(s, a.now()); err != nil {
@@ -196,6 +197,12 @@ func (a *Admin) Patch(ctx context.Context, id store.ID, patch Patch) (promo.Prom
 		return promo.Promotion{}, err
 	}
 	ch, err := a.propose(ctx, id, func(p *store.Promotion) (*store.Change, error) {
+		if k := promo.BucketsOf(p.Spec.Buckets); patch.Buckets != nil && *patch.Buckets != k {
+			return nil, invalid("buckets", "is fixed at create: the promotion has %d; create another promotion for another count", k)
+		}
+		if patch.empty() {
+			return nil, errPatchEmpty
+		}
 		if p.State == promo.Stopped {
 			return nil, fmt.Errorf("patch %s: %w", id, ErrStopped)
 		}

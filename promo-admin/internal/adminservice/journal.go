@@ -97,6 +97,9 @@ func (a *Admin) takeOver(ctx context.Context, id store.ID, pending *store.Change
 func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store.Promotion, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RepairGrace)
 	defer cancel()
+	if k := promo.BucketsOf(ch.Spec.Buckets); k > 1 {
+		return a.settleBuckets(ctx, id, ch, k)
+	}
 	key := id.Key()
 	shard, c := a.pool.For(key)
 	fault(&a.betweenWrites)
@@ -172,7 +175,8 @@ func (a *Admin) unsure(ctx context.Context, id store.ID, ch store.Change, shard 
 // rebuilt hash once the fence is lifted, never against the hash about to go.
 var errFenced = errors.New("the shard is being rebuilt (fence marker set)")
 
-// landed reads the hash: does it hold the change?
+// landed reads the hash: does it hold the change? For a promotion in buckets,
+// bucket 0's hash (the promotion key) answers for the change.
 func (a *Admin) landed(ctx context.Context, key string, ch store.Change) (bool, error) {
 	shard, c := a.pool.For(key)
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
@@ -212,6 +216,12 @@ func (a *Admin) resolve(ctx context.Context, id store.ID) error {
 	landed, err := a.landed(ctx, id.Key(), ch)
 	if err != nil {
 		return &UnavailableError{Dependency: shardName(shard), Msg: "the pending change waits", Err: err}
+	}
+	if k := promo.BucketsOf(ch.Spec.Buckets); k > 1 {
+		// The other buckets follow bucket 0 before the record does.
+		if err := a.follow(ctx, layoutOf(id, k), ch, p, landed); err != nil {
+			return err
+		}
 	}
 	outcome := "promoted"
 	if landed {
@@ -274,7 +284,7 @@ func adminSpec(ch store.Change) lua.AdminSpec {
 	out := lua.AdminSpec{
 		Ver: ch.Version, Total: s.Total, PerPin: s.PerPinLimit, PerIP: s.PerIPLimit,
 		MaxPerGrab: s.MaxPerGrab, StartMs: s.StartAt.UnixMilli(), EndMs: s.EndAt.UnixMilli(),
-		State: string(ch.State),
+		State: string(ch.State), Buckets: s.Buckets,
 	}
 	if s.RateLimit != nil {
 		out.RateLimit, out.RateWindowMs = s.RateLimit.Limit, s.RateLimit.WindowSeconds*1000

@@ -50,6 +50,8 @@ type Patch struct {
 	PerIPLimit  *int64
 	RateLimit   *promo.RateLimit
 	EndAt       *time.Time
+	// Buckets is fixed at create: a patch may name it only with the promotion's own count.
+	Buckets *int
 }
 
 func (p Patch) empty() bool {
@@ -79,12 +81,21 @@ func invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// BelowGrantedError is ErrBelowGranted with the numbers.
+// BelowGrantedError is ErrBelowGranted with the numbers. For a promotion in
+// buckets (Buckets > 1) it names the bucket whose grants exceed its share of the
+// new total, and where it lives.
 type BelowGrantedError struct {
 	Total, Granted int64
+	Buckets        int
+	Bucket, Shard  int
+	Share          int64
 }
 
 func (e *BelowGrantedError) Error() string {
+	if e.Buckets > 1 {
+		return fmt.Sprintf("total %d is below what bucket %d of %d (redis shard %d) has already granted: %d, above its share %d of the new total",
+			e.Total, e.Bucket, e.Buckets, e.Shard, e.Granted, e.Share)
+	}
 	return fmt.Sprintf("total %d is below the %d already granted", e.Total, e.Granted)
 }
 

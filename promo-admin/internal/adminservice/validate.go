@@ -22,7 +22,8 @@ func validateID(id store.ID) error {
 }
 
 // validateSpec checks a create's spec against the contract; the transport has
-// already filled the defaults of absent fields (maxPerGrab 1, windowSeconds 60).
+// already filled the defaults of absent fields (maxPerGrab 1, windowSeconds 60,
+// buckets 1).
 func validateSpec(s promo.Spec, now time.Time) error {
 	if err := validateID(store.ID{PromoID: s.PromoID, Type: s.Type}); err != nil {
 		return err
@@ -42,6 +43,12 @@ func validateSpec(s promo.Spec, now time.Time) error {
 	if err := validateRateLimit(s.RateLimit); err != nil {
 		return err
 	}
+	if err := validateBuckets(s.Buckets); err != nil {
+		return err
+	}
+	if int64(s.Buckets) > s.Total {
+		return invalid("buckets", "must be at most total (%d): every bucket holds at least one unit", s.Total)
+	}
 	if s.StartAt.IsZero() {
 		return invalid("startAt", "is required")
 	}
@@ -51,6 +58,13 @@ func validateSpec(s promo.Spec, now time.Time) error {
 func validateTotal(total int64) error {
 	if total < 1 || total > promo.MaxTotal {
 		return invalid("total", "must be an integer from 1 to %d", promo.MaxTotal)
+	}
+	return nil
+}
+
+func validateBuckets(k int) error {
+	if k < 1 || k > promo.MaxBuckets {
+		return invalid("buckets", "must be an integer from 1 to %d", promo.MaxBuckets)
 	}
 	return nil
 }
@@ -91,11 +105,18 @@ func validateEnd(start, end, now time.Time) error {
 	return nil
 }
 
+var errPatchEmpty = invalid("body", "the patch changes nothing: give at least one of total, perPinLimit, perIpLimit, rateLimit, endAt")
+
 // validatePatch checks a patch on its own; the end time is checked against the
 // stored start once the row is read.
 func validatePatch(p Patch) error {
-	if p.empty() {
-		return invalid("body", "the patch changes nothing: give at least one of total, perPinLimit, perIpLimit, rateLimit, endAt")
+	if p.Buckets != nil {
+		// Compared with the promotion's once the row is read (Admin.Patch).
+		if err := validateBuckets(*p.Buckets); err != nil {
+			return err
+		}
+	} else if p.empty() {
+		return errPatchEmpty
 	}
 	if p.Total != nil {
 		if err := validateTotal(*p.Total); err != nil {

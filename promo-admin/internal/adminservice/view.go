@@ -10,10 +10,12 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
-// view is a committed row as the API shows it, with the given counters.
+// view is a committed row as the API shows it, with the given counters. A
+// promotion in buckets shows its count and where they live; an ordinary one shows
+// neither, as before buckets existed.
 func view(p store.Promotion, remaining, granted int64, now time.Time) promo.Promotion {
 	key := p.ID().Key()
-	return promo.Promotion{
+	v := promo.Promotion{
 		Spec:      p.Spec,
 		Key:       key,
 		Shard:     ring.Default.Shard(key),
@@ -23,6 +25,12 @@ func view(p store.Promotion, remaining, granted int64, now time.Time) promo.Prom
 		CreatedAt: p.CreatedAt,
 		UpdatedAt: p.UpdatedAt,
 	}
+	if k := promo.BucketsOf(p.Spec.Buckets); k > 1 {
+		v.BucketShards = layoutOf(p.ID(), k).Shards
+	} else {
+		v.Buckets = 0
+	}
+	return v
 }
 
 // recorded is the view with the record's counters (kept by the flow sink).
@@ -30,8 +38,12 @@ func recorded(p store.Promotion, now time.Time) promo.Promotion {
 	return view(p, p.Remaining, p.Spec.Total-p.Remaining, now)
 }
 
-// live is the view with the counters read from the promotion's hash.
+// live is the view with the counters read from the promotion's hash, or summed
+// over its buckets' hashes.
 func (a *Admin) live(ctx context.Context, p store.Promotion) (promo.Promotion, error) {
+	if k := promo.BucketsOf(p.Spec.Buckets); k > 1 {
+		return a.liveBuckets(ctx, p, k)
+	}
 	key := p.ID().Key()
 	shard, c := a.pool.For(key)
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
@@ -45,6 +57,26 @@ func (a *Admin) live(ctx context.Context, p store.Promotion) (promo.Promotion, e
 			Msg: "the shard has no hash for this promotion although the record has it; rebuild the shard with bin/recovery"}
 	}
 	return view(p, h.Remaining, h.Granted(), a.now()), nil
+}
+
+// liveBuckets is live for a promotion in k buckets: remaining and granted are
+// the sums, bucketRemaining each bucket's.
+func (a *Admin) liveBuckets(ctx context.Context, p store.Promotion, k int) (promo.Promotion, error) {
+	l := layoutOf(p.ID(), k)
+	var remaining, granted int64
+	by := make([]int64, k)
+	for b := range l.Keys {
+		h, err := a.readBucket(ctx, l, b)
+		if err != nil {
+			return promo.Promotion{}, err
+		}
+		by[b] = h.Remaining
+		remaining += h.Remaining
+		granted += h.Granted()
+	}
+	v := view(p, remaining, granted, a.now())
+	v.BucketRemaining = by
+	return v, nil
 }
 
 // answer is the view a successful change returns: live when the shard answers,

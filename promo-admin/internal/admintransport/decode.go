@@ -21,6 +21,7 @@ import (
 const (
 	defaultMaxPerGrab    = 1
 	defaultWindowSeconds = 60
+	defaultBuckets       = 1
 )
 
 type rateLimitBody struct {
@@ -53,6 +54,7 @@ type createBody struct {
 	RateLimit   *rateLimitBody `json:"rateLimit"`
 	StartAt     *string        `json:"startAt"`
 	EndAt       *string        `json:"endAt"`
+	Buckets     *int           `json:"buckets"`
 }
 
 func decodeCreate(_ context.Context, r *http.Request) (interface{}, error) {
@@ -71,7 +73,7 @@ func decodeCreate(_ context.Context, r *http.Request) (interface{}, error) {
 			return nil, httpx.Invalid(f.name, "is required")
 		}
 	}
-	s := promo.Spec{PromoID: *b.PromoID, Type: *b.Type, Total: *b.Total, MaxPerGrab: defaultMaxPerGrab}
+	s := promo.Spec{PromoID: *b.PromoID, Type: *b.Type, Total: *b.Total, MaxPerGrab: defaultMaxPerGrab, Buckets: defaultBuckets}
 	if b.Title != nil {
 		s.Title = *b.Title
 	}
@@ -83,6 +85,9 @@ func decodeCreate(_ context.Context, r *http.Request) (interface{}, error) {
 	}
 	if b.MaxPerGrab != nil {
 		s.MaxPerGrab = *b.MaxPerGrab
+	}
+	if b.Buckets != nil {
+		s.Buckets = *b.Buckets
 	}
 	var err error
 	if s.RateLimit, err = b.RateLimit.model(); err != nil {
@@ -103,6 +108,8 @@ type patchBody struct {
 	PerIPLimit  *int64         `json:"perIpLimit"`
 	RateLimit   *rateLimitBody `json:"rateLimit"`
 	EndAt       *string        `json:"endAt"`
+	// Buckets is fixed at create; the service refuses any other count than the promotion's.
+	Buckets *int `json:"buckets"`
 }
 
 func decodePatch(_ context.Context, r *http.Request) (interface{}, error) {
@@ -114,7 +121,7 @@ func decodePatch(_ context.Context, r *http.Request) (interface{}, error) {
 	if err := httpx.DecodeJSON(nil, r, &b, false); err != nil {
 		return nil, err
 	}
-	p := adminservice.Patch{Total: b.Total, PerPinLimit: b.PerPinLimit, PerIPLimit: b.PerIPLimit}
+	p := adminservice.Patch{Total: b.Total, PerPinLimit: b.PerPinLimit, PerIPLimit: b.PerIPLimit, Buckets: b.Buckets}
 	if p.RateLimit, err = b.RateLimit.model(); err != nil {
 		return nil, err
 	}

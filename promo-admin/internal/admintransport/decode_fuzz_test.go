@@ -25,6 +25,7 @@ func FuzzDecodeCreate(f *testing.F) {
 	f.Add([]byte(`{"promoId":"A","type":1,"title":"t","total":10,"perPinLimit":1,"perIpLimit":2,"maxPerGrab":1,` +
 		`"rateLimit":{"limit":5,"windowSeconds":1},"startAt":"2026-01-01T00:00:00Z","endAt":"2026-01-02T00:00:00+08:00"}`))
 	f.Add([]byte(`{"promoId":"A","type":1,"total":10,"startAt":"2026-01-01T00:00:00Z","endAt":"2026-01-02T00:00:00Z","total":11}`))
+	f.Add([]byte(`{"promoId":"A","type":1,"total":10,"startAt":"2026-01-01T00:00:00Z","endAt":"2026-01-02T00:00:00Z","buckets":4}`))
 	f.Add([]byte(`{"rateLimit":{}}`))
 	f.Add([]byte(`{"startAt":"2026-13-01T00:00:00Z"}`))
 	f.Add([]byte(`[`))
@@ -45,6 +46,7 @@ func FuzzDecodeCreate(f *testing.F) {
 func FuzzDecodePatch(f *testing.F) {
 	f.Add("1", []byte(`{"total":5,"perPinLimit":1,"perIpLimit":0,"rateLimit":{"limit":1},"endAt":"2030-01-01T00:00:00Z"}`))
 	f.Add("x", []byte(`{}`))
+	f.Add("1", []byte(`{"buckets":4,"total":8}`))
 	f.Add("99999999999999999999", []byte(`{"total":"5"}`))
 	f.Add("1", []byte(`{"endAt":null,"endAt":"2030-01-01T00:00:00Z"}`))
 	f.Fuzz(func(t *testing.T, typ string, body []byte) {

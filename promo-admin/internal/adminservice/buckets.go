@@ -1,0 +1,270 @@
+package adminservice
+
+// A promotion in buckets (internal/bucket) is K hashes on K shards. A change of it
+// reaches all of them with bucket 0, the promotion key, as its commit point: the
+// journal asks bucket 0 alone whether the change landed, and the other buckets
+// follow it. A change another bucket may refuse (a create, a PATCH lowering total)
+// is written to the other buckets first and to bucket 0 last, and is undone on
+// them when bucket 0 did not take it. A change no bucket refuses once bucket 0
+// took it (a stop, a delete, a PATCH not lowering total) is written to bucket 0
+// first and completed on the others. docs/CONTRACT.md, "Buckets".
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/flashsale/platform/internal/bucket"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
+)
+
+// layoutOf is where the k buckets of id live.
+func layoutOf(id store.ID, k int) bucket.Layout { return bucket.LayoutOf(ring.Default, id.Key(), k) }
+
+// share is ch as bucket b of k holds it: its share of the total and of the rate
+// limit (rounded up: the window is charged on the pin's home bucket alone), the
+// other limits the promotion's.
+func share(ch store.Change, b, k int) store.Change {
+	ch.Spec.Total = bucket.Shares(ch.Spec.Total, k)[b]
+	if rl := ch.Spec.RateLimit; rl != nil {
+		ch.Spec.RateLimit = &promo.RateLimit{Limit: (rl.Limit + int64(k) - 1) / int64(k), WindowSeconds: rl.WindowSeconds}
+	}
+	return ch
+}
+
+// settleBuckets is settle for a promotion in k > 1 buckets.
+func (a *Admin) settleBuckets(ctx context.Context, id store.ID, ch store.Change, k int) (store.Promotion, error) {
+	l := layoutOf(id, k)
+	var committed store.Promotion // the row as it stands, for an undo of a patch
+	var last bool                 // bucket 0 is written last
+	switch ch.Op {
+	case store.OpCreate:
+		last = true
+	case store.OpPatch:
+		row, err := a.store.Row(ctx, id)
+		if err != nil {
+			return store.Promotion{}, &UnavailableError{Dependency: "mysql",
+				Msg: "the record could not be read; nothing was changed in Redis, and the repairer will drop the pending change", Err: err}
+		}
+		committed, last = row, ch.Spec.Total < row.Spec.Total
+		if last {
+			if err := a.fitShares(ctx, l, ch.Spec.Total); err != nil {
+				return a.refuse(ctx, id, ch, err)
+			}
+		}
+	}
+	if last {
+		for _, b := range others(ch, k) {
+			if err := a.writeBucket(ctx, l, b, ch); err != nil {
+				if uerr := a.undo(ctx, l, ch, committed); uerr != nil {
+					return store.Promotion{}, a.left(ctx, id, ch, err, uerr)
+				}
+				var ue *UnavailableError
+				if errors.As(err, &ue) {
+					err = &UnavailableError{Dependency: ue.Dependency, Msg: ue.Msg + "; the change was undone on every bucket; retry", Err: ue.Err}
+				}
+				return a.refuse(ctx, id, ch, err)
+			}
+		}
+	}
+
+	fault(&a.betweenWrites)
+	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+	reply, err := writeHash(rctx, a.pool.Client(l.Shards[0]), l.Shards[0], l.Keys[0], share(ch, 0, k), a.now().UnixMilli())
+	rcancel()
+	if err != nil {
+		return a.unsureBuckets(ctx, id, ch, l, committed, err)
+	}
+	if refusal := judgeBucket(l, 0, ch, reply); refusal != nil {
+		if err := a.undo(ctx, l, ch, committed); err != nil {
+			return store.Promotion{}, a.left(ctx, id, ch, refusal, err)
+		}
+		return a.refuse(ctx, id, ch, refusal)
+	}
+	a.announce(ctx, a.pool.Client(l.Shards[0]), reply.Changes)
+	fault(&a.afterRedis)
+	if !last {
+		if err := a.follow(ctx, l, ch, committed, true); err != nil {
+			return store.Promotion{}, err
+		}
+	}
+	return a.promote(ctx, id, ch, l.Shards[0])
+}
+
+// others are the buckets other than 0, in the order a change is written to them:
+// a create from the last, so that bucket 1 is its last write but bucket 0.
+func others(ch store.Change, k int) []int {
+	out := make([]int, 0, k-1)
+	for b := 1; b < k; b++ {
+		out = append(out, b)
+	}
+	if ch.Op == store.OpCreate {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
+
+// fitShares refuses a total some bucket has already granted more than its share
+// of; it reads every bucket and changes nothing.
+func (a *Admin) fitShares(ctx context.Context, l bucket.Layout, total int64) error {
+	shares := bucket.Shares(total, l.K)
+	for b := range l.Keys {
+		h, err := a.readBucket(ctx, l, b)
+		if err != nil {
+			return err
+		}
+		if g := h.Granted(); g > shares[b] {
+			return &BelowGrantedError{Total: total, Granted: g, Buckets: l.K, Bucket: b, Shard: l.Shards[b], Share: shares[b]}
+		}
+	}
+	return nil
+}
+
+// readBucket reads the hash of bucket b, which the record says exists.
+func (a *Admin) readBucket(ctx context.Context, l bucket.Layout, b int) (lua.HashState, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+	defer cancel()
+	shard := l.Shards[b]
+	h, exists, err := lua.ReadHash(ctx, a.pool.Client(shard), l.Keys[b])
+	if err != nil {
+		return lua.HashState{}, &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("could not read bucket %d (%s)", b, l.Keys[b]), Err: err}
+	}
+	if !exists {
+		return lua.HashState{}, &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf(
+			"the shard has no hash for bucket %d (%s) although the record has it; rebuild the shard with bin/recovery", b, l.Keys[b])}
+	}
+	return h, nil
+}
+
+// writeBucket writes ch to bucket b (b > 0) and announces the sale state changes
+// it made; the error is the shard's silence or its refusal.
+func (a *Admin) writeBucket(ctx context.Context, l bucket.Layout, b int, ch store.Change) error {
+	shard, c := l.Shards[b], a.pool.Client(l.Shards[b])
+	rctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+	reply, err := writeHash(rctx, c, shard, l.Keys[b], share(ch, b, l.K), a.now().UnixMilli())
+	cancel()
+	if err != nil {
+		return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("bucket %d did not answer", b), Err: err}
+	}
+	a.announce(ctx, c, reply.Changes)
+	return judgeBucket(l, b, ch, reply)
+}
+
+// judgeBucket is judge for bucket b; BELOW_GRANTED names the bucket.
+func judgeBucket(l bucket.Layout, b int, ch store.Change, r lua.AdminReply) error {
+	err := judge(share(ch, b, l.K), r, l.Shards[b])
+	var bg *BelowGrantedError
+	if errors.As(err, &bg) {
+		return &BelowGrantedError{Total: ch.Spec.Total, Granted: bg.Granted, Buckets: l.K, Bucket: b, Shard: l.Shards[b], Share: bg.Total}
+	}
+	return err
+}
+
+// follow brings the buckets other than 0 to bucket 0's side of ch: completes ch
+// on them if bucket 0 holds it (landed), else undoes it. committed is the row
+// before ch. Every step is idempotent, so a follow cut short is run again.
+func (a *Admin) follow(ctx context.Context, l bucket.Layout, ch store.Change, committed store.Promotion, landed bool) error {
+	if !landed {
+		return a.undo(ctx, l, ch, committed)
+	}
+	for _, b := range others(ch, l.K) {
+		if err := a.writeBucket(ctx, l, b, ch); err != nil {
+			var ue *UnavailableError
+			if !errors.As(err, &ue) {
+				err = &UnavailableError{Dependency: shardName(l.Shards[b]), Msg: fmt.Sprintf("bucket %d refused (%v)", b, err)}
+			}
+			return fmt.Errorf("completing the %s on bucket %d: %w", ch.Op, b, err)
+		}
+	}
+	return nil
+}
+
+// undo takes ch off the buckets other than 0, which may hold it when bucket 0
+// does not: a create's buckets at its version are deleted, a patch's are taken
+// back to the committed row (lua.PatchFrom: only a bucket at the change's version
+// moves). A stop or a delete reaches them only after bucket 0: nothing to undo.
+func (a *Admin) undo(ctx context.Context, l bucket.Layout, ch store.Change, committed store.Promotion) error {
+	if ch.Op != store.OpCreate && ch.Op != store.OpPatch {
+		return nil
+	}
+	for _, b := range others(ch, l.K) {
+		shard, c := l.Shards[b], a.pool.Client(l.Shards[b])
+		rctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+		var reply lua.AdminReply
+		var err error
+		switch ch.Op {
+		case store.OpCreate:
+			var h lua.HashState
+			var exists bool
+			h, exists, err = lua.ReadHash(rctx, c, l.Keys[b])
+			if err == nil && exists && h.Ver == ch.Version {
+				reply, err = lua.Delete(rctx, c, shard, l.Keys[b], ch.Version, a.now().UnixMilli())
+			}
+		case store.OpPatch:
+			back := store.Change{Op: store.OpPatch, Spec: committed.Spec, State: committed.State, Version: committed.Version}
+			reply, err = lua.PatchFrom(rctx, c, shard, l.Keys[b], adminSpec(share(back, b, l.K)), ch.Version, a.now().UnixMilli())
+		}
+		cancel()
+		if err != nil {
+			return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("undoing the %s on bucket %d failed", ch.Op, b), Err: err}
+		}
+		switch reply.Code {
+		case lua.AdminOK, lua.AdminAlreadyApplied, lua.AdminNotFound, lua.AdminStale:
+			// back where the row is, gone, or never reached by the change
+		default:
+			return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("undoing the %s on bucket %d was refused: %s", ch.Op, b, reply.Code)}
+		}
+		a.announce(ctx, c, reply.Changes)
+	}
+	return nil
+}
+
+// unsureBuckets is unsure for a promotion in buckets: bucket 0 says whether ch
+// landed, and the other buckets follow before the record does.
+func (a *Admin) unsureBuckets(ctx context.Context, id store.ID, ch store.Change, l bucket.Layout, committed store.Promotion, cause error) (store.Promotion, error) {
+	landed, err := a.landed(ctx, id.Key(), ch)
+	if err != nil {
+		a.log.WarnContext(ctx, "shard did not answer; change left pending for the repairer",
+			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", l.Shards[0], "err", cause, "check", err)
+		return store.Promotion{}, &UnavailableError{Dependency: shardName(l.Shards[0]),
+			Msg: "did not answer; the change is recorded as pending and will be completed or undone once the shard answers (and is not being rebuilt)", Err: cause}
+	}
+	if err := a.follow(ctx, l, ch, committed, landed); err != nil {
+		return store.Promotion{}, a.left(ctx, id, ch, cause, err)
+	}
+	if landed {
+		return a.promote(ctx, id, ch, l.Shards[0])
+	}
+	if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
+		return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "undoing a change the shard did not take failed; the repairer will", Err: err}
+	}
+	return store.Promotion{}, &UnavailableError{Dependency: shardName(l.Shards[0]), Msg: "the change could not be applied and was undone; retry", Err: cause}
+}
+
+// refuse discards ch, which no bucket holds any more, and answers why.
+func (a *Admin) refuse(ctx context.Context, id store.ID, ch store.Change, refusal error) (store.Promotion, error) {
+	if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
+		// No bucket holds the change, so the repairer will discard it too.
+		return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "the change was refused (" + refusal.Error() + ") and undoing it in the record failed; the repairer will", Err: err}
+	}
+	return store.Promotion{}, refusal
+}
+
+// left is the answer for a change some bucket could not be brought in line with
+// bucket 0 (err): it stays pending, and the repairer completes or undoes it.
+func (a *Admin) left(ctx context.Context, id store.ID, ch store.Change, cause, err error) error {
+	a.log.WarnContext(ctx, "change reached only some buckets; left pending for the repairer",
+		"promotion", id.String(), "op", ch.Op, "version", ch.Version, "cause", cause, "err", err)
+	dep := "redis"
+	if ue := (*UnavailableError)(nil); errors.As(err, &ue) {
+		dep = ue.Dependency
+	}
+	return &UnavailableError{Dependency: dep, Msg: fmt.Sprintf(
+		"the %s reached only some of the promotion's buckets (%v); it is recorded as pending and will be completed or undone once every bucket's shard answers", ch.Op, cause),
+		Err: err}
+}
