@@ -17,6 +17,8 @@ type Snapshot struct {
 	Remaining, Total int64
 	State            string
 	Ver              int64
+	RateLimit        int64
+	Buckets          string // the field: "" for an ordinary promotion
 	Pins, IPs        map[string]string
 	Ledger           map[string]lua.LedgerEntry // deadline zeroed: it only matters to open takes
 	Pending          int64
@@ -30,7 +32,8 @@ func Take(t testing.TB, c redis.UniversalClient, key string) Snapshot {
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
-	s := Snapshot{Remaining: h.Remaining, Total: h.Total, State: h.State, Ver: h.Ver, Ledger: map[string]lua.LedgerEntry{}}
+	s := Snapshot{Remaining: h.Remaining, Total: h.Total, State: h.State, Ver: h.Ver, RateLimit: h.RateLimit, Ledger: map[string]lua.LedgerEntry{}}
+	s.Buckets = c.HGet(ctx, key, "buckets").Val()
 	s.Pins = c.HGetAll(ctx, promo.PinsKey(key)).Val()
 	s.IPs = c.HGetAll(ctx, promo.IPsKey(key)).Val()
 	s.Pending = c.ZCard(ctx, promo.PendingKey(key)).Val()
