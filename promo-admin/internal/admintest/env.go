@@ -24,8 +24,10 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/apitest"
+	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
@@ -317,12 +319,82 @@ func sortedMap(m map[string]string) string {
 	return b.String()
 }
 
+// Layout is where the k buckets of the promotion live.
+func (e *Env) Layout(id string, typ, k int) bucket.Layout {
+	return bucket.LayoutOf(ring.Default, promo.Key(id, typ), k)
+}
+
+// Buckets reads the hashes of the promotion's k buckets, each on its shard;
+// exists[b] is false for a bucket whose hash is missing.
+func (e *Env) Buckets(id string, typ, k int) (hashes []lua.HashState, exists []bool) {
+	e.t.Helper()
+	l := e.Layout(id, typ, k)
+	for b, key := range l.Keys {
+		h, ok, err := lua.ReadHash(context.Background(), e.shards[l.Shards[b]], key)
+		if err != nil {
+			e.t.Fatalf("read bucket %d %s: %v", b, key, err)
+		}
+		hashes, exists = append(hashes, h), append(exists, ok)
+	}
+	return hashes, exists
+}
+
+// Take grants num units of bucket b of the promotion in k buckets (type 1) to
+// pin, as a grab whose stock, pin and ip all sit on that bucket would (q.lua's
+// parts), and commits the take.
+func (e *Env) Take(id string, k, b int, pin string, num int64) {
+	e.t.Helper()
+	l := e.Layout(id, 1, k)
+	c := e.shards[l.Shards[b]]
+	ctx, now := context.Background(), e.Clock.Now()
+	rid := fmt.Sprintf("%s-b%d-%s", id, b, pin)
+	r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(time.Minute).UnixMilli(),
+		RequestID: rid, BodyHash: "h", Pin: pin, IP: "10.9.0.1", RateFactorPermille: 1000,
+		Items: []lua.GrabItem{{Key: l.Keys[b], Num: num, Part: lua.PartAll, Buckets: k}}})
+	if err != nil || r.Code != lua.CodeOK {
+		e.t.Fatalf("grab %d from bucket %d of %s: %+v %v", num, b, id, r, err)
+	}
+	if code, err := lua.Commit(ctx, c, rid, []string{l.Keys[b]}); err != nil || code != lua.CommitCommitted {
+		e.t.Fatalf("commit %s: %v %v", rid, code, err)
+	}
+}
+
+// BucketSnapshot renders the hashes and companions of the promotion's k buckets,
+// each on its shard: two equal snapshots mean no bucket changed.
+func (e *Env) BucketSnapshot(id string, typ, k int) string {
+	e.t.Helper()
+	ctx := context.Background()
+	l := e.Layout(id, typ, k)
+	var b strings.Builder
+	for i, key := range l.Keys {
+		c := e.shards[l.Shards[i]]
+		for _, k := range promo.Keys(key) {
+			typ, _ := c.Type(ctx, k).Result()
+			var content any
+			switch typ {
+			case "hash":
+				m, _ := c.HGetAll(ctx, k).Result()
+				content = sortedMap(m)
+			case "zset":
+				content, _ = c.ZRangeWithScores(ctx, k, 0, -1).Result()
+			}
+			fmt.Fprintf(&b, "bucket %d %s %s %v\n", i, k, typ, content)
+		}
+	}
+	return b.String()
+}
+
 // Agree fails the test unless the committed row and the hash agree: both absent
 // (or the row DELETED and the hash absent), or the same spec, state and version,
-// with no change pending.
+// with no change pending. For a promotion in buckets every bucket's hash must
+// agree with its share of the row (agreeBuckets).
 func (e *Env) Agree(id string, typ int) {
 	e.t.Helper()
 	row, hasRow := e.Row(id, typ)
+	if k := promo.BucketsOf(row.Spec.Buckets); hasRow && k > 1 {
+		e.agreeBuckets(row, k)
+		return
+	}
 	h, hasHash := e.Hash(id, typ)
 	if hasRow && row.Pending != nil {
 		e.t.Errorf("%s/%d: a change is still pending: %+v", id, typ, row.Pending)
@@ -349,5 +421,43 @@ func (e *Env) Agree(id string, typ int) {
 		h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State)
 	if want != have {
 		e.t.Errorf("%s/%d: row and hash disagree:\n row:  %s\n hash: %s", id, typ, want, have)
+	}
+}
+
+// agreeBuckets is Agree for a row of a promotion in k buckets: each bucket holds
+// its share of total (bucket.Shares) and of the rate limit (rounded up), the other
+// fields and the bucket count as the row says; none is left once it is deleted.
+func (e *Env) agreeBuckets(row store.Promotion, k int) {
+	e.t.Helper()
+	id := row.ID()
+	if row.Pending != nil {
+		e.t.Errorf("%s: a change is still pending: %+v", id, row.Pending)
+		return
+	}
+	hashes, exists := e.Buckets(id.PromoID, id.Type, k)
+	s := row.Spec
+	shares := bucket.Shares(s.Total, k)
+	var rl, win int64
+	if s.RateLimit != nil {
+		rl, win = (s.RateLimit.Limit+int64(k)-1)/int64(k), s.RateLimit.WindowSeconds*1000
+	}
+	for b, h := range hashes {
+		if row.State == promo.Deleted || !row.Committed() {
+			if exists[b] {
+				e.t.Errorf("%s: no live row (state %s, version %d) but bucket %d's hash exists: %+v", id, row.State, row.Version, b, h)
+			}
+			continue
+		}
+		if !exists[b] {
+			e.t.Errorf("%s: row version %d exists but bucket %d's hash does not", id, row.Version, b)
+			continue
+		}
+		want := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s buckets=%d",
+			row.Version, shares[b], s.PerPinLimit, s.PerIPLimit, s.MaxPerGrab, rl, win, s.StartAt.UnixMilli(), s.EndAt.UnixMilli(), row.State, k)
+		have := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s buckets=%d",
+			h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State, h.Buckets)
+		if want != have {
+			e.t.Errorf("%s: row and bucket %d disagree:\n row:  %s\n hash: %s", id, b, want, have)
+		}
 	}
 }
