@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
@@ -88,7 +89,7 @@ func (a *Admin) settleBuckets(ctx context.Context, id store.ID, ch store.Change,
 	fault(&a.afterRedis)
 	if !last {
 		if err := a.follow(ctx, l, ch, committed, true); err != nil {
-			return store.Promotion{}, err
+			return store.Promotion{}, a.left(ctx, id, ch, err, err)
 		}
 	}
 	return a.promote(ctx, id, ch, l.Shards[0])
@@ -174,11 +175,7 @@ func (a *Admin) follow(ctx context.Context, l bucket.Layout, ch store.Change, co
 	}
 	for _, b := range others(ch, l.K) {
 		if err := a.writeBucket(ctx, l, b, ch); err != nil {
-			var ue *UnavailableError
-			if !errors.As(err, &ue) {
-				err = &UnavailableError{Dependency: shardName(l.Shards[b]), Msg: fmt.Sprintf("bucket %d refused (%v)", b, err)}
-			}
-			return fmt.Errorf("completing the %s on bucket %d: %w", ch.Op, b, err)
+			return &UnavailableError{Dependency: shardName(l.Shards[b]), Msg: fmt.Sprintf("bucket %d did not take it (%v)", b, err)}
 		}
 	}
 	return nil
@@ -211,13 +208,13 @@ func (a *Admin) undo(ctx context.Context, l bucket.Layout, ch store.Change, comm
 		}
 		cancel()
 		if err != nil {
-			return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("undoing the %s on bucket %d failed", ch.Op, b), Err: err}
+			return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("bucket %d could not be taken back (%v)", b, err)}
 		}
 		switch reply.Code {
 		case lua.AdminOK, lua.AdminAlreadyApplied, lua.AdminNotFound, lua.AdminStale:
 			// back where the row is, gone, or never reached by the change
 		default:
-			return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("undoing the %s on bucket %d was refused: %s", ch.Op, b, reply.Code)}
+			return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("bucket %d could not be taken back (it answered %s)", b, reply.Code)}
 		}
 		a.announce(ctx, c, reply.Changes)
 	}
@@ -256,15 +253,16 @@ func (a *Admin) refuse(ctx context.Context, id store.ID, ch store.Change, refusa
 }
 
 // left is the answer for a change some bucket could not be brought in line with
-// bucket 0 (err): it stays pending, and the repairer completes or undoes it.
+// bucket 0 (err, from follow or undo): it stays pending, and the repairer
+// completes or undoes it.
 func (a *Admin) left(ctx context.Context, id store.ID, ch store.Change, cause, err error) error {
 	a.log.WarnContext(ctx, "change reached only some buckets; left pending for the repairer",
 		"promotion", id.String(), "op", ch.Op, "version", ch.Version, "cause", cause, "err", err)
-	dep := "redis"
-	if ue := (*UnavailableError)(nil); errors.As(err, &ue) {
-		dep = ue.Dependency
+	var ue *UnavailableError
+	if !errors.As(err, &ue) {
+		ue = &UnavailableError{Dependency: "redis", Msg: err.Error()}
 	}
-	return &UnavailableError{Dependency: dep, Msg: fmt.Sprintf(
-		"the %s reached only some of the promotion's buckets (%v); it is recorded as pending and will be completed or undone once every bucket's shard answers", ch.Op, cause),
-		Err: err}
+	return &UnavailableError{Dependency: ue.Dependency, Msg: fmt.Sprintf(
+		"the %s reached only some of the promotion's buckets: %s; it is recorded as pending and will be completed or undone once every bucket's shard answers",
+		strings.ToLower(string(ch.Op)), ue.Msg), Err: cause}
 }
