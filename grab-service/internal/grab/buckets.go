@@ -72,8 +72,11 @@ func (s *Grabber) route(items []Item, pin string, now time.Time) {
 			it.buckets, it.bucket = 1, 0
 			continue
 		}
-		it.buckets = l.K
-		it.bucket = s.nextBucket(l, bucket.Home(pin, l.K), 0, now)
+		home := bucket.Home(pin, l.K)
+		it.buckets, it.bucket = l.K, s.nextBucket(l, home, 0, now)
+		if it.bucket < 0 { // every bucket is known sold out: the home's own answer says so
+			it.bucket = home
+		}
 	}
 }
 

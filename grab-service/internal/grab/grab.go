@@ -164,7 +164,7 @@ func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group
 func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, errs []error, now time.Time) (Result, error, bool) {
 	rid := req.RequestID
 	var took []group
-	failed, failedAt := -1, len(req.Items)
+	failed, failedAt, bucketed := -1, len(req.Items), -1
 	var dup []string
 	reused := false
 	for i, g := range gs {
@@ -180,11 +180,17 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 			dup = append(dup, replies[i].LedgerState)
 		case replies[i].Code == lua.CodeRequestIDReused:
 			reused = true
+		case replies[i].Code == lua.CodeBucketed:
+			// Says nothing of the item's fate: any definite refusal answers first.
+			bucketed = i
 		default:
 			if at := g.idx[replies[i].Index]; at < failedAt {
 				failed, failedAt = i, at
 			}
 		}
+	}
+	if failed < 0 && bucketed >= 0 {
+		failed, failedAt = bucketed, gs[bucketed].idx[replies[bucketed].Index]
 	}
 	if len(took) == len(gs) {
 		return Result{}, nil, false

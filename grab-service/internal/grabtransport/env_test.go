@@ -177,15 +177,7 @@ type spec struct {
 func (e *env) promotion(name string, s spec) string {
 	e.t.Helper()
 	id := fmt.Sprintf("%s-%s", name, e.suffix)
-	if s.maxPerGrab == 0 {
-		s.maxPerGrab = 5
-	}
-	if s.start.IsZero() {
-		s.start = e.clock.now().Add(-time.Minute)
-	}
-	if s.end.IsZero() {
-		s.end = e.clock.now().Add(24 * time.Hour)
-	}
+	s = e.defaults(s)
 	key := promo.Key(id, 1)
 	code, err := lua.Create(context.Background(), e.shard(key), ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
 		PerIP: s.perIP, MaxPerGrab: s.maxPerGrab, RateLimit: s.rateLimit, RateWindowMs: 60_000,
@@ -196,7 +188,30 @@ func (e *env) promotion(name string, s spec) string {
 	return id
 }
 
+// defaults fills a spec's zero fields: 5 a grab, live from a minute ago for a day.
+func (e *env) defaults(s spec) spec {
+	if s.maxPerGrab == 0 {
+		s.maxPerGrab = 5
+	}
+	if s.start.IsZero() {
+		s.start = e.clock.now().Add(-time.Minute)
+	}
+	if s.end.IsZero() {
+		s.end = e.clock.now().Add(24 * time.Hour)
+	}
+	return s
+}
+
 func (e *env) shard(key string) *redis.Client { return e.shards[ring.Default.Shard(key)] }
+
+// clients is the shard clients as the packages that take any client want them.
+func (e *env) clients() []redis.UniversalClient {
+	out := make([]redis.UniversalClient, len(e.shards))
+	for i, c := range e.shards {
+		out[i] = c
+	}
+	return out
+}
 
 func (e *env) hash(id string) lua.HashState {
 	e.t.Helper()

@@ -1,0 +1,301 @@
+package grabtransport_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/internal/bucket"
+	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/lua"
+)
+
+// bucketed creates a promotion in k buckets directly on their shards, as
+// promo-admin does (docs/CONTRACT.md, "Buckets"), and returns its id and layout.
+func (e *env) bucketed(name string, k int, s spec) (string, bucket.Layout) {
+	e.t.Helper()
+	id := fmt.Sprintf("%s-%s", name, e.suffix)
+	s = e.defaults(s)
+	key := promo.Key(id, 1)
+	clients := e.clients()
+	err := bucket.Create(context.Background(), clients, ring.Default, key, k, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
+		PerIP: s.perIP, MaxPerGrab: s.maxPerGrab, RateLimit: s.rateLimit, RateWindowMs: 60_000,
+		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id, bucket.LayoutOf(ring.Default, key, k)
+}
+
+// buckets reads every bucket of a layout: remaining by bucket, and what each pin
+// and ip holds over all of them.
+func (e *env) buckets(id string, l bucket.Layout) (remaining []int64, pins, ips map[string]int64) {
+	e.t.Helper()
+	ctx := context.Background()
+	key := promo.Key(id, 1)
+	for b, bk := range l.Keys {
+		h, found, err := lua.ReadHash(ctx, e.shards[l.Shards[b]], bk)
+		if err != nil || !found {
+			e.t.Fatalf("bucket %d (%s): found=%v err=%v", b, bk, found, err)
+		}
+		remaining = append(remaining, h.Remaining)
+	}
+	var err error
+	if pins, err = bucket.Held(ctx, e.clients(), ring.Default, key, l.K, promo.PinsKey); err != nil {
+		e.t.Fatal(err)
+	}
+	if ips, err = bucket.Held(ctx, e.clients(), ring.Default, key, l.K, promo.IPsKey); err != nil {
+		e.t.Fatal(err)
+	}
+	return remaining, pins, ips
+}
+
+func sum(xs []int64) (n int64) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// grantedFrom counts, by bucket, the units the acknowledged events of one
+// promotion took (GRAB) less those given back (CANCEL), checking that every item
+// names its bucket's shard and the count.
+func (e *env) grantedFrom(id string, l bucket.Layout) []int64 {
+	e.t.Helper()
+	out := make([]int64, l.K)
+	for _, ev := range e.pub.events() {
+		for _, it := range ev.Items {
+			if it.PromoID != id {
+				continue
+			}
+			if it.Buckets != l.K || it.Bucket < 0 || it.Bucket >= l.K || it.Shard != l.Shards[it.Bucket] {
+				e.t.Fatalf("%s item %+v does not name its bucket of %d (shards %v)", ev.Kind, it, l.K, l.Shards)
+			}
+			if ev.Kind == flow.Grab {
+				out[it.Bucket] += it.Num
+			} else {
+				out[it.Bucket] -= it.Num
+			}
+		}
+	}
+	return out
+}
+
+// 400 buyers at concurrency 200 against 200 units in 8 buckets: exactly 200
+// granted, every bucket emptied (buyers whose home sold out were served by
+// others), and each bucket's grants by the events equal its share.
+func TestBucketedSaleSellsOutExactly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const k, total, buyers, workers = 8, 200, 400, 200
+	id, l := e.bucketed("bsale", k, spec{total: total, maxPerGrab: 1})
+	var granted, soldOut, fellOver atomic.Int64
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range jobs {
+				a := e.grab(grabBody(fmt.Sprintf("b-%d", n), fmt.Sprintf("pin-%d", n), fmt.Sprintf("10.1.%d.%d", n/250, n%250), id, 1))
+				switch {
+				case a.status == http.StatusOK && a.res.Result == grab.Granted:
+					granted.Add(1)
+				case a.status == http.StatusConflict && a.res.Result == grab.SoldOut:
+					soldOut.Add(1)
+				case a.status == http.StatusServiceUnavailable && a.res.Result == grab.Unavailable:
+				default:
+					t.Errorf("unexpected answer %d %s", a.status, a.raw)
+				}
+			}
+		}()
+	}
+	for n := range buyers {
+		jobs <- n
+	}
+	close(jobs)
+	wg.Wait()
+	if granted.Load() != total {
+		t.Fatalf("granted %d, want exactly %d (sold out %d)", granted.Load(), total, soldOut.Load())
+	}
+	remaining, pins, _ := e.buckets(id, l)
+	if sum(remaining) != 0 {
+		t.Errorf("remaining by bucket %v after selling out, want all 0", remaining)
+	}
+	if sum(valuesOf(pins)) != total {
+		t.Errorf("pins hold %d over the buckets, want %d", sum(valuesOf(pins)), total)
+	}
+	shares := bucket.Shares(total, k)
+	if got := e.grantedFrom(id, l); fmt.Sprint(got) != fmt.Sprint(shares) {
+		t.Errorf("granted by bucket (events) %v, want the shares %v", got, shares)
+	}
+	for _, ev := range e.pub.events() {
+		if ev.Kind == flow.Grab && ev.Items[0].Bucket != bucket.Home(ev.Pin, k) {
+			fellOver.Add(1)
+		}
+	}
+	if fellOver.Load() == 0 {
+		t.Errorf("no grant came from a bucket other than its buyer's home: the fall-over was not exercised")
+	}
+	if st, err := e.svc.Status(context.Background(), id, 1); err != nil || st.State != promo.SoldOut || st.Remaining != 0 {
+		t.Errorf("status %+v %v, want SOLD_OUT with 0 remaining over the buckets", st, err)
+	}
+}
+
+func valuesOf(m map[string]int64) []int64 {
+	out := make([]int64, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// 300 pins with a limit of 2, each trying four times at once, against 640 units
+// in 8 buckets: exactly 600 granted, no pin above 2 although busy homes sold out
+// and their buyers were served by other buckets, each pin counted on its home.
+func TestBucketedPerPinLimitHoldsAcrossBuckets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const k, pinsN, tries = 8, 300, 4
+	id, l := e.bucketed("blimit", k, spec{total: 640, perPin: 2, maxPerGrab: 1})
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 200)
+	for p := range pinsN {
+		for n := range tries {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				a := e.grab(grabBody(fmt.Sprintf("l-%d-%d", p, n), fmt.Sprintf("pin-%d", p), "10.2.0.1", id, 1))
+				switch {
+				case a.status == http.StatusOK && a.res.Result == grab.Granted:
+					granted.Add(1)
+				case a.status == http.StatusConflict && (a.res.Result == grab.PinLimit || a.res.Result == grab.SoldOut):
+				case a.status == http.StatusServiceUnavailable && a.res.Result == grab.Unavailable:
+				default:
+					t.Errorf("unexpected answer %d %s", a.status, a.raw)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if granted.Load() != 2*pinsN {
+		t.Fatalf("granted %d, want exactly %d", granted.Load(), 2*pinsN)
+	}
+	remaining, pins, _ := e.buckets(id, l)
+	if sum(remaining) != 640-2*pinsN {
+		t.Errorf("remaining %v (sum %d), want %d", remaining, sum(remaining), 640-2*pinsN)
+	}
+	ctx := context.Background()
+	for p := range pinsN {
+		pin := fmt.Sprintf("pin-%d", p)
+		if pins[pin] != 2 {
+			t.Errorf("%s holds %d over the buckets, want 2", pin, pins[pin])
+		}
+		home := bucket.Home(pin, k)
+		if n, _ := e.shards[l.Shards[home]].HGet(ctx, promo.PinsKey(l.Keys[home]), pin).Int64(); n != 2 {
+			t.Errorf("%s counted %d on its home bucket %d, want 2 (a pin is counted on its home only)", pin, n, home)
+		}
+	}
+	if fell := e.grantedFrom(id, l); sum(fell) != 2*pinsN {
+		t.Errorf("events grant %d, want %d", sum(fell), 2*pinsN)
+	}
+}
+
+// A cancel gives the units back to the bucket they came from, and the pin's and
+// ip's counts on their homes; its CANCEL names that bucket.
+func TestBucketedCancelReturnsToItsBucket(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id, l := e.bucketed("bcancel", 4, spec{total: 40, perPin: 5, perIP: 5})
+	before, _, _ := e.buckets(id, l)
+	if a := e.grab(grabBody("c-1", "carol", "10.3.0.1", id, 3)); a.res.Result != grab.Granted {
+		t.Fatalf("grab: %d %s", a.status, a.raw)
+	}
+	from := e.pub.events()[0].Items[0].Bucket
+	mid, pins, ips := e.buckets(id, l)
+	if mid[from] != before[from]-3 || sum(mid) != sum(before)-3 || pins["carol"] != 3 || ips["10.3.0.1"] != 3 {
+		t.Fatalf("after the grab: remaining %v (from bucket %d), pin %d, ip %d", mid, from, pins["carol"], ips["10.3.0.1"])
+	}
+	if a := e.cancel("c-1", "carol"); a.res.Result != grab.Returned {
+		t.Fatalf("cancel: %d %s", a.status, a.raw)
+	}
+	after, pins, ips := e.buckets(id, l)
+	if fmt.Sprint(after) != fmt.Sprint(before) || pins["carol"] != 0 || ips["10.3.0.1"] != 0 {
+		t.Fatalf("after the cancel: remaining %v, want %v; pin %d ip %d, want 0", after, before, pins["carol"], ips["10.3.0.1"])
+	}
+	evs := e.pub.events()
+	if len(evs) != 2 || evs[1].Kind != flow.Cancel || evs[1].Items[0].Bucket != from {
+		t.Fatalf("events %+v, want the GRAB and a CANCEL of bucket %d", evs, from)
+	}
+	if got := e.grantedFrom(id, l); sum(got) != 0 {
+		t.Errorf("events net %v, want 0", got)
+	}
+}
+
+// A grab of a bucketed and a plain promotion is all or nothing: the plain one sold
+// out, the bucketed one keeps every unit and count.
+func TestBucketedAndPlainItemsAreAllOrNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id, l := e.bucketed("bmix", 4, spec{total: 8, perPin: 5})
+	plain := e.promotion("bmix-plain", spec{total: 1})
+	if a := e.grab(grabBody("m-0", "dan", "10.4.0.1", plain, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("first grab of the plain promotion: %s", a.raw)
+	}
+	a := e.grab(grabBody("m-1", "erin", "10.4.0.2", id, 2, plain, 1))
+	if a.status != http.StatusConflict || a.res.Result != grab.SoldOut || a.res.FailedItem == nil || *a.res.FailedItem != 1 {
+		t.Fatalf("mixed grab: %d %s, want SOLD_OUT on item 1", a.status, a.raw)
+	}
+	remaining, pins, ips := e.buckets(id, l)
+	if sum(remaining) != 8 || pins["erin"] != 0 || ips["10.4.0.2"] != 0 {
+		t.Fatalf("the refused grab left remaining %v, pin %d, ip %d", remaining, pins["erin"], ips["10.4.0.2"])
+	}
+	ok := e.grab(grabBody("m-2", "erin", "10.4.0.2", id, 2))
+	if ok.res.Result != grab.Granted || len(ok.res.Items) != 1 || ok.res.Items[0].Remaining == nil {
+		t.Fatalf("grab of the bucketed promotion alone: %s", ok.raw)
+	}
+}
+
+// Killed after its takes and before the GRAB was sent, a bucketed grab's parts
+// are all given back by the reconciler, and only the stock's part owes (and
+// gets) a CANCEL.
+func TestBucketedCrashBeforePublishIsReturned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, crashAt("after-take"))
+	id, l := e.bucketed("bcrash", 8, spec{total: 16, perPin: 5, perIP: 5})
+	var pin string
+	for n := 0; ; n++ { // a buyer whose pin and ip homes differ: three parts on three shards
+		pin = fmt.Sprintf("frank-%d", n)
+		if bucket.Home(pin, 8) != bucket.Home("10.5.0.1", 8) {
+			break
+		}
+	}
+	if r := e.grab(grabBody("k-1", pin, "10.5.0.1", id, 2)); r.status != http.StatusInternalServerError {
+		t.Fatalf("the killed grab answered %d %s", r.status, r.raw)
+	}
+	remaining, pins, ips := e.buckets(id, l)
+	if sum(remaining) != 14 || pins[pin] != 2 || ips["10.5.0.1"] != 2 {
+		t.Fatalf("want the parts open: remaining %v, pin %d, ip %d", remaining, pins[pin], ips["10.5.0.1"])
+	}
+	e.pastDeadline()
+	st := e.reconcile()
+	if st.Aborted < 2 || st.Published != 1 {
+		t.Fatalf("reconcile: %+v, want every part aborted and one CANCEL", st)
+	}
+	remaining, pins, ips = e.buckets(id, l)
+	if sum(remaining) != 16 || pins[pin] != 0 || ips["10.5.0.1"] != 0 {
+		t.Fatalf("after reconcile: remaining %v, pin %d, ip %d", remaining, pins[pin], ips["10.5.0.1"])
+	}
+	evs := e.pub.events()
+	if len(evs) != 1 || evs[0].Kind != flow.Cancel || evs[0].Items[0].Buckets != 8 || evs[0].Items[0].Bucket != bucket.Home(pin, 8) {
+		t.Fatalf("events %+v, want one CANCEL naming the pin's home bucket of 8", evs)
+	}
+}
