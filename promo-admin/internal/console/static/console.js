@@ -298,7 +298,7 @@ async function loadList(cursor = state.cursor) {
     const row = rowFor(p);
     // The list's counters are the record's; keep the live ones once there are any.
     if (!row.live) row.p = p;
-    else row.p = { ...p, remaining: row.p.remaining, granted: row.p.granted, state: row.p.state };
+    else row.p = { ...p, remaining: row.p.remaining, granted: row.p.granted, state: row.p.state, bucketRemaining: row.p.bucketRemaining };
     state.order.push(row.key);
     paintRow(row);
     trs.push(row.tr);
@@ -382,6 +382,12 @@ function paintDetail(row) {
     ['Most per grab', fmtInt(p.maxPerGrab)], ['Rate limit', rl],
     ['Created', fmtTime(p.createdAt)], ['Updated', fmtTime(p.updatedAt)],
   ];
+  // A promotion in buckets keeps its stock on several shards: one line per bucket,
+  // its shard and, once read live, its stock left.
+  if (p.buckets > 1) {
+    facts.splice(2, 0, ['Buckets', String(p.buckets)], ...p.bucketShards.map((shard, b) => [`Bucket ${b}`,
+      p.bucketRemaining ? `shard ${shard}, ${fmtInt(p.bucketRemaining[b])} left` : `shard ${shard}`]));
+  }
   $('#detail-facts').replaceChildren(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
   // A stopped promotion cannot be changed (the API answers 409 STOPPED): say so
   // rather than offer a form that can only be refused.
@@ -538,6 +544,7 @@ async function submitCreate(ev) {
     perPinLimit: number(v('perPinLimit')),
     perIpLimit: number(v('perIpLimit')),
     maxPerGrab: number(v('maxPerGrab')),
+    buckets: number(v('buckets')),
     startAt: fromLocalInput(v('startAt')),
     endAt: fromLocalInput(v('endAt')),
   };
