@@ -31,6 +31,9 @@ type Promotion struct {
 	Type          int
 	Total         int64
 	PerPin, PerIP int64
+	// Buckets is how many buckets the promotion is split into (0 or 1: one); the
+	// checker reads them as one promotion (docs/CONTRACT.md, "Buckets").
+	Buckets int
 }
 
 // Key is the promotion's Redis hash key.

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
@@ -30,6 +31,15 @@ type Sources struct {
 }
 
 func (s Sources) shard(key string) redis.UniversalClient { return s.Shards[ring.Default.Shard(key)] }
+
+// hashes is each bucket's hash key with the client of its shard.
+func (p Promotion) hashes(s Sources) (keys []string, clients []redis.UniversalClient) {
+	keys = bucket.Keys(ring.Default, p.Key(), promo.BucketsOf(p.Buckets))
+	for _, k := range keys {
+		clients = append(clients, s.shard(k))
+	}
+	return keys, clients
+}
 
 // Settle waits, up to timeout, until no take of the promotions is open (the
 // reconciler has settled every crash leftover and published every owed CANCEL) and
@@ -56,11 +66,14 @@ func (s Sources) settled(ctx context.Context, promos []Promotion) error {
 	defer cancel()
 	var open int64
 	for _, p := range promos {
-		n, err := s.shard(p.Key()).ZCard(cctx, promo.PendingKey(p.Key())).Result()
-		if err != nil {
-			return fmt.Errorf("pending set of %s: %w", p.Key(), err)
+		keys, clients := p.hashes(s)
+		for i, key := range keys {
+			n, err := clients[i].ZCard(cctx, promo.PendingKey(key)).Result()
+			if err != nil {
+				return fmt.Errorf("pending set of %s: %w", key, err)
+			}
+			open += n
 		}
-		open += n
 	}
 	if open > 0 {
 		return fmt.Errorf("%d takes still open", open)
@@ -144,9 +157,14 @@ func partitions(ctx context.Context, c *kafka.Client) ([]int, error) {
 func (s Sources) Read(ctx context.Context, promos []Promotion) (Snapshot, error) {
 	snap := Snapshot{Redis: map[string]PromoState{}, Record: map[string][]Row{}}
 	for _, p := range promos {
-		st, err := readRedis(ctx, s.shard(p.Key()), p.Key())
-		if err != nil {
-			return snap, err
+		keys, clients := p.hashes(s)
+		var st PromoState
+		for i, key := range keys {
+			b, err := readRedis(ctx, clients[i], key)
+			if err != nil {
+				return snap, err
+			}
+			st = merge(st, b, i == 0)
 		}
 		snap.Redis[p.Key()] = st
 	}
@@ -313,4 +331,29 @@ func readPartition(ctx context.Context, broker string, partition int, fn func(in
 		}
 	}
 	return nil
+}
+
+// merge adds bucket b's state to a promotion's: totals, remaining and counters
+// add up; of a request's ledger entries (one per bucket its grab touched) the
+// one that holds its stock stands for it, as an ordinary promotion's entry does.
+// first says b is bucket 0, which also says whether the promotion exists.
+func merge(st, b PromoState, first bool) PromoState {
+	if first {
+		st = PromoState{Found: b.Found, Pins: map[string]int64{}, IPs: map[string]int64{}, Ledger: map[string]lua.LedgerEntry{}}
+	}
+	st.Total += b.Total
+	st.Remaining += b.Remaining
+	st.Open += b.Open
+	for who, n := range b.Pins {
+		st.Pins[who] += n
+	}
+	for who, n := range b.IPs {
+		st.IPs[who] += n
+	}
+	for rid, e := range b.Ledger {
+		if e.Part == "" || strings.Contains(e.Part, lua.PartStock) {
+			st.Ledger[rid] = e
+		}
+	}
+	return st
 }

@@ -216,3 +216,19 @@ func TestVerifyAcceptsARolledBackRequestGrantedAfresh(t *testing.T) {
 		t.Fatalf("a legitimately skipped CANCEL is reported:\n%s", rep.String())
 	}
 }
+
+// A bucketed promotion reads as one: totals and counters add up, and of a
+// request's entries on several buckets the one holding its stock stands for it.
+func TestMergeBuckets(t *testing.T) {
+	b0 := PromoState{Found: true, Total: 5, Remaining: 4, Pins: map[string]int64{"p": 1}, IPs: map[string]int64{},
+		Ledger: map[string]lua.LedgerEntry{"r": {State: lua.LedgerCommitted, Num: 1, Part: "p"}}, Open: 1}
+	b1 := PromoState{Found: true, Total: 5, Remaining: 5, Pins: map[string]int64{}, IPs: map[string]int64{"ip": 1},
+		Ledger: map[string]lua.LedgerEntry{"r": {State: lua.LedgerCommitted, Num: 1, Part: "si"}}}
+	st := merge(merge(PromoState{}, b0, true), b1, false)
+	if !st.Found || st.Total != 10 || st.Remaining != 9 || st.Pins["p"] != 1 || st.IPs["ip"] != 1 || st.Open != 1 {
+		t.Fatalf("merged %+v", st)
+	}
+	if e := st.Ledger["r"]; e.Part != "si" || len(st.Ledger) != 1 {
+		t.Fatalf("ledger %+v, want the stock part's entry alone", st.Ledger)
+	}
+}
