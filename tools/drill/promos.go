@@ -29,13 +29,18 @@ type sale struct {
 	rateLimit int64
 }
 
-// round is the set of promotions one drill sells: one of each kind on every shard.
+// round is the set of promotions one drill sells: one of each kind on every shard,
+// and one hot promotion in buckets across drillBuckets shards.
 type round struct {
-	name  string
-	sales []sale
-	hot   []sale
-	other []sale
+	name     string
+	sales    []sale
+	hot      []sale
+	other    []sale
+	bucketed sale
 }
+
+// drillBuckets is the bucket count of each round's bucketed hot promotion.
+const drillBuckets = 8
 
 // newRound creates a round's promotions through promo-admin: for every shard 0..15
 // one hot, one big and one rate-limited promotion.
@@ -80,6 +85,17 @@ func newRound(ctx context.Context, admin, token, run, name string, hotTotal int6
 			r.other = append(r.other, s)
 		}
 	}
+	// The hot sale of the day: little stock for the crowd it draws, tight limits,
+	// its stock over drillBuckets shards, so the drills' faults meet its parts too.
+	id := fmt.Sprintf("%s-%s-b", run, name)
+	b := sale{Promotion: checker.Promotion{PromoID: id, Type: 1, Total: 4 * hotTotal, PerPin: 1, PerIP: 3, Buckets: drillBuckets}, kind: hot}
+	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + name + " (buckets)", "maxPerGrab": 2, "startAt": start, "endAt": end,
+		"total": b.Total, "perPinLimit": b.PerPin, "perIpLimit": b.PerIP, "buckets": drillBuckets}
+	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: token})
+	if a.Status != http.StatusCreated {
+		return nil, fmt.Errorf("create promotion %s in %d buckets: %d %s", id, drillBuckets, a.Status, a.Body)
+	}
+	r.sales, r.bucketed = append(r.sales, b), b
 	return r, nil
 }
 
@@ -102,6 +118,9 @@ func (r *round) pick(rnd *rand.Rand) []sale {
 			pool = r.hot
 		}
 		s := pool[rnd.IntN(len(pool))]
+		if rnd.IntN(8) == 0 { // a sixteenth of the picks: the crowd's favourite
+			s = r.bucketed
+		}
 		if seen[s.Key()] {
 			continue
 		}
