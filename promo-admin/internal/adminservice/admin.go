@@ -65,7 +65,9 @@ type Admin struct {
 
 	// Fault points, set only by tests: betweenWrites runs after a change is recorded
 	// as pending in MySQL and before it is written to Redis; afterRedis runs after
-	// the Redis write and before the change is promoted in MySQL.
+	// the Redis write and before the change is promoted in MySQL. For a promotion in
+	// buckets they bracket the write of bucket 0, the change's commit point
+	// (buckets.go): the buckets written before it are written when betweenWrites runs.
 	betweenWrites, afterRedis atomic.Pointer[func()]
 }
 
