@@ -26,9 +26,7 @@
 --   {7 FENCED}                               the shard is being rebuilt (fence marker set); nothing changed
 -- If rateLimit or rateWindowMs change, the window restarts (winCount = winStart = 0).
 -- A hash of a promotion in buckets (field buckets > 1) announces no SOLD_OUT or
--- RESTOCKED when its own stock crosses 0, which is not its promotion's (q.lua
--- likewise); bucket 0, the promotion key, still announces the reopening of an
--- ENDED sale (judged by its own stock), the other buckets nothing.
+-- RESTOCKED: its stock is a share, not its promotion's (state.lua's announce).
 
 if #KEYS ~= 3 or (#ARGV ~= 10 and #ARGV ~= 11) then
   error('patch.lua: want 3 KEYS and 10 or 11 ARGV')
@@ -46,7 +44,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   return {7}
 end
 local h = redis.call('HMGET', KEYS[1], 'ver', 'state', 'total', 'remaining',
-  'rateLimit', 'rateWindowMs', 'ended', 'buckets')
+  'rateLimit', 'rateWindowMs', 'ended')
 if not h[4] then
   return {3}
 end
@@ -73,14 +71,11 @@ redis.call('HSET', KEYS[1], 'ver', ARGV[1], 'total', ARGV[2], 'remaining', remai
 if tonumber(h[5]) ~= v[6] or tonumber(h[6]) ~= v[7] then
   redis.call('HSET', KEYS[1], 'winCount', 0, 'winStart', 0)
 end
-local bucketed = (tonumber(h[8]) or 1) > 1
 local state
 if h[7] and now < v[9] then -- ENDED was announced, and the new end reopens the sale
   redis.call('HDEL', KEYS[1], 'ended')
-  if not (bucketed and string.find(KEYS[1], ':b', 1, true)) then
-    state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
-  end
-elseif not bucketed and wasLive and saleLive(KEYS[1], now) and (before == 0) ~= (remaining == 0) then
+  state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
+elseif wasLive and saleLive(KEYS[1], now) and (before == 0) ~= (remaining == 0) then
   state = remaining > 0 and 'RESTOCKED' or 'SOLD_OUT'
 end
 if state then

@@ -135,9 +135,6 @@ for i = 1, n do
       return {6, i - 1}
     end
     redis.call('HSET', key, 'ended', 1)
-    if buckets > 1 and string.find(key, ':b', 1, true) then
-      return {6, i - 1} -- a bucket's end is its promotion's, announced by bucket 0 (the promotion key)
-    end
     return {6, i - 1, announce(outbox, key, key, 'ENDED', now)}
   end
   local remaining = int(h[1])

@@ -10,7 +10,15 @@
 -- changes of one promotion: max(last seq + 1, nowMs), so it keeps growing when the
 -- hash and its last seq are lost (a delete and re-create, a rebuild).
 
+-- A bucket of a promotion in buckets (field buckets above 1) announces nothing of
+-- its own: its stock is a share, not the sale's, and the sale's STOPPED, ENDED
+-- and DELETED are announced by bucket 0, the promotion key (docs/CONTRACT.md,
+-- "Buckets"); answers nil then.
 local function announce(outbox, hash, key, state, now)
+  if (tonumber(redis.call('HGET', hash, 'buckets')) or 1) > 1
+      and (state == 'SOLD_OUT' or state == 'RESTOCKED' or string.find(key, ':b', 1, true)) then
+    return nil
+  end
   local seq = math.max((tonumber(redis.call('HGET', hash, 'sseq')) or 0) + 1, now)
   if redis.call('EXISTS', hash) == 1 then
     redis.call('HSET', hash, 'sseq', string.format('%.0f', seq))

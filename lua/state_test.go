@@ -210,6 +210,52 @@ func TestBucketPartsDoNotAnnounce(t *testing.T) {
 	}
 }
 
+// TestBucketsAnnounceAsTheirPromotion: the buckets of a promotion in buckets do
+// not announce their own stock (a sell-out, a restock, a patch crossing 0); bucket
+// 0, the promotion key, announces the sale's STOPPED, ENDED and DELETED, the other
+// buckets nothing at all.
+func TestBucketsAnnounceAsTheirPromotion(t *testing.T) {
+	ctx := context.Background()
+	b0 := promoKey(t, "bk")
+	b1 := b0 + ":b1"
+	s := baseSpec()
+	s.Total, s.Buckets = 1, 2
+	for _, k := range []string{b0, b1} {
+		mustCreate(t, k, s)
+		r := mustGrab(t, grabCall("r-"+k, "p1", "ip1", GrabItem{Key: k, Num: 1, Part: PartAll, Buckets: 2}))
+		if r.Code != CodeOK || len(r.Changes) != 0 {
+			t.Fatalf("%s sold out: %+v, want OK announcing nothing", k, r)
+		}
+		rr, err := Return(ctx, rdb, ReturnCall{RequestID: "r-" + k, Pin: "p1", Mode: ReturnUndo, NowMs: now, Keys: []string{k}})
+		if err != nil || rr.Code != ReturnReturned || len(rr.Changes) != 0 {
+			t.Fatalf("%s restocked: %+v %v, want nothing announced", k, rr, err)
+		}
+		p := s
+		p.Ver, p.Total = 2, 0
+		if pr, err := Patch(ctx, rdb, onShard, k, p, now); err != nil || pr.Code != AdminOK || len(pr.Changes) != 0 {
+			t.Fatalf("%s patched to 0: %+v %v, want nothing announced", k, pr, err)
+		}
+	}
+	for k, want := range map[string][]string{b0: {StateStopped}, b1: nil} {
+		r, err := Stop(ctx, rdb, onShard, k, 3, now)
+		if err != nil || r.Code != AdminOK {
+			t.Fatalf("stop %s: %+v %v", k, r, err)
+		}
+		wantStates(t, "stop "+k, changesOf(t, b0, r.Changes), want...)
+		d, err := Delete(ctx, rdb, onShard, k, 4, now)
+		if err != nil || d.Code != AdminOK {
+			t.Fatalf("delete %s: %+v %v", k, d, err)
+		}
+		if k == b0 {
+			want = []string{StateDeleted}
+		}
+		wantStates(t, "delete "+k, changesOf(t, b0, d.Changes), want...)
+	}
+	if left := outboxOf(t, b1); len(left) != 0 {
+		t.Fatalf("bucket 1 left changes in the outbox: %+v", left)
+	}
+}
+
 // TestStateDueLeases: the outbox hands a change to the reconciler only once its
 // publisher has had the grace, and to one reconciler at a time.
 func TestStateDueLeases(t *testing.T) {
