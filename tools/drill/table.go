@@ -49,7 +49,7 @@ func count(m map[string]int64, keys ...string) int64 {
 
 // printTable writes the drills' one table, then the answers by result.
 func printTable(w io.Writer, rows []row, o options) {
-	fmt.Fprintf(w, "\nFault drills: %.0f grabs/s by %d buyers over 48 promotions a drill (16 shards x hot, big, rate-limited), ~20%% of grants cancelled.\n", o.rate, o.workers)
+	fmt.Fprintf(w, "\nFault drills: %.0f grabs/s by %d buyers over 49 promotions a drill (16 shards x hot, big, rate-limited, and a hot one in %d buckets), ~20%% of grants cancelled.\n", o.rate, o.workers, drillBuckets)
 	fmt.Fprintf(w, "The -sat drills run with no pace: %d buyers, each grabbing again as soon as it is answered (the stack's peak).\n", o.satWorkers)
 	fmt.Fprintln(w, "Invariant counts are over every promotion and request so far, after the stack settled; all must be 0.")
 	fmt.Fprintln(w)
