@@ -10,10 +10,10 @@
 // sold out it falls over to a donor bucket, still counting the pin and the ip on
 // their homes. Each bucket a grab touches is one part (q.lua's part letters), and
 // a grab's parts are taken all or none, as the items of an ordinary grab are.
+// grab-service (grab/buckets.go) routes the grabs; docs/CONTRACT.md, "Buckets".
 package bucket
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -86,17 +86,13 @@ type PartKey struct {
 	Letters string
 }
 
-// Parts are the parts of a grab by pin from ip taking its units from bucket stock:
-// the stock there, the pin's limit and counter on the pin's home bucket, the ip's
-// on the ip's, one part per bucket touched, the stock's first. The product always
-// counts the ip on its home (Plan with countIP), so a grab's parts are a function
-// of the layout, the stock bucket, the pin and the ip alone: a cancel, the
-// reconciler and the rebuild find them again from the record.
+// Parts are the parts of a grab by pin from ip taking its units from bucket stock
+// (Plan), with their buckets' keys and shards.
 func (l Layout) Parts(stock int, pin, ip string) []PartKey {
-	plan := Plan(stock, Home(pin, l.K), Home(ip, l.K), true)
+	plan := Plan(stock, Home(pin, l.K), Home(ip, l.K))
 	out := make([]PartKey, len(plan))
 	for i, p := range plan {
-		out[i] = PartKey{Bucket: p.Bucket, Key: l.Keys[p.Bucket], Shard: l.Shards[p.Bucket], Letters: cmp.Or(p.Letters, lua.PartAll)}
+		out[i] = PartKey{Bucket: p.Bucket, Key: l.Keys[p.Bucket], Shard: l.Shards[p.Bucket], Letters: p.Letters}
 	}
 	return out
 }
@@ -127,12 +123,12 @@ type Part struct {
 
 // Plan is the parts of a grab taking its stock from bucket stock, for a pin whose
 // home is pinHome and an ip whose home is ipHome: one part per bucket touched, the
-// stock's first. With every home the stock bucket it is one ordinary item. Without
-// countIP (the promotion has no ip limit) the ip is counted only where a part goes
-// anyway; when its home is a bucket of its own, that part is left out and the pin's
-// part says so (lua.PartNoIP), which q.lua refuses should the promotion have an ip
-// limit after all.
-func Plan(stock, pinHome, ipHome int, countIP bool) []Part {
+// stock's first, each with the q.lua letters of what it checks and takes there.
+// The ip is always counted on its home (q.lua's letter n, which leaves it out
+// while the promotion has no ip limit, is not used): a grab's parts are then a
+// function of its stock bucket, pin and ip alone, which a cancel, the reconciler
+// and the rebuild recompute.
+func Plan(stock, pinHome, ipHome int) []Part {
 	var parts []Part
 	add := func(b int, letter string) {
 		for i := range parts {
@@ -145,18 +141,7 @@ func Plan(stock, pinHome, ipHome int, countIP bool) []Part {
 	}
 	add(stock, lua.PartStock)
 	add(pinHome, lua.PartPin)
-	if countIP || ipHome == stock || ipHome == pinHome {
-		add(ipHome, lua.PartIP)
-	} else {
-		for i := range parts {
-			if parts[i].Bucket == pinHome {
-				parts[i].Letters += lua.PartNoIP
-			}
-		}
-	}
-	if len(parts) == 1 && parts[0].Letters == lua.PartAll {
-		parts[0].Letters = "" // an ordinary item: its ledger entry stays as it always was
-	}
+	add(ipHome, lua.PartIP)
 	return parts
 }
 

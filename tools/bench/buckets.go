@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,7 +13,6 @@ import (
 	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
-	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/tools/loadgen"
 )
 
@@ -22,16 +20,17 @@ import (
 var bucketCounts = []int{1, 2, 4, 8, 16}
 
 // bucketsScope says what scenario 5 measures, in every report.
-const bucketsScope = "Scenario 5 runs the bucketed grab (internal/bucket: the pin's home bucket, fall-over to donors, " +
-	"each attempt's parts taken all or none and committed on their shards) from the bench process straight against the " +
-	"16 shards, without HTTP or Kafka: grab-service does not route bucketed promotions yet. Bucketing is for a promotion " +
-	"whose shard's core is the limit, which the shards never are on a machine this small, so the ratio is of Redis-bound " +
-	"capacity: grants per script call on the busiest shard (INFO commandstats over a run of 5,000 grabs) at K buckets " +
-	"against 1 bucket, with the busiest shard's main-thread CPU per grant as a cross-check (noisier: a shard at a " +
-	"fraction of the load spends more CPU per call, as fewer calls share each read). The throughput run has no ip limit, so " +
-	"a grab whose stock is at the pin's home touches one shard. Each K also sells out a small promotion (1,000 units, perPin 1, perIp 2, repeated pins and ips) " +
-	"and checks that exactly its total was granted, every bucket ends at 0 and no pin or ip holds more than its limit " +
-	"over all buckets."
+const bucketsScope = "Scenario 5 sells one hot promotion created through promo-admin in K buckets on K shards " +
+	"(docs/CONTRACT.md, \"Buckets\") end to end through grab-service: HTTP, the claim, each grab's parts taken on the " +
+	"pin's home bucket (falling over to the others when it is sold out), the Kafka acknowledgement, the commit. " +
+	"Bucketing is for a promotion whose shard's core is the limit, which the shards never are on a machine this small " +
+	"(grab-service and the load generator share its two cores), so the ratio is of Redis-bound capacity: grants per " +
+	"script call on the busiest shard (INFO commandstats over a run of 5,000 grabs) at K buckets against 1 bucket, with " +
+	"the busiest shard's main-thread CPU per grant as a cross-check (noisier: a shard at a fraction of the load spends more " +
+	"CPU per call, as fewer calls share each read). The throughput run has no pin or ip limit. Each K also sells out a " +
+	"small promotion (1,000 units, perPin 1, perIp 2, repeated pins and ips) through grab-service and checks that exactly " +
+	"its total was granted, every bucket ends at 0 and no pin or ip holds more than its limit over all buckets; its " +
+	"fall-overs per grab are grab-service's own count (flashsale_grab_bucket_fall_overs_total)."
 
 // bucketRow is one bucket count of scenario 5.
 type bucketRow struct {
@@ -40,41 +39,38 @@ type bucketRow struct {
 	// Busiest is the busiest shard's load per grant over a fixed run: what bounds
 	// one promotion when Redis is the limit.
 	Busiest     shardLoad
-	Tries       float64 // Redis attempts per grab in the sell-out check
+	FallOvers   float64 // grab-service's fall-overs per grab in the sell-out check
 	SellOut     string  // the sell-out check's verdict
 	SellOutPass bool
 }
 
 // buckets is scenario 5: one hot promotion split into K buckets on K shards.
 func (b *bench) buckets(ctx context.Context) error {
-	shards := make([]redis.UniversalClient, len(b.shards))
-	for i, c := range b.shards {
-		shards[i] = c
-	}
 	for _, k := range bucketCounts {
-		g := &bucket.Grabber{Shards: shards, Ring: ring.Default, EmptyTTL: 500 * time.Millisecond}
-		key := promo.Key(fmt.Sprintf("%s-bk%d", b.id, k), 1)
-		if err := bucket.Create(ctx, shards, ring.Default, key, k, bucketSpec(promo.MaxTotal, 1, 0)); err != nil {
+		id := fmt.Sprintf("%s-bk%d", b.id, k)
+		if err := b.admin.createIn(ctx, id, unlimited, k, nil); err != nil {
 			return err
 		}
 		b.settle(20 * time.Second)
-		s := measure(ctx, bucketRun(g, key, k, b.id+"-h", 0, nil), fmt.Sprintf("%d buckets", k), b.conc, b.dur)
+		s := measure(ctx, b.bucketRun(id, fmt.Sprintf("%s-h%d", b.id, k), pinPool), fmt.Sprintf("%d buckets", k), b.conc, b.dur)
 		report(s.Summary)
-		busiest, err := busiestShard(ctx, b.shards, bucketRun(g, key, k, b.id+"-c", 0, nil), b.conc)
+		busiest, err := busiestShard(ctx, b.shards, b.bucketRun(id, fmt.Sprintf("%s-c%d", b.id, k), pinPool), b.conc)
 		if err != nil {
 			return err
 		}
-		if err := bucket.Delete(ctx, shards, ring.Default, key, k); err != nil {
+		// Its takes are all committed or settled by now; deleting it keeps the
+		// scenario's million-unit promotion out of the next one's way.
+		if err := b.admin.remove(ctx, id); err != nil {
 			return err
 		}
 		row := bucketRow{K: k, F: figuresOf(s.Summary), Busiest: busiest}
-		if err := b.bucketSellOut(ctx, shards, k, &row); err != nil {
+		if err := b.bucketSellOut(ctx, k, &row); err != nil {
 			return err
 		}
 		b.res.Buckets = append(b.res.Buckets, row)
 	}
 	one, last := b.res.Buckets[0], b.res.Buckets[len(b.res.Buckets)-1]
-	b.res.add(ratioRow{N: 5, Scenario: fmt.Sprintf("hot promotion in %d buckets on %d shards vs 1 bucket: Redis-bound capacity", last.K, last.K),
+	b.res.add(ratioRow{N: 5, Scenario: fmt.Sprintf("hot promotion in %d buckets on %d shards vs 1 bucket, through grab-service: Redis-bound capacity", last.K, last.K),
 		Ours: 1000 / last.Busiest.Calls, OursUnit: fmt.Sprintf("grants per 1,000 script calls on the busiest shard, %d buckets", last.K),
 		Base: 1000 / one.Busiest.Calls, BaseUnit: "the same, 1 bucket",
 		Detail: fmt.Sprintf("by the busiest shard's CPU per grant %s; measured GRANTED/s on this machine %s with %d buckets, %s with 1 (table 5)",
@@ -151,41 +147,36 @@ func shardLoads(ctx context.Context, shards []*redis.Client) ([]shardLoad, error
 	return out, nil
 }
 
-// bucketSpec is a running promotion with the given total and limits.
-func bucketSpec(total, perPin, perIP int64) lua.AdminSpec {
-	now := time.Now().UnixMilli()
-	return lua.AdminSpec{Ver: 1, Total: total, PerPin: perPin, PerIP: perIP, MaxPerGrab: 1,
-		StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}
+// bucketRun grabs one unit of promotion id through grab-service per call, buyer n
+// being pin n mod pins and ip n mod pins/2.
+func (b *bench) bucketRun(id, run string, pins int64) runner {
+	return httpRun(b.st.Grab, func(n int64) loadgen.Call {
+		body := make([]byte, 0, 160)
+		body = append(body, `{"requestId":"`...)
+		body = append(body, run...)
+		body = append(body, '-')
+		body = strconv.AppendInt(body, n, 10)
+		body = append(body, `","pin":"p`...)
+		body = strconv.AppendInt(body, n%pins, 10)
+		body = append(body, `","ip":"198.19.`...)
+		body = strconv.AppendInt(body, (n%(pins/2))/250%250, 10)
+		body = append(body, '.')
+		body = strconv.AppendInt(body, n%(pins/2)%250, 10)
+		body = append(body, `","items":[{"promoId":"`...)
+		body = append(body, id...)
+		body = append(body, `","type":1,"num":1}]}`...)
+		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: b.token, Body: body, Attempt: 1}
+	}, nil)
 }
 
-// bucketRun grabs one unit of the bucketed promotion per call. With pinPool 0
-// every call is a new pin, else pins (and ips, half as many) repeat; tries, when
-// given, counts the attempts on Redis.
-func bucketRun(g *bucket.Grabber, key string, k int, run string, pinPool int64, tries *atomic.Int64) runner {
-	return funcRun(func(ctx context.Context, n int64) string {
-		pin, ip := "p"+strconv.FormatInt(n, 10), "198.19."+strconv.FormatInt(n/250%250, 10)+"."+strconv.FormatInt(n%250, 10)
-		if pinPool > 0 {
-			pin, ip = "p"+strconv.FormatInt(n%pinPool, 10), "198.20."+strconv.FormatInt(n%(pinPool/2), 10)
-		}
-		now := time.Now()
-		rid := run + strconv.FormatInt(n, 10)
-		r, err := g.Grab(ctx, bucket.Request{Key: key, Buckets: k, RequestID: rid, BodyHash: rid,
-			Pin: pin, IP: ip, Num: 1, Now: now, Deadline: now.Add(time.Hour), RateFactorPermille: 1000})
-		if tries != nil {
-			tries.Add(int64(r.Tries))
-		}
-		return scriptAnswer(r.Code, err)
-	})
-}
-
-// bucketSweep grabs with fresh buyers, one at a time and with a grabber that
-// knows no bucket empty, until one is refused SOLD_OUT: with nothing else in
-// flight that refusal found every bucket empty on Redis. A concurrent wave may
-// leave units behind a known-empty mark (a bucket briefly empty while another
-// grab's part held its last unit, given back when that grab was refused
-// elsewhere); the sweep sells them. It returns the units it was granted.
-func bucketSweep(ctx context.Context, shards []redis.UniversalClient, key string, k int, run string) int {
-	r := bucketRun(&bucket.Grabber{Shards: shards, Ring: ring.Default}, key, k, run, 0, nil)
+// bucketSweep grabs, one at a time with buyers not seen before, until one is
+// refused SOLD_OUT, past the time grab-service trusts a bucket it saw sold out: a
+// concurrent wave may leave units behind such a mark (a bucket briefly empty
+// while another grab's part held its last unit, given back when that grab was
+// refused elsewhere). It returns the units it was granted.
+func (b *bench) bucketSweep(ctx context.Context, id, run string) int {
+	time.Sleep(time.Second)
+	r := b.bucketRun(id, run, 1<<40)
 	for n := 0; ; n++ {
 		answers, _ := r(ctx, "", 1, 1)
 		if len(answers) == 0 || answers[0].Result != "GRANTED" {
@@ -194,20 +185,25 @@ func bucketSweep(ctx context.Context, shards []redis.UniversalClient, key string
 	}
 }
 
-// bucketSellOut sells out a small bucketed promotion and checks its invariants.
-func (b *bench) bucketSellOut(ctx context.Context, shards []redis.UniversalClient, k int, row *bucketRow) error {
-	const total, perPin, perIP, pinPool = 1000, 1, 2, 1100
-	key := promo.Key(fmt.Sprintf("%s-bs%d", b.id, k), 1)
-	if err := bucket.Create(ctx, shards, ring.Default, key, k, bucketSpec(total, perPin, perIP)); err != nil {
+// bucketSellOut sells out a small bucketed promotion through grab-service and
+// checks its invariants on the buckets themselves.
+func (b *bench) bucketSellOut(ctx context.Context, k int, row *bucketRow) error {
+	const total, perPin, perIP, pins = 1000, 1, 2, 1100
+	id := fmt.Sprintf("%s-bs%d", b.id, k)
+	if err := b.admin.createIn(ctx, id, total, k, map[string]any{"perPinLimit": perPin, "perIpLimit": perIP}); err != nil {
 		return err
 	}
-	defer func() { _ = bucket.Delete(context.Background(), shards, ring.Default, key, k) }()
-	g := &bucket.Grabber{Shards: shards, Ring: ring.Default, EmptyTTL: 500 * time.Millisecond}
-	var tries atomic.Int64
-	run := bucketRun(g, key, k, b.id+"-s", pinPool, &tries)
-	answers, _ := run(ctx, fmt.Sprintf("sell-out, %d buckets", k), b.conc, 4*pinPool)
+	defer func() { _ = b.admin.remove(context.Background(), id) }()
+	before := b.fallOvers(ctx)
+	answers, _ := b.bucketRun(id, fmt.Sprintf("%s-s%d", b.id, k), pins)(ctx, fmt.Sprintf("sell-out, %d buckets", k), b.conc, 4*pins)
 	s := loadgen.Summarize(sent(answers), time.Second)
-	granted := s.ByResult["GRANTED"] + bucketSweep(ctx, shards, key, k, b.id+"-w")
+	row.FallOvers = (b.fallOvers(ctx) - before) / float64(max(s.Calls, 1))
+	granted := s.ByResult["GRANTED"] + b.bucketSweep(ctx, id, fmt.Sprintf("%s-w%d", b.id, k))
+	shards := make([]redis.UniversalClient, len(b.shards))
+	for i, c := range b.shards {
+		shards[i] = c
+	}
+	key := promo.Key(id, 1)
 	var problems []string
 	if granted != total {
 		problems = append(problems, fmt.Sprintf("granted %d of %d", granted, total))
@@ -235,7 +231,6 @@ func (b *bench) bucketSellOut(ctx context.Context, shards []redis.UniversalClien
 			problems = append(problems, fmt.Sprintf("%s counters sum to %d, granted %d", c.what, sum, granted))
 		}
 	}
-	row.Tries = float64(tries.Load()) / float64(max(s.Calls, 1))
 	row.SellOutPass = len(problems) == 0
 	row.SellOut = fmt.Sprintf("%d granted of %d (%s)", granted, total, resultMix(s))
 	if !row.SellOutPass {
@@ -243,4 +238,18 @@ func (b *bench) bucketSellOut(ctx context.Context, shards []redis.UniversalClien
 		fmt.Fprintln(os.Stderr, "   bucket sell-out check failed:", row.SellOut)
 	}
 	return nil
+}
+
+// fallOvers is grab-service's count of bucket fall-overs so far (its /metrics), 0
+// when it cannot be read: the figure is a detail, not a verdict.
+func (b *bench) fallOvers(ctx context.Context) float64 {
+	const name = "flashsale_grab_bucket_fall_overs_total "
+	a := loadgen.Do(ctx, loadgen.Client(1, 5*time.Second), b.st.Grab, loadgen.Call{Method: "GET", Path: "/metrics"})
+	for _, line := range strings.Split(string(a.Body), "\n") {
+		if v, ok := strings.CutPrefix(line, name); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }

@@ -28,9 +28,17 @@ func newAdmin(base, token string) *admin {
 
 // create makes an active single-unit-per-grab promotion without pin or ip limits.
 func (a *admin) create(ctx context.Context, id string, total int64) error {
+	return a.createIn(ctx, id, total, 1, nil)
+}
+
+// createIn is create in k buckets, with extra fields of the create body.
+func (a *admin) createIn(ctx context.Context, id string, total int64, k int, extra map[string]any) error {
 	now := time.Now().UTC()
-	body := map[string]any{"promoId": id, "type": 1, "title": "bench " + id, "total": total, "maxPerGrab": 1,
+	body := map[string]any{"promoId": id, "type": 1, "title": "bench " + id, "total": total, "maxPerGrab": 1, "buckets": k,
 		"startAt": now.Add(-time.Minute).Format(time.RFC3339), "endAt": now.Add(2 * time.Hour).Format(time.RFC3339)}
+	for f, v := range extra {
+		body[f] = v
+	}
 	ans := loadgen.Do(ctx, a.client, a.base, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: a.token})
 	if ans.Status != http.StatusCreated {
 		return fmt.Errorf("create promotion %s: %d %s", id, ans.Status, ans.Body)

@@ -137,12 +137,12 @@ func (res *results) spreadTable() table {
 func (res *results) bucketTable() table {
 	t := table{head: []string{"buckets", "GRANTED/s here", "p50 ms", "p99 ms", "vs 1 bucket",
 		"busiest shard's script calls per grant", "vs 1 bucket", "busiest shard's Redis CPU per grant (µs)", "vs 1 bucket",
-		"Redis attempts per grab in the sell-out", "sell-out check"}}
+		"fall-overs per grab in the sell-out", "sell-out check"}}
 	for _, r := range res.Buckets {
 		one := res.Buckets[0]
 		t.rows = append(t.rows, []string{fmt.Sprint(r.K), num(r.F.Granted), fmt.Sprintf("%.2f", r.F.P50), fmt.Sprintf("%.2f", r.F.P99),
 			ratioText(r.F.Granted / one.F.Granted), fmt.Sprintf("%.3f", r.Busiest.Calls), ratioText(one.Busiest.Calls / r.Busiest.Calls),
-			fmt.Sprintf("%.1f", r.Busiest.CPUus), ratioText(one.Busiest.CPUus / r.Busiest.CPUus), fmt.Sprintf("%.2f", r.Tries), r.SellOut})
+			fmt.Sprintf("%.1f", r.Busiest.CPUus), ratioText(one.Busiest.CPUus / r.Busiest.CPUus), fmt.Sprintf("%.2f", r.FallOvers), r.SellOut})
 	}
 	return t
 }
