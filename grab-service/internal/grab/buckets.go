@@ -99,6 +99,11 @@ func (s *Grabber) nextBucket(l bucket.Layout, first int, tried uint32, now time.
 	return -1
 }
 
+// learnedHere marks, in a grab's tried bits, an item whose layout this grab learned
+// from bucket 0 itself: a NOT_FOUND from one of its buckets then is the bucket's
+// own (a shard that lost it), not a stale layout, and ends the grab.
+const learnedHere = 1 << 31
+
 // fallOver decides, from a grab's takes that did not all succeed, whether it
 // goes on: an item's promotion turned out bucketed (or no longer so), or an
 // item's stock bucket is sold out while others may not be. It re-routes those
@@ -125,7 +130,7 @@ func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, err
 		switch {
 		case r.Code == lua.CodeBucketed:
 			moves = append(moves, move{item, r.Buckets, -1})
-		case r.Code == lua.CodeNotFound && it.buckets > 1:
+		case r.Code == lua.CodeNotFound && it.buckets > 1 && tried[item]&learnedHere == 0:
 			moves = append(moves, move{item, 1, -1}) // deleted and made again, maybe whole
 		case r.Code == lua.CodeSoldOut && it.buckets > 1 && g.holdsStock(r.Index):
 			moves = append(moves, move{item, 0, it.bucket})
@@ -140,7 +145,7 @@ func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, err
 		it := &req.Items[m.item]
 		key := promo.Key(it.PromoID, it.Type)
 		if m.learned > 0 {
-			it.buckets, it.bucket, tried[m.item] = m.learned, 0, 0
+			it.buckets, it.bucket, tried[m.item] = m.learned, 0, learnedHere
 			if m.learned == 1 {
 				s.buckets.layouts.Forget(key)
 				continue

@@ -299,3 +299,39 @@ func TestBucketedCrashBeforePublishIsReturned(t *testing.T) {
 		t.Fatalf("events %+v, want one CANCEL naming the pin's home bucket of 8", evs)
 	}
 }
+
+// Killed after Kafka acknowledged a bucketed grab's GRAB, before its commits: the
+// reconciler finds the record's word (or a committed part) and commits every part,
+// so the grant stands on the buckets as the record says, and nothing is owed.
+func TestBucketedCrashAfterPublishIsCommitted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, crashAt("after-publish"))
+	id, l := e.bucketed("bcommit", 8, spec{total: 16, perPin: 5, perIP: 5})
+	var pin string
+	for n := 0; ; n++ {
+		pin = fmt.Sprintf("gina-%d", n)
+		if bucket.Home(pin, 8) != bucket.Home("10.6.0.1", 8) {
+			break
+		}
+	}
+	if r := e.grab(grabBody("k-2", pin, "10.6.0.1", id, 2)); r.status != http.StatusInternalServerError {
+		t.Fatalf("the killed grab answered %d %s", r.status, r.raw)
+	}
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil { // the flow sink's part
+		t.Fatal(err)
+	}
+	e.pastDeadline()
+	if st := e.reconcile(); st.Committed < 2 || st.Aborted != 0 || st.Published != 0 {
+		t.Fatalf("reconcile: %+v, want every part committed and nothing owed", st)
+	}
+	remaining, pins, ips := e.buckets(id, l)
+	if sum(remaining) != 14 || pins[pin] != 2 || ips["10.6.0.1"] != 2 {
+		t.Fatalf("after reconcile: remaining %v, pin %d, ip %d", remaining, pins[pin], ips["10.6.0.1"])
+	}
+	if got := e.grantedFrom(id, l); got[bucket.Home(pin, 8)] != 2 {
+		t.Fatalf("granted by bucket %v, want 2 from the pin's home", got)
+	}
+	if a := e.grab(grabBody("k-2", pin, "10.6.0.1", id, 2)); a.res.Result != grab.Granted {
+		t.Fatalf("a replay after the reconciler: %d %s, want GRANTED", a.status, a.raw)
+	}
+}
