@@ -151,20 +151,7 @@ func shardLoads(ctx context.Context, shards []*redis.Client) ([]shardLoad, error
 // being pin n mod pins and ip n mod pins/2.
 func (b *bench) bucketRun(id, run string, pins int64) runner {
 	return httpRun(b.st.Grab, func(n int64) loadgen.Call {
-		body := make([]byte, 0, 160)
-		body = append(body, `{"requestId":"`...)
-		body = append(body, run...)
-		body = append(body, '-')
-		body = strconv.AppendInt(body, n, 10)
-		body = append(body, `","pin":"p`...)
-		body = strconv.AppendInt(body, n%pins, 10)
-		body = append(body, `","ip":"198.19.`...)
-		body = strconv.AppendInt(body, (n%(pins/2))/250%250, 10)
-		body = append(body, '.')
-		body = strconv.AppendInt(body, n%(pins/2)%250, 10)
-		body = append(body, `","items":[{"promoId":"`...)
-		body = append(body, id...)
-		body = append(body, `","type":1,"num":1}]}`...)
+		body := buyerBody(run, id, n, n%pins, n%(pins/2), "198.19.")
 		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: b.token, Body: body, Attempt: 1}
 	}, nil)
 }

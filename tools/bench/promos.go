@@ -107,17 +107,24 @@ func grabCall(token, run, id string, n int64) loadgen.Call {
 // grabBody is built by hand: the load generator shares the cores with the service,
 // so it spends as little as it can per request (loadgen sends a []byte as it is).
 func grabBody(run, id string, n int64) []byte {
+	return buyerBody(run, id, n, n%pinPool, n, "198.18.") // RFC 2544's benchmarking range: only a field in the body
+}
+
+// buyerBody is the body of grab n of a run: one unit of promotion id by pin
+// p<pin> from ip <net><ipn/250 mod 250>.<ipn mod 250 + 1>.
+func buyerBody(run, id string, n, pin, ipn int64, net string) []byte {
 	b := make([]byte, 0, 160)
 	b = append(b, `{"requestId":"`...)
 	b = append(b, run...)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, n, 10)
 	b = append(b, `","pin":"p`...)
-	b = strconv.AppendInt(b, n%pinPool, 10)
-	b = append(b, `","ip":"198.18.`...) // RFC 2544's benchmarking range: only a field in the body
-	b = strconv.AppendInt(b, (n/250)%250, 10)
+	b = strconv.AppendInt(b, pin, 10)
+	b = append(b, `","ip":"`...)
+	b = append(b, net...)
+	b = strconv.AppendInt(b, (ipn/250)%250, 10)
 	b = append(b, '.')
-	b = strconv.AppendInt(b, n%250+1, 10)
+	b = strconv.AppendInt(b, ipn%250+1, 10)
 	b = append(b, `","items":[{"promoId":"`...)
 	b = append(b, id...)
 	b = append(b, `","type":1,"num":1}]}`...)
