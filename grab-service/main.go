@@ -28,7 +28,7 @@ func main() {
 func run(logger *slog.Logger) error {
 	var f svc.Flags
 	fs := flag.NewFlagSet("grab-service", flag.ExitOnError)
-	f.Register(fs, "127.0.0.1:8080")
+	f.Register(fs, "127.0.0.1:8080", "127.0.0.1:9180")
 	cfg := grab.Defaults()
 	nacos := configcenter.RegisterNacosFlags(fs)
 	batch := fs.Duration("kafka-batch-timeout", 2*time.Millisecond, "longest a flow event waits for others to share its Kafka batch")
@@ -44,7 +44,7 @@ func run(logger *slog.Logger) error {
 		"shard reads per second for status answers not in the cache; past it the status route answers 429 RATE_LIMITED (0 = no limit)")
 	maxInFlight := fs.Int("max-in-flight", 4096, "grabs and cancels one instance works on at once; past it they wait --queue-wait, then answer 503 UNAVAILABLE (0 = no bound)")
 	queueWait := fs.Duration("queue-wait", 50*time.Millisecond, "longest a grab or cancel waits for a slot under --max-in-flight")
-	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ (for profiling; keep off in production)")
+	pprofOn := fs.Bool("pprof", false, "serve net/http/pprof under /debug/pprof/ on the ops listener (for profiling)")
 	_ = fs.Parse(os.Args[1:])
 
 	tokens, err := svc.Tokens(f.Local, svc.TokenSpec{Env: "FLASHSALE_CHECKOUT_TOKEN", LocalDefault: "dev-checkout-token", Role: httpx.RoleCheckout})
@@ -73,6 +73,7 @@ func run(logger *slog.Logger) error {
 
 	g := svc.NewGroup(logger)
 	g.HTTP(svc.Server(f.Listen, a.Handler, logger))
+	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger))
 	g.Loop(a.RunFence)
 	g.Loop(a.RunReconciler) // settles what a crashed grab or cancel left open
 	g.Loop(a.FollowSwitches)

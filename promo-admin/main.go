@@ -30,7 +30,7 @@ func main() {
 func run(logger *slog.Logger, args []string) error {
 	var f svc.Flags
 	fs := flag.NewFlagSet("promo-admin", flag.ContinueOnError)
-	f.Register(fs, "127.0.0.1:8081") // --kafka: where stops, deletes and patches announce their state changes
+	f.Register(fs, "127.0.0.1:8081", "127.0.0.1:9181") // --kafka: where stops, deletes and patches announce their state changes
 	nacos := configcenter.RegisterNacosFlags(fs)
 	var sc adminservice.Config
 	fs.DurationVar(&sc.RedisTimeout, "redis-timeout", 2*time.Second, "bound on each Redis call")
@@ -73,6 +73,7 @@ func run(logger *slog.Logger, args []string) error {
 
 	g := svc.NewGroup(logger)
 	g.HTTP(svc.Server(f.Listen, a.Handler, logger))
+	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger))
 	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
 	g.Loop(a.FollowSwitches)
 	return g.Run()

@@ -10,7 +10,8 @@
 #
 # Environment: FLASHSALE_REDIS_BASE_PORT (7001), FLASHSALE_KAFKA_ADDR (127.0.0.1:9092),
 # FLASHSALE_GRAB_ADDR (127.0.0.1:8080), FLASHSALE_ADMIN_ADDR (127.0.0.1:8081),
-# FLASHSALE_SINK_ADDR (127.0.0.1:8082), FLASHSALE_MYSQL_DSN (flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?..., deps.sh's user);
+# FLASHSALE_SINK_ADDR (127.0.0.1:8082), FLASHSALE_{GRAB,ADMIN,SINK}_OPS_ADDR (127.0.0.1:9180..9182:
+# the ops listeners, /metrics and pprof), FLASHSALE_MYSQL_DSN (flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?..., deps.sh's user);
 # every other variable reaches the services as is.
 #
 # "Running" means: the pid in .run/pids/<name> is alive, is the program we started, and
@@ -34,6 +35,10 @@ KAFKA_ADDR="${FLASHSALE_KAFKA_ADDR:-127.0.0.1:9092}"
 GRAB_ADDR="${FLASHSALE_GRAB_ADDR:-127.0.0.1:8080}"
 ADMIN_ADDR="${FLASHSALE_ADMIN_ADDR:-127.0.0.1:8081}"
 SINK_ADDR="${FLASHSALE_SINK_ADDR:-127.0.0.1:8082}"
+# Each service's ops listener (/metrics, the probes, pprof): apart from its API.
+GRAB_OPS_ADDR="${FLASHSALE_GRAB_OPS_ADDR:-127.0.0.1:9180}"
+ADMIN_OPS_ADDR="${FLASHSALE_ADMIN_OPS_ADDR:-127.0.0.1:9181}"
+SINK_OPS_ADDR="${FLASHSALE_SINK_OPS_ADDR:-127.0.0.1:9182}"
 MYSQL_DSN="${FLASHSALE_MYSQL_DSN:-flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?parseTime=true}"
 
 REDIS_READY_SECS=15
@@ -68,6 +73,15 @@ addr() {
 	esac
 }
 
+# ops_addr NAME: where a service's ops listener is.
+ops_addr() {
+	case "$1" in
+	grab-service) echo "$GRAB_OPS_ADDR" ;;
+	promo-admin) echo "$ADMIN_OPS_ADDR" ;;
+	flow-sink) echo "$SINK_OPS_ADDR" ;;
+	esac
+}
+
 # signature NAME: a string the process's command line must contain. It guards against a
 # recycled pid: a pid file may outlive its process, and the pid may now be someone else's.
 signature() {
@@ -89,7 +103,7 @@ service_cmd() {
 	promo-admin) printf '%s\0' "$BIN/promo-admin" ;;
 	flow-sink) printf '%s\0' "$BIN/recovery" sink ;;
 	esac
-	printf '%s\0' --local --listen "$(addr "$1")" --redis "$redis_addrs" --mysql "$MYSQL_DSN" \
+	printf '%s\0' --local --listen "$(addr "$1")" --ops-listen "$(ops_addr "$1")" --redis "$redis_addrs" --mysql "$MYSQL_DSN" \
 		--kafka "$KAFKA_ADDR" --switches "$SWITCHES_FILE"
 }
 
@@ -360,6 +374,8 @@ write_stack_file() {
 		printf '  "grab": %s,\n' "$(json_str "http://$GRAB_ADDR")"
 		printf '  "admin": %s,\n' "$(json_str "http://$ADMIN_ADDR")"
 		printf '  "sink": %s,\n' "$(json_str "http://$SINK_ADDR")"
+		printf '  "ops": {"grab": %s, "admin": %s, "sink": %s},\n' "$(json_str "http://$GRAB_OPS_ADDR")" \
+			"$(json_str "http://$ADMIN_OPS_ADDR")" "$(json_str "http://$SINK_OPS_ADDR")"
 		printf '  "redis": ['
 		for ((i = 0; i < SHARDS; i++)); do
 			((i)) && printf ', '

@@ -3,6 +3,7 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -14,24 +15,14 @@ import (
 // Check reports whether one dependency needed to serve is usable.
 type Check func(ctx context.Context) error
 
-// Ops mounts /healthz, /readyz and /metrics on mux. /readyz runs every check with a
-// short deadline, all at once, and answers 503 naming each failing dependency.
-func Ops(mux *http.ServeMux, reg *prometheus.Registry, checks map[string]Check) {
-	OpsWithInfo(mux, reg, nil, checks)
-}
-
-// OpsWithInfo is Ops whose /readyz body also carries info() under "info", ready
-// or not: facts an operator wants beside readiness, such as the md5 of the
-// switches document in force. info may be nil.
-func OpsWithInfo(mux *http.ServeMux, reg *prometheus.Registry, info func() map[string]any, checks map[string]Check) {
-	OpsReadiness(mux, reg, info, checks, nil)
-}
-
-// OpsReadiness is OpsWithInfo with advisory checks besides the required ones: an
-// advisory failure is reported under "degraded" but leaves the instance ready. A
+// Probes mounts /healthz and /readyz on mux. /readyz runs every check with a
+// short deadline, all at once, and answers 503 naming each failing dependency;
+// advisory checks are reported under "degraded" but leave the instance ready: a
 // service that still serves most requests without a dependency (one Redis shard of
-// sixteen, say) must stay in its load balancer, or one lost shard empties the fleet.
-func OpsReadiness(mux *http.ServeMux, reg *prometheus.Registry, info func() map[string]any, required, advisory map[string]Check) {
+// sixteen, say) must stay in its load balancer, or one lost shard empties the
+// fleet. info, when set, adds facts an operator wants beside readiness (the md5 of
+// the switches in force) under "info", ready or not.
+func Probes(mux *http.ServeMux, info func() map[string]any, required, advisory map[string]Check) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -54,7 +45,33 @@ func OpsReadiness(mux *http.ServeMux, reg *prometheus.Registry, info func() map[
 		addDetails(body, info, degraded)
 		WriteJSON(w, http.StatusOK, body)
 	})
+}
+
+// OpsHandler is the handler of a service's ops listener (--ops-listen), never of
+// its public one: /metrics, the probes again (so a scraper and a prober need one
+// port), and with pprof the runtime profiles under /debug/pprof/. Metrics name
+// what a process holds and profiles cost it CPU on demand, so neither faces the
+// internet; the network policies admit only Prometheus to this port.
+func OpsHandler(reg *prometheus.Registry, probes func(*http.ServeMux), pprof bool) http.Handler {
+	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if probes != nil {
+		probes(mux)
+	}
+	if pprof {
+		mountPprof(mux)
+	}
+	return RouteFallback(mux)
+}
+
+// mountPprof serves the runtime profiles under /debug/pprof/:
+// go tool pprof http://127.0.0.1:9180/debug/pprof/profile?seconds=10
+func mountPprof(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 // runChecks runs every check at once, so one dependency that hangs until the

@@ -10,11 +10,19 @@ import (
 	"path/filepath"
 )
 
+// Ops are the services' ops listeners (/metrics, the probes, pprof).
+type Ops struct {
+	Grab  string `json:"grab"`
+	Admin string `json:"admin"`
+	Sink  string `json:"sink,omitempty"`
+}
+
 // File is .run/stack.json.
 type File struct {
 	Grab         string         `json:"grab"`
 	Admin        string         `json:"admin"`
 	Sink         string         `json:"sink,omitempty"`
+	Ops          Ops            `json:"ops"`
 	Redis        []string       `json:"redis"`
 	Kafka        []string       `json:"kafka"`
 	MySQLDSN     string         `json:"mysqlDSN"`

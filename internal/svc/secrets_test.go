@@ -58,7 +58,7 @@ func TestMySQLDSNFromTheEnvironment(t *testing.T) {
 	t.Setenv(MySQLEnv, "app:secret@tcp(db:3306)/flashsale?parseTime=true")
 	var f Flags
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	f.Register(fs, ":0")
+	f.Register(fs, ":0", ":0")
 	if err := fs.Parse(nil); err != nil || f.MySQL != "app:secret@tcp(db:3306)/flashsale?parseTime=true" {
 		t.Fatalf("from the environment: %q %v", f.MySQL, err)
 	}

@@ -25,12 +25,15 @@ import (
 
 // Flags are the settings every service takes; defaults are the local stack's.
 type Flags struct {
-	Listen   string
-	Redis    []string
-	MySQL    string
-	Kafka    []string
-	Switches string
-	Local    bool
+	Listen string
+	// OpsListen serves /metrics, the probes and (where a service offers it) pprof,
+	// apart from the public API (httpx.OpsHandler).
+	OpsListen string
+	Redis     []string
+	MySQL     string
+	Kafka     []string
+	Switches  string
+	Local     bool
 }
 
 // MySQLEnv names the environment variable of the MySQL DSN (with _FILE: a file holding it).
@@ -65,9 +68,10 @@ func DefaultRedis() []string {
 	return out
 }
 
-// Register binds the common flags on fs.
-func (f *Flags) Register(fs *flag.FlagSet, listen string) {
-	fs.StringVar(&f.Listen, "listen", listen, "HTTP listen address")
+// Register binds the common flags on fs, with the service's listen addresses.
+func (f *Flags) Register(fs *flag.FlagSet, listen, opsListen string) {
+	fs.StringVar(&f.Listen, "listen", listen, "HTTP listen address of the API and the probes")
+	fs.StringVar(&f.OpsListen, "ops-listen", opsListen, "HTTP listen address of /metrics, the probes and pprof: keep it off the public network")
 	fs.Func("redis", "comma-separated Redis master per logical shard (16; index = shard)", func(s string) error {
 		f.Redis = split(s)
 		return nil

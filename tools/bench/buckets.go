@@ -227,11 +227,11 @@ func (b *bench) bucketSellOut(ctx context.Context, k int, row *bucketRow) error 
 	return nil
 }
 
-// fallOvers is grab-service's count of bucket fall-overs so far (its /metrics), 0
+// fallOvers is grab-service's count of bucket fall-overs so far (its ops listener's /metrics), 0
 // when it cannot be read: the figure is a detail, not a verdict.
 func (b *bench) fallOvers(ctx context.Context) float64 {
 	const name = "flashsale_grab_bucket_fall_overs_total "
-	a := loadgen.Do(ctx, loadgen.Client(1, 5*time.Second), b.st.Grab, loadgen.Call{Method: "GET", Path: "/metrics"})
+	a := loadgen.Do(ctx, loadgen.Client(1, 5*time.Second), b.st.Ops.Grab, loadgen.Call{Method: "GET", Path: "/metrics"})
 	for _, line := range strings.Split(string(a.Body), "\n") {
 		if v, ok := strings.CutPrefix(line, name); ok {
 			f, _ := strconv.ParseFloat(v, 64)

@@ -48,7 +48,7 @@ type Config struct {
 	QueueWait   time.Duration
 	// ReconcileEvery is the interval of the reconciler's passes (RunReconciler).
 	ReconcileEvery time.Duration
-	// Pprof serves net/http/pprof under /debug/pprof/.
+	// Pprof serves net/http/pprof under /debug/pprof/ on the ops listener.
 	Pprof bool
 	// Switches is where the on-call switches are read from (FollowSwitches); nil
 	// follows none and the defaults stay in force.
@@ -71,7 +71,9 @@ type App struct {
 	Registry   *prometheus.Registry
 	// Switches holds the switches document in force.
 	Switches *configcenter.Holder
-	Handler  http.Handler
+	// Handler is the public API's (and the probes'); Ops the ops listener's:
+	// /metrics, the probes, pprof with Config.Pprof (httpx.OpsHandler).
+	Handler, Ops http.Handler
 
 	cfg             Config
 	switchesMetrics *configcenter.Metrics
@@ -147,12 +149,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 
 	mux := http.NewServeMux()
-	if cfg.Pprof {
-		mountPprof(mux)
-	}
 	grabtransport.Handler(mux, grabendpoint.New(service, switches, grabendpoint.NewAdmission(cfg.MaxInFlight, cfg.QueueWait, reg)), cfg.Tokens, httpx.NewRouteMetrics(reg, "grab"))
 	required, advisory := readiness(pool, db.Ping, kafka.Ping, switches)
-	httpx.OpsReadiness(mux, reg, switches.Info, required, advisory)
+	probes := func(m *http.ServeMux) { httpx.Probes(m, switches.Info, required, advisory) }
+	probes(mux)
 	var fenced func() []grab.FencedShard
 	if deps.Fence != nil {
 		fenced = deps.Fence.Status
@@ -160,6 +160,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	return &App{Service: service, Reconciler: grab.NewReconciler(service), Fence: deps.Fence,
 		Store: db, Pool: pool, Kafka: kafka, States: states, Registry: reg, Switches: switches,
 		Handler: grabtransport.Readyz(fenced, httpx.RouteFallback(mux)),
+		Ops:     grabtransport.Readyz(fenced, httpx.OpsHandler(reg, probes, cfg.Pprof)),
 		cfg:     cfg, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
 }
 

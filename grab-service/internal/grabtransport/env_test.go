@@ -88,6 +88,7 @@ func (c *clock) advance(d time.Duration) {
 type env struct {
 	t        *testing.T
 	srv      *httptest.Server
+	ops      *httptest.Server // the ops listener's handler: /metrics, the probes
 	svc      *grab.Grabber
 	rec      *grab.Reconciler // the reconciler of svc: tests run its passes
 	shards   []*redis.Client
@@ -163,7 +164,8 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// Behind the contract's validator: every request of every test here, and its
 	// answer, is checked against api/openapi.yaml.
 	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.WithRequestID(a.Handler)))
-	t.Cleanup(func() { e.srv.Close(); a.Close() })
+	e.ops = httptest.NewServer(a.Ops)
+	t.Cleanup(func() { e.srv.Close(); e.ops.Close(); a.Close() })
 	return e
 }
 
@@ -313,4 +315,16 @@ func (e *env) grabAttempt(body map[string]any, attempt string) answer {
 
 func (e *env) cancel(rid, pin string) answer {
 	return e.do("POST", "/v1/grab/"+e.rid(rid)+"/cancel", checkoutToken, map[string]any{"pin": pin})
+}
+
+// ops is GET path on the ops listener: its status and body.
+func (e *env) opsGet(path string) (int, string) {
+	e.t.Helper()
+	resp, err := e.ops.Client().Get(e.ops.URL + path)
+	if err != nil {
+		e.t.Fatalf("ops %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -37,7 +37,7 @@ func TestStatusRateLimit(t *testing.T) {
 			t.Fatalf("cached status %d while at the rate: %d %s; answers from the cache are not limited", i, r.status, r.raw)
 		}
 	}
-	if m := e.do("GET", "/metrics", "", nil); !strings.Contains(m.raw, `flashsale_grab_http_requests_total{code="429",route="status"} 1`) {
+	if _, m := e.opsGet("/metrics"); !strings.Contains(m, `flashsale_grab_http_requests_total{code="429",route="status"} 1`) {
 		t.Errorf("the 429 is not counted in the route metrics")
 	}
 

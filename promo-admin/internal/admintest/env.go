@@ -79,6 +79,8 @@ type Env struct {
 	t      testing.TB
 	App    *app.App
 	Server *httptest.Server
+	// Ops serves the ops listener's handler (/metrics, the probes).
+	Ops    *httptest.Server
 	Clock  *Clock
 	DSN    string
 	Addrs  []string
@@ -126,7 +128,7 @@ func Start(t testing.TB, o Options) *Env {
 	go func() { following <- a.FollowSwitches(followCtx) }()
 	// Every request of the test, and its answer, is checked against api/openapi.yaml.
 	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, a.Handler))
-	e := &Env{t: t, App: a, Server: srv, Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
+	e := &Env{t: t, App: a, Server: srv, Ops: httptest.NewServer(a.Ops), Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
 	byAddr := map[string]*redis.Client{}
 	for _, addr := range o.RedisAddrs {
 		c, ok := byAddr[addr]
@@ -142,6 +144,7 @@ func Start(t testing.TB, o Options) *Env {
 			t.Errorf("follow switches: %v", err)
 		}
 		srv.Close()
+		e.Ops.Close()
 		a.Close()
 		for _, c := range byAddr {
 			c.Close()

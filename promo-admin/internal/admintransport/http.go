@@ -27,9 +27,8 @@ const (
 
 // Options are what the handler needs besides the endpoints.
 type Options struct {
-	Tokens   httpx.Tokens
-	Metrics  *httpx.RouteMetrics
-	Registry *prometheus.Registry
+	Tokens  httpx.Tokens
+	Metrics *httpx.RouteMetrics
 	// Checks are the dependencies /readyz reports on, by name.
 	Checks map[string]httpx.Check
 	// Switches is the switches snapshot GET /v1/switches shows (nil: the defaults),
@@ -45,8 +44,8 @@ type Options struct {
 // ConsolePath is where the console is served and GET / redirects to.
 const ConsolePath = "/console/"
 
-// NewHTTPHandler mounts every route, /healthz, /readyz, /metrics and the contract
-// at /openapi.yaml. Every response carries X-Request-Id; every error body is the
+// NewHTTPHandler mounts every route, /healthz, /readyz and the contract at
+// /openapi.yaml (/metrics is the ops listener's: OpsHandler). Every response carries X-Request-Id; every error body is the
 // contract's Error.
 func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	mux := http.NewServeMux()
@@ -70,7 +69,12 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 			http.Redirect(w, r, ConsolePath, http.StatusFound) // 302, as the contract says
 		})
 	}
-	httpx.Ops(mux, o.Registry, o.Checks)
+	httpx.Probes(mux, nil, o.Checks, nil)
 	httpx.ServeSpec(mux)
 	return httpx.WithRequestID(httpx.RouteFallback(mux))
+}
+
+// OpsHandler is the ops listener's handler: /metrics of reg and the probes of checks.
+func OpsHandler(reg *prometheus.Registry, checks map[string]httpx.Check) http.Handler {
+	return httpx.OpsHandler(reg, func(mux *http.ServeMux) { httpx.Probes(mux, nil, checks, nil) }, false)
 }

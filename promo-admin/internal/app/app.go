@@ -67,7 +67,8 @@ type App struct {
 	Store    *store.Store
 	Pool     *shardpool.Pool
 	Registry *prometheus.Registry
-	Handler  http.Handler
+	// Handler is the public API's, the console's and the probes'; Ops the ops listener's (/metrics, the probes).
+	Handler, Ops http.Handler
 	// Switches holds the switches document in force, as GET /v1/switches shows it.
 	Switches *configcenter.Holder
 	// States publishes sale state changes; nil without KafkaBrokers.
@@ -115,19 +116,16 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// On-call moves a shard to its promoted replica through the config center. The
 	// admin scripts refuse FENCED while a rebuild works on the new server.
 	switches.FollowShards(pool, logger, nil)
+	checks := map[string]httpx.Check{"mysql": st.Ping, "redis": pool.Ping}
 	handler := admintransport.NewHTTPHandler(set, admintransport.Options{
-		Tokens:   cfg.Tokens,
-		Metrics:  httpx.NewRouteMetrics(reg, "promo_admin"),
-		Registry: reg,
-		Checks: map[string]httpx.Check{
-			"mysql": st.Ping,
-			"redis": pool.Ping,
-		},
+		Tokens:         cfg.Tokens,
+		Metrics:        httpx.NewRouteMetrics(reg, "promo_admin"),
+		Checks:         checks,
 		Switches:       switches,
 		SwitchesSource: describeSource(cfg.Switches),
 		Console:        console.Handler(),
 	})
-	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler, States: states,
+	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler, Ops: admintransport.OpsHandler(reg, checks), States: states,
 		Switches: switches, switchesSrc: cfg.Switches, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
 }
 

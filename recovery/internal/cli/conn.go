@@ -45,7 +45,7 @@ type conn struct {
 }
 
 func (c *conn) register(fs *flag.FlagSet) {
-	c.Flags.Register(fs, "")
+	c.Flags.Register(fs, "", "")
 	c.nacos = configcenter.RegisterNacosFlags(fs)
 	fs.StringVar(&c.stackFile, "stack", "", "local stack file to take --redis/--mysql/--kafka from when not given (default: .run/stack.json of the repository, if present)")
 	fs.StringVar(&c.group, "group", flowlag.DefaultGroup, "consumer group of the flow sink, whose position is checked")

@@ -26,7 +26,7 @@ func Sink(args []string) int {
 	log := svc.Logger("flow-sink")
 	var f svc.Flags
 	fs := flag.NewFlagSet("recovery sink", flag.ExitOnError)
-	f.Register(fs, "127.0.0.1:8082")
+	f.Register(fs, "127.0.0.1:8082", "127.0.0.1:9182")
 	cfg := flowsink.Defaults()
 	fs.StringVar(&cfg.Group, "group", cfg.Group, "Kafka consumer group id")
 	fs.StringVar(&cfg.DeadLetterTopic, "dead-letter-topic", cfg.DeadLetterTopic, "topic receiving undecodable flow messages")
@@ -60,13 +60,16 @@ func Sink(args []string) int {
 	defer sink.Close()
 	meter := flowlag.NewMeter(cfg.Brokers, cfg.Auth, flow.Topic, cfg.Group)
 
-	mux := http.NewServeMux()
-	httpx.Ops(mux, reg, map[string]httpx.Check{
+	checks := map[string]httpx.Check{
 		"mysql": db.Ping,
 		"kafka": func(ctx context.Context) error { return flowlag.Ping(ctx, cfg.Brokers) },
-	})
+	}
+	probes := func(mux *http.ServeMux) { httpx.Probes(mux, nil, checks, nil) }
+	mux := http.NewServeMux()
+	probes(mux)
 	g := svc.NewGroup(log)
-	g.HTTP(svc.Server(f.Listen, mux, log))
+	g.HTTP(svc.Server(f.Listen, httpx.RouteFallback(mux), log))
+	g.HTTP(svc.Server(f.OpsListen, httpx.OpsHandler(reg, probes, false), log))
 	g.Loop(sink.Run)
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
 	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db, 10*time.Second, store.OwedKeep) })
