@@ -49,11 +49,7 @@ func run(logger *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	redisAuth, err := svc.RedisAuthFromEnv()
-	if err != nil {
-		return err
-	}
-	kafkaAuth, err := kafkaauth.FromEnv()
+	redisAuth, kafkaAuth, err := kafkaauth.BackendsFromEnv()
 	if err != nil {
 		return err
 	}

@@ -76,3 +76,15 @@ func (a Auth) Transport(t *kafka.Transport) *kafka.Transport {
 func (a Auth) Dialer(timeout time.Duration) *kafka.Dialer {
 	return &kafka.Dialer{Timeout: timeout, DualStack: true, SASLMechanism: a.SASL, TLS: a.TLS}
 }
+
+// BackendsFromEnv reads the credentials of both backends a service's shard
+// clients and Kafka clients use: the Redis ones (svc.RedisAuthFromEnv) and Kafka's
+// (FromEnv).
+func BackendsFromEnv() (svc.RedisAuth, Auth, error) {
+	redis, err := svc.RedisAuthFromEnv()
+	if err != nil {
+		return redis, Auth{}, err
+	}
+	kafka, err := FromEnv()
+	return redis, kafka, err
+}
