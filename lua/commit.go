@@ -40,9 +40,12 @@ func Commit(ctx context.Context, c redis.Scripter, requestID string, keys []stri
 
 // ParseCommit reads commit.lua's reply.
 func ParseCommit(cmd *redis.Cmd) (CommitCode, error) {
-	r, err := replyInts(cmd, "commit.lua", 1)
+	r, changes, err := replyParts(cmd, "commit.lua", 1)
 	if err != nil {
 		return 0, err
+	}
+	if len(changes) > 0 { // commit.lua changes no sale's state
+		return 0, fmt.Errorf("commit.lua: unexpected state changes %v", changes)
 	}
 	switch c := CommitCode(r[0]); c {
 	case CommitCommitted, CommitNotFound, CommitReturned:

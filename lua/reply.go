@@ -4,30 +4,8 @@ import (
 	"cmp"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale/platform/internal/promo"
 )
-
-// replyInts reads a script's table reply whose elements are all integers.
-func replyInts(cmd *redis.Cmd, script string, min int) ([]int64, error) {
-	vals, err := cmd.Slice()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", script, err)
-	}
-	if len(vals) < min {
-		return nil, fmt.Errorf("%s: short reply %v", script, vals)
-	}
-	out := make([]int64, len(vals))
-	for i, v := range vals {
-		n, ok := v.(int64)
-		if !ok {
-			return nil, fmt.Errorf("%s: reply element %d is %T, want integer", script, i, v)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
 
 // itemKeys expands promotion hash keys into the 5-keys-per-item KEYS of a script.
 func itemKeys(keys []string) ([]string, error) {
