@@ -20,6 +20,8 @@ const (
 	ComposeFile     = "deploy/compose/compose.yaml"
 	ComposeEnv      = "deploy/compose/.env.example"
 	ComposeSwitches = "deploy/compose/switches.json"
+	NacosInitScript = "deploy/compose/nacos-init.sh"
+	MySQLInitScript = "deploy/compose/mysql-init/10-exporter-user.sh"
 )
 
 var composeWant = Expected{
@@ -70,7 +72,10 @@ func TestComposeLoads(t *testing.T) {
 // No credential has a default: without the .env every secret is refused.
 func TestComposeRequiresSecrets(t *testing.T) {
 	env := composeEnv(t)
-	for _, secret := range []string{"FLASHSALE_CHECKOUT_TOKEN", "FLASHSALE_ADMIN_TOKEN", "FLASHSALE_VIEWER_TOKEN", "MYSQL_ROOT_PASSWORD", "MYSQL_PASSWORD", "GRAFANA_ADMIN_PASSWORD"} {
+	for _, secret := range []string{"FLASHSALE_CHECKOUT_TOKEN", "FLASHSALE_ADMIN_TOKEN", "FLASHSALE_VIEWER_TOKEN", "MYSQL_ROOT_PASSWORD", "MYSQL_PASSWORD", "GRAFANA_ADMIN_PASSWORD",
+		"REDIS_EXPORTER_PASSWORD", "KAFKA_BROKER_PASSWORD", "KAFKA_GRAB_PASSWORD", "KAFKA_PROMO_ADMIN_PASSWORD", "KAFKA_FLOW_SINK_PASSWORD",
+		"KAFKA_RECOVERY_PASSWORD", "KAFKA_EXPORTER_PASSWORD", "NACOS_AUTH_TOKEN", "NACOS_AUTH_IDENTITY_KEY", "NACOS_AUTH_IDENTITY_VALUE",
+		"NACOS_ADMIN_PASSWORD", "NACOS_PASSWORD", "NACOS_CONFIGCTL_PASSWORD"} {
 		without := map[string]string{}
 		for k, v := range env {
 			if k != secret {
@@ -133,7 +138,7 @@ func TestComposeStack(t *testing.T) {
 			"KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "3",
 			"KAFKA_AUTO_CREATE_TOPICS_ENABLE":                "false",
 			"KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE":           "false",
-			"KAFKA_ADVERTISED_LISTENERS":                     "PLAINTEXT://" + b,
+			"KAFKA_ADVERTISED_LISTENERS":                     "CLIENT://" + b,
 		} {
 			if get(k) != want {
 				errs.Addf("%s: %s=%q, want %q", name, k, get(k), want)
@@ -155,7 +160,12 @@ func TestComposeStack(t *testing.T) {
 
 	// Nacos gets the switches document once.
 	checkSwitchesDoc(&errs, ComposeSwitches)
-	initCmd := strings.Join(svc("nacos-init").Command, " ")
+	initCmd := strings.Join(svc("nacos-init").Command, " ") + strings.Join(svc("nacos-init").Entrypoint, " ")
+	if script, err := os.ReadFile(Path(NacosInitScript)); err != nil {
+		errs.Addf("%v", err)
+	} else {
+		initCmd += string(script)
+	}
 	dataID, group := switchesDocID(t)
 	if !strings.Contains(initCmd, "dataId="+dataID) || !strings.Contains(initCmd, "group="+group) {
 		errs.Addf("nacos-init must publish dataId %s, group %s", dataID, group)

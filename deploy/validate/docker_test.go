@@ -19,7 +19,8 @@ import (
 const Dockerfile = "deploy/docker/Dockerfile"
 
 // ServiceTargets are the Dockerfile targets, one per shipped image, with the binary
-// each one's entrypoint runs and its port.
+// each one's entrypoint runs and its API port (recovery's: the flow sink's); their ops
+// ports are OpsPorts.
 var ServiceTargets = map[string]struct {
 	Binary string
 	Port   string

@@ -28,7 +28,11 @@ const K8sDir = "deploy/k8s"
 // SecretKeys are the keys of Secret flashsale-secrets, which is created by hand
 // (deploy/RUNBOOK.md) and never committed.
 var SecretKeys = []string{"checkout-token", "admin-token", "viewer-token", "mysql-dsn", "mysql-root-password", "mysql-password", "grafana-admin-password",
-	"redis-password", "redis-grab-password", "redis-admin-password", "redis-recovery-password", "alert-webhook-url"}
+	"redis-password", "redis-grab-password", "redis-admin-password", "redis-recovery-password", "alert-webhook-url",
+	"redis-exporter-password", "mysql-exporter-password",
+	"kafka-broker-password", "kafka-grab-password", "kafka-promo-admin-password", "kafka-flow-sink-password", "kafka-recovery-password",
+	"kafka-exporter-password", "kafka-keystore-password",
+	"nacos-auth-token", "nacos-identity-key", "nacos-identity-value", "nacos-admin-password", "nacos-password", "nacos-configctl-password"}
 
 var k8sWant = Expected{
 	Redis: func() []string {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,9 +77,9 @@ func TestQueriesRefuseWhatPrometheusWouldNotShow(t *testing.T) {
 
 func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 	good := Invocation{Where: "test", Binary: "grab-service", Env: map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true, MySQLEnv: true,
-		RedisUserEnv: true, RedisPasswordEnv: true},
+		RedisUserEnv: true, RedisPasswordEnv: true, KafkaMechanismEnv: true, KafkaUserEnv: true, KafkaPasswordEnv: true, NacosPasswordEnv: true},
 		Args: []string{"--listen", ":8080", "--redis", strings.Join(composeWant.Redis, ","),
-			"--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848"}}
+			"--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848", "--nacos-username", "flashsale", "--ops-listen", ":9180"}}
 	var errs Errs
 	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
 	if len(errs) > 0 {
@@ -97,7 +98,23 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 		"DSN in argv": func(inv *Invocation) {
 			inv.Args = append(inv.Args, "--mysql", "u:p@tcp(mysql:3306)/flashsale?parseTime=true")
 		},
-		"local mode":   func(inv *Invocation) { inv.Args = append(inv.Args, "--local") },
+		"local mode":                   func(inv *Invocation) { inv.Args = append(inv.Args, "--local") },
+		"no ops listener":              func(inv *Invocation) { inv.Args = inv.Args[:len(inv.Args)-2] },
+		"ops listener on loopback":     func(inv *Invocation) { inv.Args[len(inv.Args)-1] = "127.0.0.1:9180" },
+		"ops listener on the API port": func(inv *Invocation) { inv.Args[len(inv.Args)-1] = ":8080" },
+		"no Kafka SASL": func(inv *Invocation) {
+			inv.Env = maps.Clone(inv.Env)
+			delete(inv.Env, KafkaMechanismEnv)
+		},
+		"no Kafka password": func(inv *Invocation) {
+			inv.Env = maps.Clone(inv.Env)
+			delete(inv.Env, KafkaPasswordEnv)
+		},
+		"no Nacos user": func(inv *Invocation) { inv.Args = slices.Delete(inv.Args, 8, 10) },
+		"no Nacos password": func(inv *Invocation) {
+			inv.Env = maps.Clone(inv.Env)
+			delete(inv.Env, NacosPasswordEnv)
+		},
 		"unknown flag": func(inv *Invocation) { inv.Args = append(inv.Args, "--bogus", "1") },
 	} {
 		if _, err := os.Stat(Path("bin", "grab-service")); err != nil && name == "unknown flag" {

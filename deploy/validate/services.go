@@ -70,7 +70,7 @@ var (
 	helpCache = map[string]FlagSet{}
 )
 
-// BinaryFlags runs bin/<binary> [subcommand] -h and parses Go's flag usage (or, for a
+// BinaryFlags runs bin/<binary> [subcommand] -h (or $FLASHSALE_VALIDATE_BIN/<binary>) and parses Go's flag usage (or, for a
 // custom usage text, its synopsis of --flags). It
 // returns nil, with no error, when the binary is not built.
 func BinaryFlags(cmd []string) (FlagSet, error) {
@@ -81,6 +81,9 @@ func BinaryFlags(cmd []string) (FlagSet, error) {
 		return fs, nil
 	}
 	bin := Path("bin", cmd[0])
+	if dir := os.Getenv("FLASHSALE_VALIDATE_BIN"); dir != "" {
+		bin = filepath.Join(dir, cmd[0]) // binaries built elsewhere than bin/
+	}
 	if _, err := os.Stat(bin); err != nil {
 		return nil, nil
 	}
@@ -137,6 +140,25 @@ const (
 // MySQLEnv is the environment variable the services read their MySQL DSN from (svc.MySQLEnv).
 const MySQLEnv = "FLASHSALE_MYSQL_DSN"
 
+// Kafka's SASL settings every Kafka client reads (internal/kafkaauth), and the one
+// mechanism the brokers enable.
+const (
+	KafkaMechanismEnv = "FLASHSALE_KAFKA_SASL_MECHANISM"
+	KafkaUserEnv      = "FLASHSALE_KAFKA_USERNAME"
+	KafkaPasswordEnv  = "FLASHSALE_KAFKA_PASSWORD"
+	KafkaTLSEnv       = "FLASHSALE_KAFKA_TLS"
+	KafkaCAEnv        = "FLASHSALE_KAFKA_CA_FILE"
+	KafkaMechanism    = "SCRAM-SHA-512"
+)
+
+// OpsPorts is each server's ops port (--ops-listen :PORT), by binary (recovery: the
+// flow sink): /metrics and grab-service's pprof are served there only.
+var OpsPorts = map[string]string{"grab-service": "9180", "promo-admin": "9181", "recovery": "9182"}
+
+// NacosPasswordEnv is the Nacos password of --nacos-username (configcenter) and of
+// configctl's --username.
+const NacosPasswordEnv = "FLASHSALE_NACOS_PASSWORD"
+
 // Expected addresses the deployment files must pass.
 type Expected struct {
 	Redis []string // index = logical shard
@@ -177,7 +199,18 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 		if flags["nacos"] != want.Nacos {
 			errs.Addf("%s: configctl --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
 		}
+		if flags["username"] == "" || !inv.Env[NacosPasswordEnv] {
+			errs.Addf("%s: configctl needs --username and %s: Nacos runs with auth on", inv.Where, NacosPasswordEnv)
+		}
 		return
+	}
+	// Nacos has auth on: whoever reads the switches names its user.
+	if _, ok := flags["nacos"]; ok && (flags["nacos-username"] == "" || !inv.Env[NacosPasswordEnv]) {
+		errs.Addf("%s: --nacos needs --nacos-username and %s: Nacos runs with auth on", inv.Where, NacosPasswordEnv)
+	}
+	// Every Kafka client authenticates (SCRAM); the brokers have no PLAINTEXT client listener.
+	if !inv.Env[KafkaMechanismEnv] || !inv.Env[KafkaUserEnv] || !inv.Env[KafkaPasswordEnv] && !inv.Env[KafkaPasswordEnv+"_FILE"] {
+		errs.Addf("%s: a Kafka client without %s, %s and %s: the brokers accept SASL (SCRAM) clients only", inv.Where, KafkaMechanismEnv, KafkaUserEnv, KafkaPasswordEnv)
 	}
 	if r, ok := flags["redis"]; ok || cmd[len(cmd)-1] != "sink" {
 		if got := strings.Split(r, ","); !slices.Equal(got, want.Redis) {
@@ -200,8 +233,16 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 	if cmd[0] == "grab-service" && flags["nacos"] != want.Nacos {
 		errs.Addf("%s: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
 	}
-	if l, ok := flags["listen"]; ok != (len(cmd) == 1 || cmd[1] == "sink") || ok && !strings.HasPrefix(l, ":") {
+	server := len(cmd) == 1 || cmd[1] == "sink"
+	if l, ok := flags["listen"]; ok != server || ok && !strings.HasPrefix(l, ":") {
 		errs.Addf("%s: servers listen on all interfaces (--listen :PORT), one-shot commands do not listen; have %q", inv.Where, l)
+	}
+	// /metrics and pprof are served on the ops listener only: a server without one
+	// would keep its default, 127.0.0.1, which Prometheus cannot reach.
+	if o, ok := flags["ops-listen"]; ok != server {
+		errs.Addf("%s: servers serve /metrics on --ops-listen :PORT, one-shot commands have no ops listener; have %q", inv.Where, o)
+	} else if want := ":" + OpsPorts[cmd[0]]; ok && o != want {
+		errs.Addf("%s: --ops-listen %q, want %q (Prometheus scrapes it; the network policies admit it)", inv.Where, o, want)
 	}
 	if mod, ok := modules[cmd[0]]; ok && (len(cmd) == 1 || cmd[1] == "sink") {
 		env, err := RequiredEnv(mod)

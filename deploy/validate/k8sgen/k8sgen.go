@@ -19,6 +19,10 @@ const Namespace = "flashsale"
 // RedisImage is the image of every shard server (the compose file's).
 const RedisImage = "redis:7.4.6-alpine"
 
+// RedisExporterACL is the rules of the exporter's Redis user (the compose file's):
+// connection, INFO, and the slow log and latency reads; no key, no channel, no CONFIG.
+const RedisExporterACL = "resetkeys resetchannels -@all +auth +hello +ping +info +client|setname +client|info +slowlog|get +slowlog|len +latency|latest +latency|histogram"
+
 // RedisReplicas is the number of replicas per shard master: the JD layout, one master
 // and three replicas spread over two rooms (zones).
 const RedisReplicas = 3
@@ -122,20 +126,23 @@ spec:
               if [ "${HOSTNAME##*-}" != 0 ]; then
                 set -- "$@" --replicaof redis-shard-%[1]d-0.redis-shard-%[1]d.%[2]s.svc.cluster.local 6379 --replica-read-only yes
               fi
-              # Every client authenticates: the default user (replication, probes) and
-              # one ACL user per service; the passwords reach redis-server on stdin.
+              # Every client authenticates: the default user (replication, probes), one
+              # ACL user per service, and the exporter's (INFO, SLOWLOG, LATENCY, no key);
+              # the passwords reach redis-server on stdin.
               exec redis-server - "$@" <<EOF
               requirepass $REDISCLI_AUTH
               masterauth $REDISCLI_AUTH
               user grab-service on >$REDIS_GRAB_PASSWORD ~* &* +@all -@dangerous +info
               user promo-admin on >$REDIS_ADMIN_PASSWORD ~* &* +@all -@dangerous +info
               user recovery on >$REDIS_RECOVERY_PASSWORD ~* &* +@all -@dangerous +info
+              user redis-exporter on >$REDIS_EXPORTER_PASSWORD %[5]s
               EOF
           env:
             - {name: REDISCLI_AUTH, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-password}}}
             - {name: REDIS_GRAB_PASSWORD, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-grab-password}}}
             - {name: REDIS_ADMIN_PASSWORD, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-admin-password}}}
             - {name: REDIS_RECOVERY_PASSWORD, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-recovery-password}}}
+            - {name: REDIS_EXPORTER_PASSWORD, valueFrom: {secretKeyRef: {name: flashsale-secrets, key: redis-exporter-password}}}
           ports:
             - {name: redis, containerPort: 6379}
           resources:
@@ -165,7 +172,7 @@ spec:
   maxUnavailable: 1
   selector:
     matchLabels: {app.kubernetes.io/name: redis, flashsale.io/shard: "%[1]d"}
-`, i, Namespace, 1+RedisReplicas, RedisImage)
+`, i, Namespace, 1+RedisReplicas, RedisImage, RedisExporterACL)
 	}
 	return b.Bytes()
 }
@@ -182,7 +189,9 @@ var configMapSources = []struct {
 	{"grafana-datasources", [][2]string{{"prometheus.yml", "deploy/observability/grafana/provisioning/datasources/prometheus.yml"}}, "Grafana's datasource"},
 	{"grafana-dashboard-providers", [][2]string{{"flashsale.yml", "deploy/observability/grafana/provisioning/dashboards/flashsale.yml"}}, "Grafana's dashboard provider"},
 	{"grafana-dashboards", [][2]string{{"flashsale-overview.json", "deploy/observability/grafana/dashboards/flashsale-overview.json"}}, "the dashboards"},
-	{"flashsale-switches-seed", [][2]string{{"switches.json", "deploy/compose/switches.json"}}, "the switches document published to Nacos when absent"},
+	{"flashsale-switches-seed", [][2]string{{"switches.json", "deploy/compose/switches.json"}, {"nacos-init.sh", "deploy/compose/nacos-init.sh"}},
+		"the switches document published to Nacos when absent, and the script that sets up Nacos' users and publishes it"},
+	{"mysql-init", [][2]string{{"10-exporter-user.sh", "deploy/compose/mysql-init/10-exporter-user.sh"}}, "MySQL's first-start script: mysqld_exporter's own user"},
 }
 
 func configMaps(root string) ([]byte, error) {
