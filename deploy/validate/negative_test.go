@@ -12,6 +12,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -126,6 +129,105 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 		var errs Errs
 		CheckInvocation(inv, composeWant, &errs, func(s string) { t.Log(s) })
 		if len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestImageCheckRefusesMovingTags(t *testing.T) {
+	for _, ok := range []string{"redis:7.4.6-alpine", "prom/prometheus:v2.53.3", "apache/kafka:3.9.0",
+		"registry.example.com:5000/redis:7.4.6", "redis@sha256:" + strings.Repeat("ab", 32), "redis:7.4.6@sha256:" + strings.Repeat("0f", 32)} {
+		if err := CheckImageRef(ok, true); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"redis", "redis:latest", "registry.example.com:5000/redis", "redis:alpine", "grafana/grafana-oss:main", "redis@sha256:abc"} {
+		if err := CheckImageRef(bad, true); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+	if err := CheckImageRef("flashsale/grab-service:dev", false); err != nil {
+		t.Errorf("a locally built image's tag refused: %v", err)
+	}
+}
+
+func TestKafkaBrokerCheckRefusesPlaintext(t *testing.T) {
+	script := "--add-scram"
+	for _, u := range KafkaUsers {
+		script += " SCRAM-SHA-512=[name=" + u + ",password=x]"
+	}
+	good := map[string]string{
+		"KAFKA_LISTENERS":                            "CLIENT://:9092,CONTROLLER://:9093",
+		"KAFKA_ADVERTISED_LISTENERS":                 "CLIENT://kafka-1:9092",
+		"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP":       "CLIENT:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"KAFKA_CONTROLLER_LISTENER_NAMES":            "CONTROLLER",
+		"KAFKA_INTER_BROKER_LISTENER_NAME":           "CLIENT",
+		"KAFKA_SASL_ENABLED_MECHANISMS":              "SCRAM-SHA-512",
+		"KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL": "SCRAM-SHA-512",
+	}
+	if errs := CheckKafkaBroker(good, script, []string{"SASL_SSL"}); len(errs) > 0 {
+		t.Fatalf("a good broker refused: %v", errs)
+	}
+	for name, edit := range map[string]func(env map[string]string) string{
+		"the pre-SASL listeners": func(env map[string]string) string {
+			env["KAFKA_LISTENERS"], env["KAFKA_ADVERTISED_LISTENERS"] = "PLAINTEXT://:9092,CONTROLLER://:9093", "PLAINTEXT://kafka-1:9092"
+			env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"], env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "PLAINTEXT"
+			return script
+		},
+		"a second, plaintext listener": func(env map[string]string) string {
+			env["KAFKA_LISTENERS"] += ",EXTERNAL://:9094"
+			env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] += ",EXTERNAL:PLAINTEXT"
+			return script
+		},
+		"the controller advertised": func(env map[string]string) string {
+			env["KAFKA_ADVERTISED_LISTENERS"] += ",CONTROLLER://kafka-1:9093"
+			return script
+		},
+		"SASL without TLS where TLS is wanted": func(env map[string]string) string {
+			env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] = "CLIENT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+			return script
+		},
+		"PLAIN enabled": func(env map[string]string) string {
+			env["KAFKA_SASL_ENABLED_MECHANISMS"] = "PLAIN,SCRAM-SHA-512"
+			return script
+		},
+		"a SCRAM user missing": func(env map[string]string) string { return strings.Replace(script, "name=flow-sink,", "", 1) },
+	} {
+		env := maps.Clone(good)
+		if errs := CheckKafkaBroker(env, edit(env), []string{"SASL_SSL"}); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestOpsPolicyCheckRefusesAnOpenOpsPort(t *testing.T) {
+	pod := map[string]string{"app.kubernetes.io/name": "grab-service"}
+	port := func(n int) []networkingv1.NetworkPolicyPort {
+		p := intstr.FromInt(n)
+		return []networkingv1.NetworkPolicyPort{{Port: &p}}
+	}
+	from := func(name string) []networkingv1.NetworkPolicyPeer {
+		return []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": name}}}}
+	}
+	policy := func(rules ...networkingv1.NetworkPolicyIngressRule) *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: pod}, PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, Ingress: rules}}
+	}
+	api := networkingv1.NetworkPolicyIngressRule{Ports: port(8080)}
+	ops := networkingv1.NetworkPolicyIngressRule{Ports: port(9180), From: from("prometheus")}
+	if errs := CheckOpsPolicy([]*networkingv1.NetworkPolicy{policy(api, ops)}, pod, 8080, 9180); len(errs) > 0 {
+		t.Fatalf("a good policy refused: %v", errs)
+	}
+	for name, policies := range map[string][]*networkingv1.NetworkPolicy{
+		"no policy":                 nil,
+		"every port to everyone":    {policy(networkingv1.NetworkPolicyIngressRule{})},
+		"ops to everyone":           {policy(api, networkingv1.NetworkPolicyIngressRule{Ports: port(9180)})},
+		"ops to the checkout pods":  {policy(api, networkingv1.NetworkPolicyIngressRule{Ports: port(9180), From: from("checkout")})},
+		"a second policy opens ops": {policy(api, ops), policy(networkingv1.NetworkPolicyIngressRule{Ports: port(9180)})},
+		"Prometheus shut out":       {policy(api)},
+		"API shut":                  {policy(ops)},
+	} {
+		if errs := CheckOpsPolicy(policies, pod, 8080, 9180); len(errs) == 0 {
 			t.Errorf("%s: accepted", name)
 		}
 	}
