@@ -61,10 +61,14 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 		{PromoID: "phone-" + run, Type: 1, Total: 300, PerPin: 2},
 		{PromoID: "tv-" + run, Type: 1, Total: 50, PerPin: 1},
 		{PromoID: "coffee-" + run, Type: 2, Total: 5000, PerPin: 5}}
-	for _, p := range specs {
+	const hotBuckets = 4 // the phone is the day's hot sale: its stock on 4 shards (docs/CONTRACT.md, "Buckets")
+	for i, p := range specs {
 		body := map[string]any{"promoId": p.PromoID, "type": p.Type, "title": "demo " + p.PromoID, "total": p.Total,
 			"perPinLimit": p.PerPin, "perIpLimit": p.PerIP, "maxPerGrab": 1,
 			"startAt": time.Now().UTC().Add(-time.Second).Format(time.RFC3339), "endAt": time.Now().UTC().Add(time.Hour).Format(time.RFC3339)}
+		if i == 1 {
+			body["buckets"] = hotBuckets
+		}
 		a := loadgen.Do(ctx, client, st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: adminToken})
 		if a.Status != http.StatusCreated {
 			return fmt.Errorf("create %s: %d %s", p.PromoID, a.Status, a.Body)
@@ -129,6 +133,11 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 	fmt.Printf("\nthroughput %.0f answers/s over %s; latency p50 %s, p99 %s, p99.9 %s\n",
 		sum.Throughput(), sum.Elapsed.Round(time.Millisecond), sum.P50.Round(time.Microsecond), sum.P99.Round(time.Microsecond), sum.P999.Round(time.Microsecond))
 
+	section(fmt.Sprintf("the hot sale in %d buckets: 500 buyers, 2 each at most, for its 300 units", hotBuckets))
+	if err := sellBucketed(ctx, st, client, checkoutToken, adminToken, run, specs[1].PromoID); err != nil {
+		return err
+	}
+
 	section("invariants (docs/CONTRACT.md)")
 	shards := make([]*redis.Client, len(st.Redis))
 	for i, addr := range st.Redis {
@@ -163,6 +172,41 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 
 func section(title string) { fmt.Printf("\n== %s\n", title) }
 
+// sellBucketed sells the bucketed promotion id out to 500 buyers pressing twice
+// and shows where its units came from: every bucket emptied, buyers whose home
+// bucket ran dry served by the others.
+func sellBucketed(ctx context.Context, st stack.File, client *http.Client, checkoutToken, adminToken, run, id string) error {
+	const buyers = 500
+	grab := func(i int) loadgen.Call {
+		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: checkoutToken, Body: map[string]any{
+			"requestId": fmt.Sprintf("demo-hot-%s-%d", run, i), "pin": fmt.Sprintf("fan-%d", i%buyers), "ip": fmt.Sprintf("10.77.%d.%d", i/250%250, i%250),
+			"items": []map[string]any{{"promoId": id, "type": 1, "num": 1}}}}
+	}
+	answers := loadgen.Run(ctx, loadgen.Config{BaseURL: st.Grab, Concurrency: 64, Calls: 2 * buyers, Label: "fans"}, grab, nil)
+	sum := loadgen.Summarize(answers, time.Second)
+	for _, r := range sum.Results() {
+		fmt.Printf("%-20s %8d\n", r, sum.ByResult[r])
+	}
+	a := loadgen.Do(ctx, client, st.Admin, loadgen.Call{Method: "GET", Path: "/v1/promotions/" + id + "/1", Token: adminToken})
+	var p struct {
+		Remaining, Granted int64
+		BucketShards       []int   `json:"bucketShards"`
+		BucketRemaining    []int64 `json:"bucketRemaining"`
+	}
+	if err := json.Unmarshal(a.Body, &p); err != nil || a.Status != http.StatusOK {
+		return fmt.Errorf("get %s: %d %s", id, a.Status, a.Body)
+	}
+	fmt.Printf("granted %d, remaining %d; by bucket (shard: remaining):", p.Granted, p.Remaining)
+	for b, shard := range p.BucketShards {
+		fmt.Printf(" %d: %d", shard, p.BucketRemaining[b])
+	}
+	fmt.Println()
+	if p.Granted != 300 || p.Remaining != 0 {
+		return fmt.Errorf("the hot sale granted %d with %d left, want all 300", p.Granted, p.Remaining)
+	}
+	return nil
+}
+
 func showPromotions(ctx context.Context, client *http.Client, admin, token, run string) error {
 	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "GET", Path: "/v1/promotions?limit=50", Token: token})
 	var page struct {
@@ -172,15 +216,20 @@ func showPromotions(ctx context.Context, client *http.Client, admin, token, run 
 			State     string `json:"state"`
 			Total     int64  `json:"total"`
 			Remaining int64  `json:"remaining"`
+			Shards    []int  `json:"bucketShards"`
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(a.Body, &page); err != nil || a.Status != http.StatusOK {
 		return fmt.Errorf("list promotions: %d %s", a.Status, a.Body)
 	}
-	fmt.Printf("%-26s %5s %-8s %8s %9s\n", "key (Redis hash)", "shard", "state", "total", "remaining")
+	fmt.Printf("%-26s %-12s %-8s %8s %9s\n", "key (Redis hash)", "shard(s)", "state", "total", "remaining")
 	for _, p := range page.Items {
 		if strings.HasSuffix(strings.TrimSuffix(strings.TrimSuffix(p.Key, "_1"), "_2"), run) {
-			fmt.Printf("%-26s %5d %-8s %8d %9d\n", p.Key, p.Shard, p.State, p.Total, p.Remaining)
+			shards := fmt.Sprint(p.Shard)
+			if len(p.Shards) > 0 { // in buckets, one per shard
+				shards = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(p.Shards)), ","), "[]")
+			}
+			fmt.Printf("%-26s %-12s %-8s %8d %9d\n", p.Key, shards, p.State, p.Total, p.Remaining)
 		}
 	}
 	return nil
