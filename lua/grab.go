@@ -64,6 +64,7 @@ type GrabReply struct {
 	RetryAfterMs int64
 	StartMs      int64
 	Buckets      int
+	Left         int64 // SOLD_OUT only: what the hash has left (less than num)
 	Changes      []StateChange
 }
 
@@ -167,13 +168,21 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 			return GrabReply{}, err
 		}
 		r.StartMs = n
+	case CodeSoldOut:
+		if len(vals) > 2 {
+			n, err := third[int64](vals, "remaining")
+			if err != nil {
+				return GrabReply{}, err
+			}
+			r.Left = n
+		}
 	case CodeBucketed:
 		n, err := third[int64](vals, "bucket count")
 		if err != nil {
 			return GrabReply{}, err
 		}
 		r.Buckets = int(n)
-	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodeSoldOut, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
+	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
 	default:
 		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))
 	}

@@ -23,6 +23,12 @@ func QueueClaimHold(ctx context.Context, p redis.Pipeliner, indexKey, holds stri
 	return claimHoldScript.EvalSha(ctx, p, []string{indexKey, holds}, entry, ttlSeconds, deadlineMs, requestID)
 }
 
+// QueueReclaim queues reclaim.lua: set the request index entry indexKey to entry
+// if it still holds seen (its expiry kept); the reply is 1 when it did.
+func QueueReclaim(ctx context.Context, p redis.Pipeliner, indexKey, seen string, entry []byte) *redis.Cmd {
+	return reclaimScript.EvalSha(ctx, p, []string{indexKey}, seen, entry)
+}
+
 // QueueHoldsDue queues holddue.lua (the holds and expiring sets of one shard);
 // read the answer with ParseHoldsDue.
 func QueueHoldsDue(ctx context.Context, p redis.Pipeliner, holds, expiring string, nowMs, leaseMs int64, limit int) *redis.Cmd {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -92,5 +93,43 @@ func TestHoldsDue(t *testing.T) {
 	}
 	if err := runCmd(t, func(p redis.Pipeliner) *redis.Cmd { return QueueHoldsDue(ctx, p, holds, expiring, 1, 0, 10) }).Err(); err == nil {
 		t.Fatal("a lease of 0 ms accepted")
+	}
+}
+
+// TestReclaimIsACompareAndSet: reclaim.lua rewrites an index entry only while it
+// holds what the caller saw, and keeps its expiry.
+func TestReclaimIsACompareAndSet(t *testing.T) {
+	ctx := context.Background()
+	key := "R_" + t.Name()
+	if err := rdb.Set(ctx, key, "first", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reclaim := func(seen, entry string) int64 {
+		t.Helper()
+		var cmd *redis.Cmd
+		if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmd = QueueReclaim(ctx, p, key, seen, []byte(entry))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cmd.Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := reclaim("another", "second"); n != 0 || rdb.Get(ctx, key).Val() != "first" {
+		t.Fatalf("a stale view rewrote the entry: %d %q", n, rdb.Get(ctx, key).Val())
+	}
+	if n := reclaim("first", "second"); n != 1 || rdb.Get(ctx, key).Val() != "second" {
+		t.Fatalf("the current view did not rewrite it: %d %q", n, rdb.Get(ctx, key).Val())
+	}
+	if ttl := rdb.TTL(ctx, key).Val(); ttl < 59*time.Minute {
+		t.Fatalf("expiry %s after the rewrite, want the hour kept", ttl)
+	}
+	rdb.Del(ctx, key)
+	if n := reclaim("second", "third"); n != 0 || rdb.Exists(ctx, key).Val() != 0 {
+		t.Fatalf("a gone entry was made again: %d", n)
 	}
 }

@@ -34,7 +34,8 @@
 --   {5 NOT_STARTED, index, startMs}    now < startMs (the caller may refuse locally until then)
 --   {6 ENDED, index [, change]}        now >= endMs; the first such answer
 --                                      announces ENDED (state.lua)
---   {7 SOLD_OUT, index}                remaining is 0, or less than num
+--   {7 SOLD_OUT, index, remaining}     remaining is 0, or less than num (what is
+--                                      left: a bucket with some left is not empty)
 --   {8 RATE_LIMITED, index, retryAfterMs}
 --   {9 PIN_LIMIT, index}               pin would hold more than perPin
 --   {10 IP_LIMIT, index}               ip would hold more than perIp
@@ -139,7 +140,7 @@ for i = 1, n do
   end
   local remaining = int(h[1])
   if stock[i] and remaining <= 0 then
-    return {7, i - 1}
+    return {7, i - 1, remaining}
   end
   if num > int(h[4]) then
     return {11, i - 1}
@@ -171,7 +172,7 @@ for i = 1, n do
     return {10, i - 1}
   end
   if stock[i] and remaining < num then
-    return {7, i - 1}
+    return {7, i - 1, remaining}
   end
 end
 

@@ -59,7 +59,7 @@ func TestGrab(t *testing.T) {
 		}},
 		{"num above remaining is sold out and takes nothing", []*AdminSpec{spec(func(s *AdminSpec) { s.Total = 3 })}, []grabStep{
 			{one("r1", 2), ok(1), []int64{1}},
-			{one("r2", 2), GrabReply{Code: CodeSoldOut}, []int64{1}},
+			{one("r2", 2), GrabReply{Code: CodeSoldOut, Left: 1}, []int64{1}},
 			{one("r3", 1), ok(0), []int64{0}},
 		}},
 		{"not found", []*AdminSpec{nil}, []grabStep{
@@ -142,7 +142,7 @@ func TestGrab(t *testing.T) {
 		}},
 		{"multi item: second fails, first untouched", []*AdminSpec{spec(nil), spec(func(s *AdminSpec) { s.Total = 1 })}, []grabStep{
 			{func(k []string) GrabCall { return grabCall("r1", "p1", "ip", item(k[0], 2), item(k[1], 2)) },
-				GrabReply{Code: CodeSoldOut, Index: 1}, []int64{10, 1}},
+				GrabReply{Code: CodeSoldOut, Index: 1, Left: 1}, []int64{10, 1}},
 			{func(k []string) GrabCall { return grabCall("r1", "p1", "ip", item(k[0], 2), item(k[1], 1)) },
 				ok(8, 0), []int64{8, 0}},
 		}},

@@ -30,6 +30,8 @@ var (
 	deleteSrc string
 	//go:embed claimhold.lua
 	claimHoldSrc string
+	//go:embed reclaim.lua
+	reclaimSrc string
 	//go:embed holddue.lua
 	holdDueSrc string
 	//go:embed state.lua
@@ -56,12 +58,13 @@ var (
 	// The holds live on the request index shards (hold.go).
 	claimHoldScript = redis.NewScript(claimHoldSrc)
 	holdDueScript   = redis.NewScript(holdDueSrc)
+	reclaimScript   = redis.NewScript(reclaimSrc)
 )
 
 // All returns every script of the package.
 func All() []*redis.Script {
 	return []*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript,
-		claimHoldScript, holdDueScript, endedScript, stateDueScript}
+		claimHoldScript, holdDueScript, endedScript, stateDueScript, reclaimScript}
 }
 
 // Load sends SCRIPT LOAD for every script. Call it before pipelining: a pipeline only
