@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/flow"
@@ -32,10 +34,17 @@ const (
 	bucketLayoutsTTL = 10 * time.Minute
 	// emptyBucketsSize holds the sold-out buckets of those promotions.
 	emptyBucketsSize = bucketLayoutsSize * bucket.Max
-	// maxAttempts bounds one grab's attempts: every bucket of two items, plus the
-	// attempts that learn their layouts.
-	maxAttempts = 2*bucket.Max + 2
 )
+
+// attemptBound bounds one grab's attempts: every bucket of every item, an attempt
+// per item to learn its layout, and the first.
+func attemptBound(items []Item) int {
+	n := 1
+	for _, it := range items {
+		n += max(it.buckets, 1) + 1
+	}
+	return n
+}
 
 // bucketRoutes is what an instance knows of the bucketed promotions.
 type bucketRoutes struct {
@@ -113,8 +122,9 @@ const learnedHere = 1 << 31
 func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, errs []error, tried []uint32, now time.Time) bool {
 	type move struct {
 		item        int
-		learned     int // the bucket count q.lua answered, 0 if none
-		soldOutFrom int // the bucket that answered SOLD_OUT, -1 if none
+		learned     int   // the bucket count q.lua answered, 0 if none
+		soldOutFrom int   // the bucket that answered SOLD_OUT, -1 if none
+		left        int64 // what that bucket has left (below num)
 	}
 	var moves []move
 	for i, g := range gs {
@@ -129,11 +139,11 @@ func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, err
 		it := req.Items[item]
 		switch {
 		case r.Code == lua.CodeBucketed:
-			moves = append(moves, move{item, r.Buckets, -1})
+			moves = append(moves, move{item, r.Buckets, -1, 0})
 		case r.Code == lua.CodeNotFound && it.buckets > 1 && tried[item]&learnedHere == 0:
-			moves = append(moves, move{item, 1, -1}) // deleted and made again, maybe whole
+			moves = append(moves, move{item, 1, -1, 0}) // deleted and made again, maybe whole
 		case r.Code == lua.CodeSoldOut && it.buckets > 1 && g.holdsStock(r.Index):
-			moves = append(moves, move{item, 0, it.bucket})
+			moves = append(moves, move{item, 0, it.bucket, r.Left})
 		default:
 			return false
 		}
@@ -155,7 +165,9 @@ func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, err
 			it.bucket = s.nextBucket(l, bucket.Home(req.Pin, l.K), 0, now)
 		} else {
 			l := s.layout(key, it.buckets)
-			s.buckets.empty.Put(l.Keys[m.soldOutFrom], struct{}{}, now)
+			if m.left == 0 { // a bucket with fewer units than asked may serve a smaller grab
+				s.buckets.empty.Put(l.Keys[m.soldOutFrom], struct{}{}, now)
+			}
 			tried[m.item] |= 1 << m.soldOutFrom
 			it.bucket = s.nextBucket(l, -1, tried[m.item], now)
 		}
@@ -166,23 +178,53 @@ func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, err
 	return true
 }
 
-// mayFallOver reports whether this send of the grab may move its takes: only the
-// send that made the claim, or one made when no other send can still be on its
-// way (the claim older than an answer time), rewrites the index entry, so the
-// entry names the takes of the send that went on.
+// followClaim points the items of a send that found its requestId claimed at the
+// buckets the claim names: the index must name the takes the ledgers hold,
+// whichever send made them. While the claim is young, the send that made it may
+// still be moving a bucketed grab's takes from bucket to bucket, so this one
+// waits its turn (503, retry with the same requestId) rather than take beside it.
+func (s *Grabber) followClaim(req Request, c claim, now time.Time) (Result, bool) {
+	bucketed := false
+	for i := range req.Items {
+		it := &req.Items[i]
+		if i < len(c.items) && c.items[i].PromoID == it.PromoID && c.items[i].Type == it.Type {
+			it.buckets, it.bucket = max(c.items[i].Buckets, 1), c.items[i].Bucket
+		}
+		bucketed = bucketed || it.buckets > 1
+	}
+	if bucketed && !c.claimedAt.IsZero() && now.Sub(c.claimedAt) <= s.cfg.AnswerTimeout+time.Second {
+		return Result{RequestID: req.RequestID, Result: Unavailable,
+			Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}, true
+	}
+	return Result{}, false
+}
+
+// mayFallOver reports whether this send of the grab may move its takes: the send
+// that made the claim, or one made when no other send can still be on its way
+// (the claim older than an answer time). Each move is a compare and set of the
+// index entry (reclaim), so of two such sends only one moves the takes.
 func (s *Grabber) mayFallOver(c claim, now time.Time) bool {
 	return c.created || c.claimedAt.IsZero() || now.Sub(c.claimedAt) > s.cfg.AnswerTimeout+time.Second
 }
 
 // reclaim rewrites the grab's index entry with its items where the next attempt
-// takes them, keeping its claim time and its expiry: a cancel and the reconciler
-// find a request's takes there.
-func (s *Grabber) reclaim(ctx context.Context, req Request, hash string, items []flow.Item, c claim) error {
+// takes them, keeping its claim time and its expiry, if the entry is still the
+// one c last saw (moved false otherwise: another send moved the takes). A cancel
+// and the reconciler find a request's takes there.
+func (s *Grabber) reclaim(ctx context.Context, req Request, hash string, items []flow.Item, c *claim) (moved bool, err error) {
 	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
 	if !c.claimedAt.IsZero() {
 		idx.ClaimedMs = c.claimedAt.UnixMilli()
 	}
-	return s.indexCommand(ctx, req.RequestID, "set", idx.AppendJSON(nil), "xx", "keepttl").Err()
+	entry := idx.AppendJSON(nil)
+	n, err := s.onIndexShard(ctx, req.RequestID, func(p redis.Pipeliner) *redis.Cmd {
+		return lua.QueueReclaim(ctx, p, promo.RequestIndexKey(req.RequestID), c.raw, entry)
+	}).Int64()
+	if err != nil || n == 0 {
+		return false, err
+	}
+	c.raw, c.items = string(entry), items
+	return true, nil
 }
 
 // takesOfItem is where an item of a request index entry (or of the record) was

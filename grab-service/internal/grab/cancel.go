@@ -79,6 +79,9 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 		// grab (reconcile.go). The outcome is known once it has.
 		return Result{RequestID: rid, Result: Unavailable, Message: "part of this grab was still being committed; retry the cancel for the outcome"}, nil
 	}
+	if len(back) == 0 { // only counts went back now: the units were returned by an earlier cancel
+		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
+	}
 	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {
 		s.logErr("cancel event not acknowledged; the reconciler will publish it", err, "requestId", rid)
 	} else {

@@ -27,6 +27,10 @@ type claim struct {
 	// claimedAt is when the entry was written: by this call, or by the send whose
 	// entry it found (zero for a rebuilt entry).
 	claimedAt time.Time
+	// raw is the entry as stored, and items its items: where the takes of the
+	// requestId are (a fall-over compares raw before it rewrites the entry).
+	raw   string
+	items []flow.Item
 }
 
 func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
@@ -46,7 +50,7 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	}
 	switch {
 	case errors.Is(err, redis.Nil):
-		return claim{created: true, claimedAt: time.UnixMilli(idx.ClaimedMs)}
+		return claim{created: true, claimedAt: time.UnixMilli(idx.ClaimedMs), raw: string(b), items: items}
 	case err != nil:
 		return claim{err: err}
 	}
@@ -54,7 +58,7 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	if json.Unmarshal([]byte(old), &prev) != nil || prev.BodyHash != idx.BodyHash {
 		return claim{reused: true}
 	}
-	c := claim{}
+	c := claim{raw: old, items: prev.Items}
 	if prev.ClaimedMs > 0 {
 		c.claimedAt = time.UnixMilli(prev.ClaimedMs)
 	}

@@ -77,22 +77,36 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if err := s.Fault("after-claim"); err != nil {
 		return Result{}, err
 	}
+	if !c.created { // takes where the claim says (buckets.go)
+		if res, wait := s.followClaim(req, c, s.Clock()); wait {
+			return res, nil
+		}
+		gs = s.groups(req.Items, req.Pin, req.IP)
+		items = flowItems(req.Items, gs)
+		if res, fenced := s.fenceRefusal(rid, gs); fenced {
+			return res, nil
+		}
+	}
 	replies, errs := s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
 	tried := make([]uint32, len(req.Items))
-	for attempt := 1; attempt < maxAttempts && s.mayFallOver(c, s.Clock()) && s.fallOver(req, gs, replies, errs, tried, now); attempt++ {
+	for attempt := 1; attempt < attemptBound(req.Items) && s.mayFallOver(c, s.Clock()) && s.fallOver(req, gs, replies, errs, tried, now); attempt++ {
 		if !s.undo(req, took(gs, replies)) {
 			break // a take left on a shard that did not answer must stay the index's: settleTakes answers
 		}
 		gs = s.groups(req.Items, req.Pin, req.IP)
 		items = flowItems(req.Items, gs)
 		if res, fenced := s.fenceRefusal(rid, gs); fenced {
-			s.releaseClaim(req)
+			if c.created {
+				s.releaseClaim(req)
+			}
 			return res, nil
 		}
-		if err := s.reclaim(ctx, req, hash, items, c); err != nil {
+		if moved, err := s.reclaim(ctx, req, hash, items, &c); err != nil || !moved {
 			s.logErr("request index not rewritten for a fall-over", err, "requestId", rid)
-			s.releaseClaim(req)
-			return refusal(rid, Unavailable, 0, "the request index shard is unavailable; nothing was taken"), nil
+			if c.created && err != nil {
+				s.releaseClaim(req) // this send's claim, and nothing taken: nothing to keep
+			}
+			return refusal(rid, Unavailable, 0, "another send of this requestId is moving its takes, or its index shard did not answer; nothing was taken by this one; retry with the same requestId"), nil
 		}
 		s.Metrics.fallOvers.Inc()
 		replies, errs = s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
@@ -212,7 +226,7 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	switch r.Code {
 	case lua.CodeBucketed: // learned for the next send, which may follow it (buckets.go)
 		s.buckets.layouts.Put(base, bucket.LayoutOf(s.ring, base, r.Buckets), now)
-		return refusal(rid, Unavailable, failedAt, "the promotion's buckets changed while this grab was under way; nothing was taken; retry with the same requestId"), nil, true
+		return refusal(rid, Unavailable, failedAt, "the promotion is in buckets this send may not move to (another send of the requestId may be at work); nothing was taken by this one; retry with the same requestId"), nil, true
 	case lua.CodeTooMany:
 		return Result{}, &FieldError{Field: fmt.Sprintf("items[%d].num", failedAt), Msg: "above the promotion's maxPerGrab"}, true
 	case lua.CodeRateLimited:
@@ -224,7 +238,8 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	if o == NotFound && s.shardLost(gs[failed].shard) { // lostshard.go
 		return refusal(rid, Unavailable, failedAt, lostMessage(gs[failed].shard)), nil, true
 	}
-	if cacheable(o) && (o != SoldOut || s.allSoldOut(req.Items[failedAt], key, now)) {
+	inBuckets := req.Items[failedAt].buckets > 1
+	if cacheable(o) && !(o == NotFound && inBuckets) && (o != SoldOut || s.allSoldOut(req.Items[failedAt], key, r.Left, now)) {
 		c := cachedRefusal{o: o}
 		if o == NotStarted {
 			c.until = time.UnixMilli(r.StartMs)
@@ -290,12 +305,16 @@ func bucketsOf(it Item, part string) int {
 	return it.buckets
 }
 
-// allSoldOut reports whether a SOLD_OUT of item, answered by its hash key, is its
-// whole promotion's: an ordinary item's always, a bucketed one's once every
-// bucket is known to be sold out (the one that answered is marked so).
-func (s *Grabber) allSoldOut(it Item, key string, now time.Time) bool {
+// allSoldOut reports whether a SOLD_OUT of item, answered by its hash key with
+// left units, is its whole promotion's: an ordinary item's always, a bucketed
+// one's once every bucket is known to be empty (the one that answered is marked
+// so when it has nothing left; one with fewer units than the grab asked is not).
+func (s *Grabber) allSoldOut(it Item, key string, left int64, now time.Time) bool {
 	if it.buckets <= 1 {
 		return true
+	}
+	if left > 0 {
+		return false
 	}
 	l := s.layout(promo.BucketBase(key), it.buckets)
 	s.buckets.empty.Put(key, struct{}{}, now)
@@ -377,7 +396,11 @@ func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 // Redis to owe its CANCEL, so it is paid here or the rebuild would restore the
 // grant (docs/design.md, "Rollbacks and owed CANCELs").
 func (s *Grabber) publishRollback(ctx context.Context, req Request, gs []group) bool {
-	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, flowItems(req.Items, gs), s.Clock(), "ROLLBACK")
+	items := flowItems(req.Items, gs)
+	if len(items) == 0 { // parts that count a pin or an ip only: never a unit of the record
+		return true
+	}
+	ev := s.event(flow.Cancel, req.RequestID, req.Pin, req.IP, items, s.Clock(), "ROLLBACK")
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("rollback CANCEL not acknowledged; an entry still owing it is published by the reconciler, one already gone is reported by `recovery verify`",
 			err, "requestId", req.RequestID)

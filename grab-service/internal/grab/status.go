@@ -120,9 +120,10 @@ func (c cachedStatus) result() (Status, error) {
 
 // bucketsRemaining is the stock left over the k buckets of promotion key, read in
 // parallel: the status of a promotion in buckets is its whole, SOLD_OUT only when
-// every bucket is.
+// every bucket is. The layout is kept for the grabs (buckets.go).
 func (s *Grabber) bucketsRemaining(ctx context.Context, key string, k int) (int64, error) {
 	l := s.layout(key, k)
+	s.buckets.layouts.Put(key, l, s.Clock()) // read from bucket 0 itself: the grabs need not learn it
 	rem := make([]int64, k)
 	errs := make([]error, k)
 	fanout.Each(l.Keys, func(b int, bk string) {

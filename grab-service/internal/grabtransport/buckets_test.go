@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/internal/bucket"
@@ -333,5 +335,65 @@ func TestBucketedCrashAfterPublishIsCommitted(t *testing.T) {
 	}
 	if a := e.grab(grabBody("k-2", pin, "10.6.0.1", id, 2)); a.res.Result != grab.Granted {
 		t.Fatalf("a replay after the reconciler: %d %s, want GRANTED", a.status, a.raw)
+	}
+}
+
+// A resend of a bucketed grab takes where the claim says, never where its own
+// instance would route it: while the claim is young (the first send may still be
+// moving its takes) it waits, 503; after that it takes from the claim's bucket, so
+// the index names the takes the ledgers hold and a cancel finds them.
+func TestBucketedResendFollowsTheClaim(t *testing.T) {
+	t.Parallel()
+	first := newEnv(t, crashAt("after-claim"))
+	second := newEnv(t)
+	id, l := first.bucketed("bresend", 4, spec{total: 40, perPin: 5})
+	// The first instance learns the layout (a detail page's status read teaches
+	// it), so its claim names a bucket.
+	if st, err := first.svc.Status(context.Background(), id, 1); err != nil || st.Remaining != 40 {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	rid := first.rid("r")
+	body := grabBody(rid, "hana", "10.9.0.2", id, 2)
+	if a := first.send("POST", "/v1/grab", checkoutToken, nil, body); a.status != http.StatusInternalServerError {
+		t.Fatalf("the crashed send answered %d %s", a.status, a.raw)
+	}
+	before, _, _ := second.buckets(id, l)
+	a := second.send("POST", "/v1/grab", checkoutToken, nil, body)
+	if a.status != http.StatusServiceUnavailable || !strings.Contains(a.res.Message, "in flight") {
+		t.Fatalf("a resend while the claim is young: %d %s, want 503 in flight", a.status, a.raw)
+	}
+	if now, _, _ := second.buckets(id, l); fmt.Sprint(now) != fmt.Sprint(before) {
+		t.Fatalf("the waiting resend took: %v -> %v", before, now)
+	}
+	second.clock.advance(second.cfg.AnswerTimeout + 2*time.Second)
+	if a := second.send("POST", "/v1/grab", checkoutToken, nil, body); a.res.Result != grab.Granted {
+		t.Fatalf("the resend after the claim's answer time: %d %s", a.status, a.raw)
+	}
+	if ev := second.pub.events(); len(ev) != 1 || ev[0].Items[0].Bucket != bucket.Home("hana", 4) {
+		t.Fatalf("events %+v, want one GRAB from the claim's bucket (the pin's home)", ev)
+	}
+	if c := second.send("POST", "/v1/grab/"+rid+"/cancel", checkoutToken, nil, map[string]any{"pin": "hana"}); c.res.Result != grab.Returned {
+		t.Fatalf("cancel: %d %s", c.status, c.raw)
+	}
+	if after, pins, _ := second.buckets(id, l); fmt.Sprint(after) != fmt.Sprint(before) || pins["hana"] != 0 {
+		t.Fatalf("after the cancel: %v (pin %d), want %v", after, pins["hana"], before)
+	}
+}
+
+// A bucket with fewer units than a grab asks is not empty: a grab of 2 against
+// buckets of 1 each is SOLD_OUT, and the grab of 1 after it is served, not told
+// SOLD_OUT from a cache.
+func TestBucketsWithSomeLeftAreNotSoldOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id, l := e.bucketed("bsplit", 4, spec{total: 4, perPin: 5, maxPerGrab: 2})
+	if a := e.grab(grabBody("two", "ivy", "10.10.0.1", id, 2)); a.status != http.StatusConflict || a.res.Result != grab.SoldOut {
+		t.Fatalf("2 of buckets holding 1 each: %d %s, want SOLD_OUT", a.status, a.raw)
+	}
+	if a := e.grab(grabBody("one", "ivy", "10.10.0.1", id, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("1 after it: %d %s, want GRANTED", a.status, a.raw)
+	}
+	if rem, _, _ := e.buckets(id, l); sum(rem) != 3 {
+		t.Fatalf("remaining %v, want 3 in all", rem)
 	}
 }
