@@ -293,20 +293,25 @@ func (e *Env) Snapshot(ids ...store.ID) string {
 			}
 			seen[c] = true
 			for _, k := range keys {
-				typ, _ := c.Type(ctx, k).Result()
-				var content any
-				switch typ {
-				case "hash":
-					m, _ := c.HGetAll(ctx, k).Result()
-					content = sortedMap(m)
-				case "zset":
-					content, _ = c.ZRangeWithScores(ctx, k, 0, -1).Result()
-				}
-				fmt.Fprintf(&b, "%s %s %s %v\n", c.Options().Addr, k, typ, content)
+				fmt.Fprintf(&b, "%s %s\n", c.Options().Addr, keyContent(ctx, c, k))
 			}
 		}
 	}
 	return b.String()
+}
+
+// keyContent renders key k of c, "<key> <type> <content>", for snapshots.
+func keyContent(ctx context.Context, c *redis.Client, k string) string {
+	typ, _ := c.Type(ctx, k).Result()
+	var content any
+	switch typ {
+	case "hash":
+		m, _ := c.HGetAll(ctx, k).Result()
+		content = sortedMap(m)
+	case "zset":
+		content, _ = c.ZRangeWithScores(ctx, k, 0, -1).Result()
+	}
+	return fmt.Sprintf("%s %s %v", k, typ, content)
 }
 
 func sortedMap(m map[string]string) string {
@@ -372,16 +377,7 @@ func (e *Env) BucketSnapshot(id string, typ, k int) string {
 	for i, key := range l.Keys {
 		c := e.shards[l.Shards[i]]
 		for _, k := range promo.Keys(key) {
-			typ, _ := c.Type(ctx, k).Result()
-			var content any
-			switch typ {
-			case "hash":
-				m, _ := c.HGetAll(ctx, k).Result()
-				content = sortedMap(m)
-			case "zset":
-				content, _ = c.ZRangeWithScores(ctx, k, 0, -1).Result()
-			}
-			fmt.Fprintf(&b, "bucket %d %s %s %v\n", i, k, typ, content)
+			fmt.Fprintf(&b, "bucket %d %s\n", i, keyContent(ctx, c, k))
 		}
 	}
 	return b.String()
