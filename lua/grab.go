@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,6 +35,11 @@ const (
 	PartNoIP  = "n"
 	PartAll   = PartStock + PartPin + PartIP
 )
+
+// HoldsStock reports whether a take of part letters (an empty part: an ordinary
+// item) holds units of stock, and so is a unit of the record that owes a CANCEL
+// when given back; a part of a pin's or an ip's count alone is not.
+func HoldsStock(part string) bool { return part == "" || strings.Contains(part, PartStock) }
 
 // GrabCall is one q.lua call: every item must live on the same shard.
 type GrabCall struct {

@@ -115,6 +115,10 @@ func Shares(total int64, k int) []int64 {
 	return out
 }
 
+// RateShare is each bucket's share of a promotion's rate limit: rounded up, as the
+// window is charged on the pin's home bucket alone and pins spread evenly.
+func RateShare(rateLimit int64, k int) int64 { return (rateLimit + int64(k) - 1) / int64(k) }
+
 // Part is what a grab checks and takes on one bucket (q.lua's part letters).
 type Part struct {
 	Bucket  int
@@ -153,7 +157,7 @@ func Create(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, k
 		return fmt.Errorf("create %s: %d buckets, want 1..%d", key, k, Max)
 	}
 	shares := Shares(spec.Total, k)
-	rate := (spec.RateLimit + int64(k) - 1) / int64(k)
+	rate := RateShare(spec.RateLimit, k)
 	for i, bk := range Keys(r, key, k) {
 		s := spec
 		s.Total, s.RateLimit = shares[i], rate

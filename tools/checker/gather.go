@@ -351,7 +351,7 @@ func merge(st, b PromoState, first bool) PromoState {
 		st.IPs[who] += n
 	}
 	for rid, e := range b.Ledger {
-		if e.Part == "" || strings.Contains(e.Part, lua.PartStock) {
+		if lua.HoldsStock(e.Part) {
 			st.Ledger[rid] = e
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -217,7 +216,7 @@ type group struct {
 // holdsStock reports whether the group's k-th key is where its item's units come
 // from (the item itself, or its stock part).
 func (g group) holdsStock(k int) bool {
-	return g.parts[k] == "" || strings.Contains(g.parts[k], lua.PartStock)
+	return lua.HoldsStock(g.parts[k])
 }
 
 // groups places the items, of a grab by pin from ip, on their shards: an ordinary

@@ -92,7 +92,7 @@ func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, 
 			return nil, err
 		}
 		if found && h.Buckets > 1 {
-			if h.Remaining, err = s.bucketsRemaining(ctx, key, int(h.Buckets)); err != nil {
+			if h.Remaining, err = s.bucketsRemaining(ctx, key, int(h.Buckets), h.Remaining); err != nil {
 				return nil, err
 			}
 		}
@@ -120,13 +120,16 @@ func (c cachedStatus) result() (Status, error) {
 
 // bucketsRemaining is the stock left over the k buckets of promotion key, read in
 // parallel: the status of a promotion in buckets is its whole, SOLD_OUT only when
-// every bucket is. The layout is kept for the grabs (buckets.go).
-func (s *Grabber) bucketsRemaining(ctx context.Context, key string, k int) (int64, error) {
+// every bucket is. first is bucket 0's, read by the caller. The layout is kept for
+// the grabs (buckets.go).
+func (s *Grabber) bucketsRemaining(ctx context.Context, key string, k int, first int64) (int64, error) {
 	l := s.layout(key, k)
 	s.buckets.layouts.Put(key, l, s.Clock()) // read from bucket 0 itself: the grabs need not learn it
 	rem := make([]int64, k)
 	errs := make([]error, k)
-	fanout.Each(l.Keys, func(b int, bk string) {
+	rem[0] = first // bucket 0, the promotion key, read already
+	fanout.Each(l.Keys[1:], func(i int, bk string) {
+		b := i + 1
 		h, found, err := lua.ReadHash(ctx, s.Shards[l.Shards[b]], bk)
 		if err == nil && !found {
 			err = fmt.Errorf("bucket %d of %s (%s on shard %d) is missing", b, key, bk, l.Shards[b])

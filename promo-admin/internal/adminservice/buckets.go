@@ -31,7 +31,7 @@ func layoutOf(id store.ID, k int) bucket.Layout { return bucket.LayoutOf(ring.De
 func share(ch store.Change, b, k int) store.Change {
 	ch.Spec.Total = bucket.Shares(ch.Spec.Total, k)[b]
 	if rl := ch.Spec.RateLimit; rl != nil {
-		ch.Spec.RateLimit = &promo.RateLimit{Limit: (rl.Limit + int64(k) - 1) / int64(k), WindowSeconds: rl.WindowSeconds}
+		ch.Spec.RateLimit = &promo.RateLimit{Limit: bucket.RateShare(rl.Limit, k), WindowSeconds: rl.WindowSeconds}
 	}
 	return ch
 }

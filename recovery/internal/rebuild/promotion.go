@@ -269,7 +269,7 @@ func hashFields(tg target, remaining int64) []any {
 	p, s, k := tg.p, tg.p.Spec, int64(tg.layout.K)
 	var rateLimit, windowMs int64
 	if s.RateLimit != nil {
-		rateLimit, windowMs = (s.RateLimit.Limit+k-1)/k, s.RateLimit.WindowSeconds*1000
+		rateLimit, windowMs = bucket.RateShare(s.RateLimit.Limit, int(k)), s.RateLimit.WindowSeconds*1000
 	}
 	state := string(promo.Active)
 	if p.State != promo.Active {
