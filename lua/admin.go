@@ -19,6 +19,9 @@ type AdminSpec struct {
 	// Buckets is the bucket count of the promotion the hash is one of (create only;
 	// 0 or 1: an ordinary promotion).
 	Buckets int
+	// Envelope is an envelope pool's parts, their amounts in the order they are
+	// handed out, Total of them (create only; empty: no pool).
+	Envelope []int64
 }
 
 // AdminReply is an admin script's answer: for patch.lua, Remaining for OK and
@@ -50,6 +53,22 @@ func (s AdminSpec) check(op, key string) error {
 	return nil
 }
 
+// poolAmount checks an envelope pool's parts against the spec (Total of them, of
+// one bucket, none below 0) and sums them.
+func (s AdminSpec) poolAmount(key string) (int64, error) {
+	if int64(len(s.Envelope)) != s.Total || s.Buckets > 1 {
+		return 0, fmt.Errorf("create %s: a pool of %d parts for total %d in %d buckets, want total parts in one", key, len(s.Envelope), s.Total, s.Buckets)
+	}
+	var sum int64
+	for i, a := range s.Envelope {
+		if a < 0 {
+			return 0, fmt.Errorf("create %s: part %d of the pool is %d, below 0", key, i, a)
+		}
+		sum += a
+	}
+	return sum, nil
+}
+
 func (s AdminSpec) args() []interface{} {
 	return []interface{}{s.Ver, s.Total, s.PerPin, s.PerIP, s.MaxPerGrab, s.RateLimit, s.RateWindowMs, s.StartMs, s.EndMs}
 }
@@ -72,7 +91,10 @@ func adminReply(cmd *redis.Cmd, script string) ([]int64, AdminReply, error) {
 
 // Create writes the promotion hash of key (promo.Key) with remaining = total,
 // after emptying its companions. OK, ALREADY_APPLIED (same Ver present), EXISTS or FENCED.
-func Create(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec) (AdminCode, error) {
+//
+// A pool's parts (s.Envelope) are staged first, a bounded chunk per command, and
+// create.lua moves them into place with the hash, all at once.
+func Create(ctx context.Context, c redis.Cmdable, shard int, key string, s AdminSpec) (AdminCode, error) {
 	if err := s.check("create", key); err != nil {
 		return 0, err
 	}
@@ -80,11 +102,23 @@ func Create(ctx context.Context, c redis.Scripter, shard int, key string, s Admi
 		return 0, fmt.Errorf("create %s: state %q, want ACTIVE or STOPPED", key, s.State)
 	}
 	ks := promo.Keys(key)
+	keys := append(ks[:], promo.FenceKey(shard))
 	args := append(s.args(), s.State)
 	if s.Buckets > 1 {
 		args = append(args, s.Buckets)
 	}
-	_, out, err := adminReply(createScript.Run(ctx, c, append(ks[:], promo.FenceKey(shard)), args...), "create.lua")
+	if len(s.Envelope) > 0 {
+		amount, err := s.poolAmount(key)
+		if err != nil {
+			return 0, err
+		}
+		if err := stageEnvelope(ctx, c, key, s.Envelope); err != nil {
+			return 0, err
+		}
+		keys = append(keys, promo.EnvelopeStagingKey(key))
+		args = append(s.args(), s.State, 1, amount)
+	}
+	_, out, err := adminReply(createScript.Run(ctx, c, keys, args...), "create.lua")
 	if err != nil {
 		return 0, fmt.Errorf("create %s: %w", key, err)
 	}

@@ -1,6 +1,6 @@
 -- commit.lua: mark a take committed once its GRAB flow event is acknowledged.
 --
--- KEYS: 5 per item, in promo.Keys order (hash, pins, ips, req, pending), repeated.
+-- KEYS: 6 per item, in promo.Keys order (hash, pins, ips, req, pending, env), repeated.
 -- ARGV: [1] requestId
 -- Returns:
 --   {0 COMMITTED}  every entry is now G (P entries became G and left pending;
@@ -12,15 +12,15 @@
 -- Malformed arguments, or an entry in a state other than P G A X C R, raise a
 -- script error before any write.
 
-if #KEYS == 0 or #KEYS % 5 ~= 0 or #ARGV ~= 1 or ARGV[1] == '' then
-  error('commit.lua: want 5 KEYS per item and ARGV requestId')
+if #KEYS == 0 or #KEYS % 6 ~= 0 or #ARGV ~= 1 or ARGV[1] == '' then
+  error('commit.lua: want 6 KEYS per item and ARGV requestId')
 end
 local rid = ARGV[1]
-local n = #KEYS / 5
+local n = #KEYS / 6
 
 local entries, seen = {}, {}
 for i = 1, n do
-  local b = 5 * (i - 1)
+  local b = 6 * (i - 1)
   if seen[KEYS[b + 1]] then
     error('commit.lua: a promotion is listed twice')
   end
@@ -41,7 +41,7 @@ for i = 1, n do
 end
 
 for i = 1, n do
-  local b = 5 * (i - 1)
+  local b = 6 * (i - 1)
   local entry = entries[i]
   if entry.s == 'P' then
     entry.s = 'G'

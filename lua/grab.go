@@ -61,7 +61,8 @@ type GrabCall struct {
 // until the rate window restarts (RATE_LIMITED only); StartMs the promotion's start
 // (NOT_STARTED only). Changes are the sale state changes the call made (SOLD_OUT
 // on OK, ENDED on ENDED), for the caller to publish (state.go). Buckets is the
-// promotion's bucket count (BUCKETED only).
+// promotion's bucket count (BUCKETED only). Envelopes, when an item is of an
+// envelope pool, holds what each item took (OK), or its ledger entry holds (DUPLICATE).
 type GrabReply struct {
 	Code         Code
 	Index        int
@@ -72,6 +73,7 @@ type GrabReply struct {
 	Buckets      int
 	Left         int64 // SOLD_OUT only: what the hash has left (less than num)
 	Changes      []StateChange
+	Envelopes    []Envelope
 }
 
 func (c GrabCall) build() ([]string, []interface{}, error) {
@@ -148,20 +150,28 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 	r := GrabReply{Code: Code(code), Index: int(index)}
 	switch r.Code {
 	case CodeOK, CodeEnded:
-		ints, changes, err := replyParts(cmd, "q.lua", 2)
+		ints, changes, envs, err := replyWithEnvelopes(cmd, "q.lua", 2)
 		if err != nil {
 			return GrabReply{}, err
 		}
 		if r.Code == CodeOK {
 			r.Remaining = ints[2:]
 		}
-		r.Changes = changes
+		r.Changes, r.Envelopes = changes, envs
+		if envs != nil && len(envs) != len(r.Remaining) {
+			return GrabReply{}, fmt.Errorf("q.lua: %d envelopes for %d items", len(envs), len(r.Remaining))
+		}
 	case CodeDuplicate:
 		s, err := third[string](vals, "ledger state")
 		if err != nil {
 			return GrabReply{}, err
 		}
 		r.LedgerState = s
+		if len(vals) > 3 {
+			if r.Envelopes, err = parseEnvelopes(vals[3], "q.lua"); err != nil {
+				return GrabReply{}, err
+			}
+		}
 	case CodeRateLimited:
 		n, err := third[int64](vals, "retry time")
 		if err != nil {

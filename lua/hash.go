@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,7 +24,14 @@ type HashState struct {
 	// Buckets is the bucket count of the promotion the hash is one of (field
 	// buckets; 1 when absent: an ordinary promotion).
 	Buckets int64
+	// EnvAmount is an envelope pool's budget, the sum of its parts, and EnvLeft
+	// the sum of those not handed out (fields envAmount, envLeft); both 0 for a
+	// promotion that is no pool.
+	EnvAmount, EnvLeft int64
 }
+
+// IsPool reports whether the hash is of an envelope pool.
+func (h HashState) IsPool() bool { return h.EnvAmount > 0 }
 
 // Granted is what the promotion has handed out, takes pending commit included.
 func (h HashState) Granted() int64 { return h.Total - h.Remaining }
@@ -43,6 +51,7 @@ func ReadHash(ctx context.Context, c redis.Cmdable, key string) (HashState, bool
 		"maxPerGrab": &h.MaxPerGrab, "rateLimit": &h.RateLimit, "rateWindowMs": &h.RateWindowMs,
 		"winCount": &h.WinCount, "winStart": &h.WinStart, "startMs": &h.StartMs,
 		"endMs": &h.EndMs, "ver": &h.Ver, "buckets": &h.Buckets,
+		"envAmount": &h.EnvAmount, "envLeft": &h.EnvLeft,
 	} {
 		v, ok := m[name]
 		if !ok {
@@ -81,6 +90,27 @@ type LedgerEntry struct {
 	// Part is what a part of a bucketed grab took (q.lua's part letters); empty
 	// for an ordinary item, which took stock, pin and ip alike.
 	Part string `json:"k,omitempty"`
+	// Amount and Parts: an envelope pool's take, the sum of its parts and the
+	// parts themselves (EnvelopeParts: "<index>:<amount>,..."); empty otherwise.
+	Amount int64  `json:"a,omitempty"`
+	Parts  string `json:"e,omitempty"`
+}
+
+// Envelope is the entry's take of an envelope pool as indexes and their sum;
+// the zero Envelope when it is no pool's.
+func (e LedgerEntry) Envelope() (Envelope, error) {
+	if e.Parts == "" {
+		return Envelope{}, nil
+	}
+	out := Envelope{Amount: e.Amount}
+	for _, m := range strings.Split(e.Parts, ",") {
+		idx, _, err := ParseEnvelopeMember(m)
+		if err != nil {
+			return Envelope{}, err
+		}
+		out.Parts = append(out.Parts, idx)
+	}
+	return out, nil
 }
 
 // AppendJSON appends the entry as encoding/json would write it (the same object,
@@ -106,6 +136,14 @@ func (e LedgerEntry) AppendJSON(b []byte) []byte {
 	if e.Part != "" {
 		b = append(b, `,"k":`...)
 		b = jsonx.AppendString(b, e.Part)
+	}
+	if e.Amount != 0 {
+		b = append(b, `,"a":`...)
+		b = strconv.AppendInt(b, e.Amount, 10)
+	}
+	if e.Parts != "" {
+		b = append(b, `,"e":`...)
+		b = jsonx.AppendString(b, e.Parts)
 	}
 	return append(b, '}')
 }

@@ -1,12 +1,13 @@
 -- q.lua: the grab. Decides and takes in one call, all items or none.
 --
--- KEYS: 5 per item, in promo.Keys order, repeated for each item (one shard):
---   [5(i-1)+1] C_<promoId>_<type>   promotion hash
---   [5(i-1)+2] {C_..}:pins           hash pin -> units held
---   [5(i-1)+3] {C_..}:ips            hash ip -> units held
---   [5(i-1)+4] {C_..}:req            request ledger, requestId -> JSON entry
---   [5(i-1)+5] {C_..}:pending        zset requestId scored by deadlineMs
---   [5n+1]     the shard's state outbox (state.lua, lua.StateOutboxKey)
+-- KEYS: 6 per item, in promo.Keys order, repeated for each item (one shard):
+--   [6(i-1)+1] C_<promoId>_<type>   promotion hash
+--   [6(i-1)+2] {C_..}:pins           hash pin -> units held
+--   [6(i-1)+3] {C_..}:ips            hash ip -> units held
+--   [6(i-1)+4] {C_..}:req            request ledger, requestId -> JSON entry
+--   [6(i-1)+5] {C_..}:pending        zset requestId scored by deadlineMs
+--   [6(i-1)+6] {C_..}:env            an envelope pool's parts left (zset), else absent
+--   [6n+1]     the shard's state outbox (state.lua, lua.StateOutboxKey)
 -- ARGV:
 --   [1] nowMs  [2] requestId  [3] bodyHash  [4] pin  [5] ip
 --   [6] deadlineMs (when the reconciler may look at an uncommitted take)
@@ -21,13 +22,18 @@
 --           the rate window is charged on parts with p only. n (with p, as "spn" or
 --           "pn") says the grab counts the ip nowhere: allowed only while perIp is 0.
 -- Returns {code, index, ...}; index is the 0-based item concerned:
---   {0 OK, 0, remaining after item 1, ..., remaining after item n, changes...}
+--   {0 OK, 0, remaining after item 1, ..., remaining after item n, changes... [, envelopes]}
 --                                      (-1 for a part that takes no stock); then a
 --                                      SOLD_OUT change (state.lua) for each
---                                      ordinary item the take left at 0
---   {1 DUPLICATE, index, state}        same requestId and body already in the ledger;
+--                                      ordinary item the take left at 0; then, when
+--                                      an item is of an envelope pool, one array
+--                                      with an array per item: {amount, index...}
+--                                      of the parts it took ({} for an item of no pool)
+--   {1 DUPLICATE, index, state [, envelopes]}
+--                                      same requestId and body already in the ledger;
 --                                      state is the entry's letter as stored
---                                      ("P", "G", "A", "X", "C" or "R")
+--                                      ("P", "G", "A", "X", "C" or "R"); envelopes as
+--                                      OK's, from the entries, when one holds parts
 --   {2 REQUEST_ID_REUSED, index}       same requestId, another body
 --   {3 NOT_FOUND, index}               no promotion hash
 --   {4 STOPPED, index}                 state is not ACTIVE
@@ -48,9 +54,9 @@
 -- (an attempt counts even when a later check refuses it). Malformed arguments
 -- raise a script error before any write.
 
-local n = (#KEYS - 1) / 5
-if #KEYS < 6 or #KEYS % 5 ~= 1 or (#ARGV ~= 7 + n and #ARGV ~= 7 + 2 * n) then
-  error('q.lua: want 5 KEYS per item, then the outbox, and ARGV 7 + one num per item (+ one part per item)')
+local n = (#KEYS - 1) / 6
+if #KEYS < 7 or #KEYS % 6 ~= 1 or (#ARGV ~= 7 + n and #ARGV ~= 7 + 2 * n) then
+  error('q.lua: want 6 KEYS per item, then the outbox, and ARGV 7 + one num per item (+ one part per item)')
 end
 local outbox = KEYS[#KEYS]
 local now = tonumber(ARGV[1])
@@ -93,31 +99,57 @@ for i = 1, n do
     error('q.lua: num must be a positive integer')
   end
   nums[i] = num
-  local key = KEYS[5 * (i - 1) + 1]
+  local key = KEYS[6 * (i - 1) + 1]
   if seen[key] then
     error('q.lua: a promotion is listed twice')
   end
   seen[key] = true
 end
 
+-- The parts an envelope entry holds, as the reply's array: {amount, index...}.
+local function envelopeOf(entry)
+  local out = {}
+  if entry and entry.e then
+    out[1] = tonumber(entry.a)
+    for idx in string.gmatch(entry.e, '(%d+):%d+') do
+      out[#out + 1] = tonumber(idx)
+    end
+  end
+  return out
+end
+
 -- The ledger of every item first: a replay must take nothing and waste nothing.
 for i = 1, n do
-  local raw = redis.call('HGET', KEYS[5 * (i - 1) + 4], rid)
+  local raw = redis.call('HGET', KEYS[6 * (i - 1) + 4], rid)
   if raw then
     local entry = cjson.decode(raw)
-    if entry.h == bodyHash then
-      return {1, i - 1, entry.s}
+    if entry.h ~= bodyHash then
+      return {2, i - 1}
     end
-    return {2, i - 1}
+    local out, envelopes, any = {1, i - 1, entry.s}, {}, false
+    for j = 1, n do -- what each item's entry handed out, for the replay's answer
+      local e = entry
+      if j ~= i then
+        local r = redis.call('HGET', KEYS[6 * (j - 1) + 4], rid)
+        e = r and cjson.decode(r)
+      end
+      envelopes[j] = envelopeOf(e)
+      any = any or #envelopes[j] > 0
+    end
+    if any then
+      out[4] = envelopes
+    end
+    return out
   end
 end
 
 -- Check every item before taking anything.
+local pool = {}
 for i = 1, n do
-  local b = 5 * (i - 1)
+  local b = 6 * (i - 1)
   local key, num = KEYS[b + 1], nums[i]
   local h = redis.call('HMGET', key, 'remaining', 'perPin', 'perIp', 'maxPerGrab',
-    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended', 'buckets')
+    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended', 'buckets', 'envAmount')
   if not h[1] then
     return {3, i - 1}
   end
@@ -139,6 +171,10 @@ for i = 1, n do
     return {6, i - 1, announce(outbox, key, key, 'ENDED', now)}
   end
   local remaining = int(h[1])
+  if h[14] then -- an envelope pool: its parts are its stock
+    pool[i] = true
+    remaining = math.min(remaining, redis.call('ZCARD', KEYS[b + 6]))
+  end
   if stock[i] and remaining <= 0 then
     return {7, i - 1, remaining}
   end
@@ -177,17 +213,30 @@ for i = 1, n do
 end
 
 -- Every item passed: take. remaining >= num was checked, so it never goes below 0.
-local out, soldOut = {0, 0}, {}
+local out, soldOut, envelopes, anyPool = {0, 0}, {}, {}, false
 local entry = {s = 'P', h = bodyHash, p = pin, i = ip, d = deadline}
 for i = 1, n do
-  local b = 5 * (i - 1)
+  local b = 6 * (i - 1)
   local num = nums[i]
   out[i + 2] = -1
+  entry.a, entry.e, envelopes[i] = nil, nil, {}
   if stock[i] then
     out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
     if out[i + 2] == 0 and letters[i] == 'spi' and (wantK[i] or 1) == 1 then
       -- a bucket's part selling out is not the promotion selling out
       soldOut[#soldOut + 1] = KEYS[b + 1]
+    end
+    if pool[i] then -- hand out the num parts of lowest index (checked: there are num)
+      local popped, members, got, amount = redis.call('ZPOPMIN', KEYS[b + 6], num), {}, {0}, 0
+      for j = 1, #popped, 2 do
+        members[#members + 1] = popped[j]
+        amount = amount + tonumber(string.match(popped[j], ':(%d+)$'))
+        got[#got + 1] = tonumber(popped[j + 1])
+      end
+      got[1] = amount
+      redis.call('HINCRBY', KEYS[b + 1], 'envLeft', -amount)
+      entry.a, entry.e = amount, table.concat(members, ',')
+      envelopes[i], anyPool = got, true
     end
   end
   if pins[i] then
@@ -206,5 +255,8 @@ for i = 1, n do
 end
 for _, key in ipairs(soldOut) do
   out[#out + 1] = announce(outbox, key, key, 'SOLD_OUT', now)
+end
+if anyPool then
+  out[#out + 1] = envelopes
 end
 return out

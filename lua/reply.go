@@ -7,7 +7,8 @@ import (
 	"github.com/flashsale/platform/internal/promo"
 )
 
-// itemKeys expands promotion hash keys into the 5-keys-per-item KEYS of a script.
+// itemKeys expands promotion hash keys into the per-item KEYS of a script
+// (promo.KeysPerItem each).
 func itemKeys(keys []string) ([]string, error) {
 	return expandKeys(keys, 0)
 }
@@ -27,7 +28,7 @@ func expandKeys(keys []string, extra int) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("no promotion keys")
 	}
-	out := make([]string, 0, 5*len(keys)+extra)
+	out := make([]string, 0, promo.KeysPerItem*len(keys)+extra)
 	seen := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		if k == "" {

@@ -50,11 +50,14 @@ type ReturnCall struct {
 
 // ReturnReply is return.lua's answer; Returned counts the entries this call changed
 // (stock returned, or for ReturnFinalize: entries finalized); Changes are the
-// RESTOCKED changes it made, for the caller to publish (state.go).
+// RESTOCKED changes it made, for the caller to publish (state.go). Envelopes,
+// when the call gave back parts of an envelope pool, holds what each item gave
+// back (the zero Envelope for the others).
 type ReturnReply struct {
-	Code     ReturnCode
-	Returned int
-	Changes  []StateChange
+	Code      ReturnCode
+	Returned  int
+	Changes   []StateChange
+	Envelopes []Envelope
 }
 
 func (c ReturnCall) build() ([]string, []interface{}, error) {
@@ -91,7 +94,7 @@ func Return(ctx context.Context, c redis.Scripter, call ReturnCall) (ReturnReply
 
 // ParseReturn reads return.lua's reply.
 func ParseReturn(cmd *redis.Cmd) (ReturnReply, error) {
-	r, changes, err := replyParts(cmd, "return.lua", 1)
+	r, changes, envs, err := replyWithEnvelopes(cmd, "return.lua", 1)
 	if err != nil {
 		return ReturnReply{}, err
 	}
@@ -100,7 +103,7 @@ func ParseReturn(cmd *redis.Cmd) (ReturnReply, error) {
 		if len(r) < 2 {
 			return ReturnReply{}, fmt.Errorf("return.lua: RETURNED without count")
 		}
-		return ReturnReply{Code: c, Returned: int(r[1]), Changes: changes}, nil
+		return ReturnReply{Code: c, Returned: int(r[1]), Changes: changes, Envelopes: envs}, nil
 	case ReturnAlreadyReturned, ReturnNotFound, ReturnCommitted, ReturnPending:
 		return ReturnReply{Code: c}, nil
 	}

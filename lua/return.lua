@@ -1,8 +1,8 @@
 -- return.lua: give a take back, or record that the CANCEL owed for a returned take
 -- was acknowledged. Idempotent: a second call with the same arguments changes nothing.
 --
--- KEYS: 5 per item, in promo.Keys order (hash, pins, ips, req, pending), repeated,
---       then the shard's state outbox (state.lua, lua.StateOutboxKey).
+-- KEYS: 6 per item, in promo.Keys order (hash, pins, ips, req, pending, env),
+--       repeated, then the shard's state outbox (state.lua, lua.StateOutboxKey).
 -- ARGV:
 --   [1] requestId
 --   [2] pin     cancel: must be the pin that took (entry.p), else NOT_FOUND;
@@ -12,11 +12,14 @@
 --   [5] reason  cancel: stored in the entry as field r; abort: stored when not "";
 --               otherwise ignored (may be "")
 -- Returns:
---   {0 RETURNED, count, changes...}
+--   {0 RETURNED, count, changes... [, envelopes]}
 --                          count = entries changed by this call (stock returned,
 --                          or for finalize: entries finalized); then a RESTOCKED
 --                          change (state.lua) for each promotion, ACTIVE and
---                          before its end, whose stock this call raised from 0
+--                          before its end, whose stock this call raised from 0;
+--                          then, when the call gave back parts of an envelope
+--                          pool, one array with an array per item: {amount,
+--                          index...} of the parts given back ({} for the others)
 --   {1 ALREADY_RETURNED}   nothing to do for any entry; nothing changed
 --   {2 NOT_FOUND}          an entry is missing (undo: skipped instead), or cancel:
 --                          entry.p ~= pin, or the entry was never granted (A, X)
@@ -42,9 +45,11 @@
 -- goes negative). A part of a bucketed grab (entry.k, see q.lua) gives back only
 -- what it took; a part that took no stock was never a unit of the GRAB event, so
 -- no CANCEL is owed for it: abort and cancel take it straight to X and R.
+-- An entry of an envelope pool (fields a and e, see q.lua) puts its parts back in
+-- the pool, each at its own index, so they are the next drawn, and envLeft += a.
 
-if #KEYS < 6 or #KEYS % 5 ~= 1 or #ARGV ~= 5 or ARGV[1] == '' then
-  error('return.lua: want 5 KEYS per item, then the outbox, and ARGV requestId, pin, mode, nowMs, reason')
+if #KEYS < 7 or #KEYS % 6 ~= 1 or #ARGV ~= 5 or ARGV[1] == '' then
+  error('return.lua: want 6 KEYS per item, then the outbox, and ARGV requestId, pin, mode, nowMs, reason')
 end
 local rid, pin, mode, reason = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 if mode ~= 'undo' and mode ~= 'abort' and mode ~= 'cancel' and mode ~= 'finalize' then
@@ -54,7 +59,7 @@ local now = tonumber(ARGV[4])
 if not now then
   error('return.lua: bad nowMs')
 end
-local n = (#KEYS - 1) / 5
+local n = (#KEYS - 1) / 6
 
 local NOT_FOUND, COMMITTED, PENDING = 2, 3, 4
 
@@ -71,7 +76,7 @@ local plan = {
 local entries, actions, seen = {}, {}, {}
 local refusal, todo = nil, 0
 for i = 1, n do
-  local b = 5 * (i - 1)
+  local b = 6 * (i - 1)
   if seen[KEYS[b + 1]] then
     error('return.lua: a promotion is listed twice')
   end
@@ -125,14 +130,23 @@ local function has(entry, letter)
   return entry.k == nil or entry.k:find(letter) ~= nil
 end
 
-local out = {0, 0}
+local out, envelopes, anyPool = {0, 0}, {}, false
 
-local function giveBack(b, entry)
+local function giveBack(i, b, entry)
   local num = tonumber(entry.n) or 0
   if has(entry, 's') and redis.call('EXISTS', KEYS[b + 1]) == 1 then
     local key = KEYS[b + 1]
     if redis.call('HINCRBY', key, 'remaining', num) == num and entry.k == nil and saleLive(key, now) then
       out[#out + 1] = announce(KEYS[#KEYS], key, key, 'RESTOCKED', now)
+    end
+    if entry.e then
+      local back = {tonumber(entry.a)}
+      for member, idx in string.gmatch(entry.e, '((%d+):%d+)') do
+        redis.call('ZADD', KEYS[b + 6], idx, member)
+        back[#back + 1] = tonumber(idx)
+      end
+      redis.call('HINCRBY', key, 'envLeft', entry.a)
+      envelopes[i], anyPool = back, true
     end
   end
   if has(entry, 'p') then
@@ -147,14 +161,15 @@ local next_state = {abort = 'A', cancel = 'C'}
 local final_state = {A = 'X', C = 'R'}
 
 for i = 1, n do
-  local b = 5 * (i - 1)
+  local b = 6 * (i - 1)
   local entry, action = entries[i], actions[i]
+  envelopes[i] = {}
   if action == 'forget' then
-    giveBack(b, entry)
+    giveBack(i, b, entry)
     redis.call('HDEL', KEYS[b + 4], rid)
     redis.call('ZREM', KEYS[b + 5], rid)
   elseif action == 'abort' or action == 'cancel' then
-    giveBack(b, entry)
+    giveBack(i, b, entry)
     entry.s = next_state[action]
     if reason ~= '' or action == 'cancel' then
       entry.r = reason
@@ -173,4 +188,7 @@ for i = 1, n do
   end
 end
 out[2] = todo
+if anyPool then
+  out[#out + 1] = envelopes
+end
 return out

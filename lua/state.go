@@ -52,9 +52,28 @@ func ParseStateChange(member string) (StateChange, error) {
 // replyParts reads a script's table reply: integers first (at least min of
 // them), then the state changes the call made, as strings.
 func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange, error) {
+	ints, changes, envs, err := replyWithEnvelopes(cmd, script, min)
+	if err == nil && envs != nil {
+		return nil, nil, fmt.Errorf("%s: a reply with envelopes where none are expected", script)
+	}
+	return ints, changes, err
+}
+
+// replyWithEnvelopes is replyParts of a reply that may end with the envelopes of
+// an envelope pool's items (q.lua's and return.lua's; nil when it does not).
+func replyWithEnvelopes(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange, []Envelope, error) {
 	vals, err := cmd.Slice()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", script, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", script, err)
+	}
+	var envs []Envelope
+	if len(vals) > 0 {
+		if last, ok := vals[len(vals)-1].([]interface{}); ok {
+			if envs, err = parseEnvelopes(last, script); err != nil {
+				return nil, nil, nil, err
+			}
+			vals = vals[:len(vals)-1]
+		}
 	}
 	var ints []int64
 	var changes []StateChange
@@ -62,23 +81,23 @@ func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange,
 		switch v := v.(type) {
 		case int64:
 			if changes != nil {
-				return nil, nil, fmt.Errorf("%s: integer %d after the state changes: %v", script, i, vals)
+				return nil, nil, nil, fmt.Errorf("%s: integer %d after the state changes: %v", script, i, vals)
 			}
 			ints = append(ints, v)
 		case string:
 			c, err := ParseStateChange(v)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", script, err)
+				return nil, nil, nil, fmt.Errorf("%s: %w", script, err)
 			}
 			changes = append(changes, c)
 		default:
-			return nil, nil, fmt.Errorf("%s: reply element %d is %T, want integer or state change", script, i, v)
+			return nil, nil, nil, fmt.Errorf("%s: reply element %d is %T, want integer or state change", script, i, v)
 		}
 	}
 	if len(ints) < min {
-		return nil, nil, fmt.Errorf("%s: short reply %v", script, vals)
+		return nil, nil, nil, fmt.Errorf("%s: short reply %v", script, vals)
 	}
-	return ints, changes, nil
+	return ints, changes, envs, nil
 }
 
 // Ended runs ended.lua: ENDED for the promotion key once its sale is over, if

@@ -24,9 +24,23 @@ func LedgerKey(key string) string { return "{" + key + "}:req" }
 // scored by the deadline (unix ms) after which the reconciler may look at them.
 func PendingKey(key string) string { return "{" + key + "}:pending" }
 
+// EnvelopeKey is the sorted set of an envelope pool's parts not handed out yet:
+// member "<index>:<amount>" scored by index, so parts go out lowest index first and
+// a returned part is the next drawn (docs/CONTRACT.md, "Envelope pools"). Empty
+// for a promotion that is no pool.
+func EnvelopeKey(key string) string { return "{" + key + "}:env" }
+
+// EnvelopeStagingKey is where promo-admin loads a pool's parts, a chunk at a time,
+// before create.lua moves them to EnvelopeKey with the hash: no script call ever
+// writes a whole pool (lua/README.md).
+func EnvelopeStagingKey(key string) string { return "{" + key + "}:envnew" }
+
+// KeysPerItem is how many keys the per-item scripts take for each promotion (Keys).
+const KeysPerItem = 6
+
 // Keys returns the promotion hash and its companions in the order the scripts take them.
-func Keys(key string) [5]string {
-	return [5]string{key, PinsKey(key), IPsKey(key), LedgerKey(key), PendingKey(key)}
+func Keys(key string) [KeysPerItem]string {
+	return [KeysPerItem]string{key, PinsKey(key), IPsKey(key), LedgerKey(key), PendingKey(key), EnvelopeKey(key)}
 }
 
 // BucketKey is the hash key of bucket label (above 0) of the promotion hash key
