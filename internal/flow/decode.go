@@ -169,6 +169,33 @@ func (d *decoder) int64(v *int64) bool {
 	return ok
 }
 
+// ints reads an array of integers (an empty one is an empty slice, as
+// encoding/json makes it).
+func (d *decoder) ints(v *[]int) bool {
+	if !d.next('[') {
+		return false
+	}
+	out := []int{}
+	if !d.next(']') {
+		for {
+			var n int
+			if !d.int(&n) {
+				return false
+			}
+			out = append(out, n)
+			if d.next(',') {
+				continue
+			}
+			if !d.next(']') {
+				return false
+			}
+			break
+		}
+	}
+	*v = out
+	return true
+}
+
 // items reads the items array (an empty one is an empty slice, as encoding/json
 // makes it).
 func (d *decoder) items(v *[]Item) bool {
@@ -193,6 +220,10 @@ func (d *decoder) items(v *[]Item) bool {
 					return d.int(&it.Bucket)
 				case "buckets":
 					return d.int(&it.Buckets)
+				case "amount":
+					return d.int64(&it.Amount)
+				case "parts":
+					return d.ints(&it.Parts)
 				}
 				return false
 			}) {

@@ -33,6 +33,11 @@ type Item struct {
 	// Both are left out for an ordinary promotion (one bucket).
 	Bucket  int `json:"bucket,omitempty"`
 	Buckets int `json:"buckets,omitempty"`
+	// Amount and Parts: the item is of an envelope pool, and took (GRAB) or gave
+	// back (CANCEL) the pool's parts Parts (their indexes, Num of them), worth
+	// Amount in all. Both are left out for an item of no pool.
+	Amount int64 `json:"amount,omitempty"`
+	Parts  []int `json:"parts,omitempty"`
 }
 
 // Event is one flow event. Its Kafka message key is the requestId, so every event

@@ -75,6 +75,20 @@ func appendItems(b []byte, items []Item) []byte {
 			b = append(b, `,"buckets":`...)
 			b = strconv.AppendInt(b, int64(it.Buckets), 10)
 		}
+		if it.Amount != 0 {
+			b = append(b, `,"amount":`...)
+			b = strconv.AppendInt(b, it.Amount, 10)
+		}
+		if len(it.Parts) > 0 {
+			b = append(b, `,"parts":[`...)
+			for j, p := range it.Parts {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(p), 10)
+			}
+			b = append(b, ']')
+		}
 		b = append(b, '}')
 	}
 	return append(b, ']')

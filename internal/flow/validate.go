@@ -53,6 +53,17 @@ func (e Event) validate() error {
 			return fmt.Errorf("item %d: shard must be 0..%d", i, shards-1)
 		case it.Buckets < 0 || it.Buckets > shards || it.Bucket < 0 || it.Bucket >= max(it.Buckets, 1):
 			return fmt.Errorf("item %d: buckets must be 0..%d and bucket below it", i, shards)
+		case it.Amount < 0 || it.Amount > promo.MaxEnvelopeAmount:
+			return fmt.Errorf("item %d: amount must be 0..%d", i, promo.MaxEnvelopeAmount)
+		case len(it.Parts) > 0 && (int64(len(it.Parts)) != it.Num || it.Buckets > 1):
+			return fmt.Errorf("item %d: an envelope pool's item names num parts, and its promotion is of one bucket", i)
+		case len(it.Parts) == 0 && it.Amount != 0:
+			return fmt.Errorf("item %d: an amount without the parts it is of", i)
+		}
+		for _, p := range it.Parts {
+			if p < 0 || p >= promo.MaxEnvelopes {
+				return fmt.Errorf("item %d: a part index must be 0..%d", i, promo.MaxEnvelopes-1)
+			}
 		}
 	}
 	return nil

@@ -114,6 +114,9 @@ type Spec struct {
 	// Buckets splits the stock over that many shards (internal/bucket); 0 in a
 	// request means 1. Fixed at create.
 	Buckets int `json:"buckets,omitempty"`
+	// Envelope makes the promotion an envelope pool (envelope.go); nil for an
+	// ordinary one. Fixed at create.
+	Envelope *Envelope `json:"envelope,omitempty"`
 }
 
 // MaxBuckets is the most buckets a promotion may have: one per shard.

@@ -1,0 +1,66 @@
+package promo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// Envelope makes a promotion an envelope pool, the red-envelope design
+// (docs/CONTRACT.md, "Envelope pools"): its Total envelopes carry random amounts,
+// each at least MinAmount, summing exactly to Amount (integers in the smallest
+// currency unit). A grab takes whole envelopes, num of them per item, and is told
+// their sum. Fixed at create.
+type Envelope struct {
+	Amount    int64 `json:"amount"`
+	MinAmount int64 `json:"minAmount"`
+	// RemainingAmount is the sum of the envelopes not handed out yet: set in the
+	// API's views only, never part of a spec.
+	RemainingAmount *int64 `json:"remainingAmount,omitempty"`
+}
+
+// Bounds of an envelope pool (api/openapi.yaml): the parts are stored one per
+// MySQL row and Redis member, and a create loads them all.
+const (
+	MaxEnvelopes      = 100_000
+	MaxEnvelopeAmount = 1_000_000_000_000
+)
+
+// Check says what is wrong with a pool of total envelopes, or nil.
+func (e Envelope) Check(total int64) error {
+	switch {
+	case total > MaxEnvelopes:
+		return fmt.Errorf("an envelope pool holds at most %d envelopes (total)", MaxEnvelopes)
+	case e.MinAmount < 1:
+		return fmt.Errorf("envelope.minAmount must be at least 1")
+	case e.Amount < 1 || e.Amount > MaxEnvelopeAmount:
+		return fmt.Errorf("envelope.amount must be 1..%d", MaxEnvelopeAmount)
+	case e.Amount/total < e.MinAmount:
+		return fmt.Errorf("envelope.amount %d cannot give %d envelopes at least %d each", e.Amount, total, e.MinAmount)
+	}
+	return nil
+}
+
+// SplitEnvelope splits amount into n parts of at least min each, summing exactly
+// to amount, in the order they will be handed out (Check holds for the pool).
+//
+// The split is uniform: the n-1 cuts of what lies above the minimums are drawn
+// uniformly and sorted, so every split is as likely as any other and every
+// position in the order gets the same distribution of amounts. The seed's
+// "double mean" (each part uniform in [min, twice the mean left]) gives every
+// position the same mean but not the same spread: the last grabbers' amounts vary
+// most. Here the arrival order changes nothing a buyer could see.
+func SplitEnvelope(amount, min int64, n int, rnd *rand.Rand) []int64 {
+	spare := amount - int64(n)*min
+	cuts := make([]int64, n+1)
+	for i := 1; i < n; i++ {
+		cuts[i] = rnd.Int64N(spare + 1)
+	}
+	cuts[n] = spare
+	slices.Sort(cuts[1:n])
+	parts := make([]int64, n)
+	for i := range parts {
+		parts[i] = min + cuts[i+1] - cuts[i]
+	}
+	return parts
+}
