@@ -264,7 +264,7 @@ func (a *Admin) RunRepairer(ctx context.Context) error {
 }
 
 // writeHash is step 2: the admin script of ch.Op at ch.Version, on shard's client c.
-func writeHash(ctx context.Context, c redis.Scripter, shard int, key string, ch store.Change, nowMs int64) (lua.AdminReply, error) {
+func writeHash(ctx context.Context, c redis.Cmdable, shard int, key string, ch store.Change, nowMs int64) (lua.AdminReply, error) {
 	switch ch.Op {
 	case store.OpCreate:
 		code, err := lua.Create(ctx, c, shard, key, adminSpec(ch))
