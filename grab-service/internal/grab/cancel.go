@@ -39,6 +39,7 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	gs := s.groups(items, idx.Pin, idx.IP)
 	replies, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: now.UnixMilli()})
 	var returned []group
+	var returnedEnvs [][]lua.Envelope // what each returned group gave back of a pool
 	already, pending := 0, false
 	for i, err := range errs {
 		if err != nil {
@@ -48,6 +49,7 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 		switch replies[i].Code {
 		case lua.ReturnReturned:
 			returned = append(returned, gs[i])
+			returnedEnvs = append(returnedEnvs, replies[i].Envelopes)
 		case lua.ReturnAlreadyReturned:
 			already++
 		case lua.ReturnNotFound:
@@ -65,7 +67,10 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	case len(returned) == 0:
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
 	}
-	back := flowItems(items, returned)
+	// A pool item's CANCEL carries the parts its return put back. A pool whose
+	// hash is gone (deleted) took nothing back: its CANCEL carries none, and the
+	// record nets it by the GRAB row of the same request.
+	back := flowItems(items, returned, returnedEnvs)
 	for _, g := range returned {
 		for _, key := range g.keys {
 			s.refusals.Forget(promo.BucketBase(key))
@@ -88,8 +93,11 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 		s.finalize(rid, pin, returned)
 	}
 	out := Result{RequestID: rid, Result: Returned}
-	for _, it := range back {
+	for i, it := range back {
 		out.Items = append(out.Items, ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
+		if len(it.Parts) > 0 {
+			out.Items[i].Amount = &back[i].Amount
+		}
 	}
 	return out, nil
 }

@@ -69,7 +69,9 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	}
 	// The claim lands before any take, so a requestId without a claim holds nothing
 	// and the short-circuit may answer for it (claim.go).
-	hash, items := req.bodyHash(), flowItems(req.Items, gs) // for the claim, the takes and the event
+	// The items for the claim (the request index entry names where the takes are,
+	// not what a pool handed out: the ledger entries say that) and the event.
+	hash, items := req.bodyHash(), flowItems(req.Items, gs, nil)
 	c := s.claim(ctx, req, hash, items)
 	if res, done := s.checkClaim(req, c); done {
 		return res, nil
@@ -82,7 +84,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 			return res, nil
 		}
 		gs = s.groups(req.Items, req.Pin, req.IP)
-		items = flowItems(req.Items, gs)
+		items = flowItems(req.Items, gs, nil)
 		if res, fenced := s.fenceRefusal(rid, gs); fenced {
 			return res, nil
 		}
@@ -94,7 +96,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 			break // a take left on a shard that did not answer must stay the index's: settleTakes answers
 		}
 		gs = s.groups(req.Items, req.Pin, req.IP)
-		items = flowItems(req.Items, gs)
+		items = flowItems(req.Items, gs, nil)
 		if res, fenced := s.fenceRefusal(rid, gs); fenced {
 			if c.created {
 				s.releaseClaim(req)
@@ -124,6 +126,9 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if err := s.Fault("after-take"); err != nil {
 		return Result{}, err
 	}
+	if envs := grabEnvelopes(replies); envs != nil { // the GRAB says what each pool item took
+		items = flowItems(req.Items, gs, envs)
+	}
 	ev := s.event(flow.Grab, req.RequestID, req.Pin, req.IP, items, now, "")
 	ev.BodyHash = hash // the record keeps the ledger's body hash, for an exact rebuild
 	if err := s.publish(ctx, ev); err != nil {
@@ -145,6 +150,9 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 			it := req.Items[i]
 			rem := replies[gi].Remaining[k]
 			out.Items[i] = ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Remaining: &rem}
+			if e := envelopeAt(replies[gi].Envelopes, k); e.IsPool() {
+				out.Items[i].Amount = &e.Amount
+			}
 		}
 	}
 	return out, nil
@@ -180,6 +188,7 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	var took []group
 	failed, failedAt, bucketed := -1, len(req.Items), -1
 	var dup []string
+	var dupEnvs []lua.Envelope // by item: what a replayed pool item took, nil when none did
 	reused := false
 	for i, g := range gs {
 		switch {
@@ -192,6 +201,14 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 			took = append(took, g)
 		case replies[i].Code == lua.CodeDuplicate:
 			dup = append(dup, replies[i].LedgerState)
+			for k, at := range g.idx {
+				if e := envelopeAt(replies[i].Envelopes, k); e.IsPool() {
+					if dupEnvs == nil {
+						dupEnvs = make([]lua.Envelope, len(req.Items))
+					}
+					dupEnvs[at] = e
+				}
+			}
 		case replies[i].Code == lua.CodeRequestIDReused:
 			reused = true
 		case replies[i].Code == lua.CodeBucketed:
@@ -216,7 +233,7 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	case reused:
 		return Result{RequestID: rid, Result: RequestIDReused, Message: "requestId already used with another body"}, nil, true
 	case len(dup) > 0:
-		return s.replay(req, dup), nil, true
+		return s.replay(req, dup, dupEnvs), nil, true
 	case errs[failed] != nil:
 		return refusal(rid, Unavailable, failedAt, "shard unavailable; nothing was taken"), nil, true
 	}
@@ -254,7 +271,9 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 // means the first answer is not known yet; one aborted means the grab was rolled
 // back as a whole (its committed parts were then cancelled, so they read C or R);
 // only when every part is cancelled or returned was it granted and since returned.
-func (s *Grabber) replay(req Request, states []string) Result {
+// envs holds, by item, what a pool item's entry took (nil when no item is a
+// pool's): a replay of a grant answers the same amount.
+func (s *Grabber) replay(req Request, states []string, envs []lua.Envelope) Result {
 	rid := req.RequestID
 	switch {
 	case slices.Contains(states, lua.LedgerPending):
@@ -265,8 +284,11 @@ func (s *Grabber) replay(req Request, states []string) Result {
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "this grab was granted and has since been returned"}
 	}
 	out := Result{RequestID: rid, Result: Granted, Message: "replay of a granted grab"}
-	for _, it := range req.Items {
+	for i, it := range req.Items {
 		out.Items = append(out.Items, ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
+		if i < len(envs) && envs[i].IsPool() {
+			out.Items[i].Amount = &envs[i].Amount
+		}
 	}
 	return out
 }
@@ -348,6 +370,7 @@ func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 	replies, errs := s.returnOn(ctx, gs, call)
 	settled := true
 	var owing, committed, gone []group
+	var owingEnvs [][]lua.Envelope // what each owing group gave back of a pool
 	for i, err := range errs {
 		s.logErr("abort failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
 		switch {
@@ -355,6 +378,7 @@ func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 			settled = false
 		case replies[i].Code == lua.ReturnReturned:
 			owing = append(owing, gs[i])
+			owingEnvs = append(owingEnvs, replies[i].Envelopes)
 		case replies[i].Code == lua.ReturnCommitted:
 			committed = append(committed, gs[i])
 		case replies[i].Code == lua.ReturnNotFound:
@@ -371,15 +395,19 @@ func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 				settled = false
 			case replies[i].Code == lua.ReturnReturned:
 				owing = append(owing, committed[i])
+				owingEnvs = append(owingEnvs, replies[i].Envelopes)
 			}
 		}
 	}
-	back := gone
+	// An entry gone says nothing of a pool's parts: its CANCEL carries none, and the
+	// record nets it by the GRAB row of the same request (which names them).
+	back, backEnvs := gone, [][]lua.Envelope(nil)
 	if published {
 		back = slices.Concat(gone, owing)
+		backEnvs = slices.Concat(make([][]lua.Envelope, len(gone)), owingEnvs)
 	}
 	if len(back) > 0 {
-		if s.publishRollback(ctx, req, back) {
+		if s.publishRollback(ctx, req, back, backEnvs) {
 			if published {
 				s.finalize(req.RequestID, req.Pin, owing)
 			}
@@ -391,12 +419,13 @@ func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 	return settled
 }
 
-// publishRollback publishes the CANCEL (ROLLBACK) of the groups' items and
-// reports whether Kafka took it. An item whose entry is gone has nothing left in
-// Redis to owe its CANCEL, so it is paid here or the rebuild would restore the
-// grant (docs/design.md, "Rollbacks and owed CANCELs").
-func (s *Grabber) publishRollback(ctx context.Context, req Request, gs []group) bool {
-	items := flowItems(req.Items, gs)
+// publishRollback publishes the CANCEL (ROLLBACK) of the groups' items, with the
+// pool parts envs says each group gave back (flowItems), and reports whether
+// Kafka took it. An item whose entry is gone has nothing left in Redis to owe its
+// CANCEL, so it is paid here or the rebuild would restore the grant
+// (docs/design.md, "Rollbacks and owed CANCELs").
+func (s *Grabber) publishRollback(ctx context.Context, req Request, gs []group, envs [][]lua.Envelope) bool {
+	items := flowItems(req.Items, gs, envs)
 	if len(items) == 0 { // parts that count a pin or an ip only: never a unit of the record
 		return true
 	}
@@ -438,16 +467,29 @@ func (s *Grabber) commit(ctx context.Context, req Request, gs []group) bool {
 
 // flowItems is the flow event items of the request's items whose units the groups
 // hold, in request order, each with the shard they come from (its stock bucket's
-// for a bucketed promotion): the ring was asked once, by groups.
-func flowItems(items []Item, gs []group) []flow.Item {
+// for a bucketed promotion): the ring was asked once, by groups. envs, when not
+// nil, is what each group's script answered its items took or gave back of an
+// envelope pool (envs[g][k] for group g's k-th key; see grabEnvelopes): a pool
+// item then carries its amount and parts.
+func flowItems(items []Item, gs []group, envs [][]lua.Envelope) []flow.Item {
 	shard := make([]int, len(items))
 	for i := range shard {
 		shard[i] = -1
 	}
-	for _, g := range gs {
+	var env []lua.Envelope // by item, made only when an item is a pool's
+	for gi, g := range gs {
 		for k, i := range g.idx {
-			if g.holdsStock(k) {
-				shard[i] = g.shard
+			if !g.holdsStock(k) {
+				continue
+			}
+			shard[i] = g.shard
+			if gi < len(envs) {
+				if e := envelopeAt(envs[gi], k); e.IsPool() {
+					if env == nil {
+						env = make([]lua.Envelope, len(items))
+					}
+					env[i] = e
+				}
 			}
 		}
 	}
@@ -460,9 +502,38 @@ func flowItems(items []Item, gs []group) []flow.Item {
 		if it.buckets > 1 {
 			fi.Bucket, fi.Buckets = it.bucket, it.buckets
 		}
+		if env != nil {
+			fi.Amount, fi.Parts = env[i].Amount, env[i].Parts
+		}
 		out = append(out, fi)
 	}
 	return out
+}
+
+// grabEnvelopes is what each group's take handed out of envelope pools, by group
+// as flowItems takes it; nil when no item of the grab is a pool's (an ordinary
+// grab allocates nothing for it).
+func grabEnvelopes(replies []lua.GrabReply) [][]lua.Envelope {
+	var out [][]lua.Envelope
+	for i, r := range replies {
+		if r.Envelopes == nil {
+			continue
+		}
+		if out == nil {
+			out = make([][]lua.Envelope, len(replies))
+		}
+		out[i] = r.Envelopes
+	}
+	return out
+}
+
+// envelopeAt is the envelope a script answered for its k-th item: the zero
+// Envelope (no pool) when it answered none.
+func envelopeAt(envs []lua.Envelope, k int) lua.Envelope {
+	if k < len(envs) {
+		return envs[k]
+	}
+	return lua.Envelope{}
 }
 
 func (s *Grabber) event(kind flow.Kind, rid, pin, ip string, items []flow.Item, at time.Time, reason string) flow.Event {

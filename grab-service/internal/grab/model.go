@@ -86,6 +86,9 @@ type ItemResult struct {
 	Type      int    `json:"type"`
 	Num       int64  `json:"num"`
 	Remaining *int64 `json:"remaining,omitempty"`
+	// Amount is, for an item of an envelope pool, the sum of the parts it took
+	// (GRANTED, a replay's too) or gave back (RETURNED).
+	Amount *int64 `json:"amount,omitempty"`
 }
 
 // Result is the contract's GrabResult. Business refusals travel here, not as errors,
@@ -117,6 +120,10 @@ func (r Result) AppendJSON(b []byte) []byte {
 			if it.Remaining != nil {
 				b = append(b, `,"remaining":`...)
 				b = strconv.AppendInt(b, *it.Remaining, 10)
+			}
+			if it.Amount != nil {
+				b = append(b, `,"amount":`...)
+				b = strconv.AppendInt(b, *it.Amount, 10)
 			}
 			b = append(b, '}')
 		}

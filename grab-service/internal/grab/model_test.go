@@ -10,17 +10,20 @@ import (
 // escaping off), with and without each optional field, whatever the strings hold.
 func FuzzResultJSON(f *testing.F) {
 	for _, s := range []string{"", "r-1", `q"uote\back`, "ctl\x00\x1f", "<&>", "héllo 世界", "bad\xff\xfe", "ls\u2028"} {
-		for _, present := range []uint8{0x00, 0x07, 0x37, 0x0f, 0xff} { // none; 3 items with remaining; those, failedItem and message; empty items; all
+		for _, present := range []uint8{0x00, 0x07, 0x37, 0x0f, 0x43, 0xf7, 0xff} { // none; 3 items with remaining; those, failedItem and message; empty items; 3 with amount; all but empty; all
 			f.Add(s, s, s, -3, int64(7), present)
 		}
 	}
 	f.Fuzz(func(t *testing.T, rid, promoID, msg string, n int, num int64, present uint8) {
 		r := Result{RequestID: rid, Result: Outcome(msg), RetryAfter: 5}
-		rem := num - 1
+		rem, amount := num-1, num*3
 		for i := range int(present & 3) {
 			it := ItemResult{PromoID: promoID, Type: n + i, Num: num}
 			if present&4 != 0 {
 				it.Remaining = &rem
+			}
+			if present&64 != 0 {
+				it.Amount = &amount
 			}
 			r.Items = append(r.Items, it)
 		}

@@ -568,6 +568,12 @@ func (s *Reconciler) payDebts(ctx context.Context, debts []owed, st *ReconcileSt
 		}
 		item := flow.Item{PromoID: promoID, Type: typ, Num: d.entry.Num, Shard: d.shard}
 		item.Bucket, item.Buckets = s.bucketOf(ctx, d.shard, d.key)
+		// An entry of an envelope pool names the parts its return gave back.
+		env, err := d.entry.Envelope()
+		if err != nil {
+			s.logErr("an owed CANCEL's pool parts unreadable; it carries none and the record nets it by its GRAB", err, "requestId", d.rid, "key", d.key)
+		}
+		item.Amount, item.Parts = env.Amount, env.Parts
 		events[i] = s.event(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, []flow.Item{item}, now, reason)
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)

@@ -30,7 +30,7 @@ func TestReplayStatesDecideByPrecedence(t *testing.T) {
 		{[]string{G, C}, AlreadyReturned, "since been returned"},
 		{[]string{X, P}, Unavailable, "still being committed"},
 	} {
-		got := s.replay(req, c.states)
+		got := s.replay(req, c.states, nil)
 		if got.Result != c.want || !strings.Contains(got.Message, c.says) {
 			t.Errorf("states %v: %s %q, want %s saying %q", c.states, got.Result, got.Message, c.want, c.says)
 		}

@@ -21,8 +21,10 @@ type Status struct {
 	Type      int         `json:"type"`
 	State     promo.State `json:"state"`
 	Remaining int64       `json:"remaining"`
-	StartAt   time.Time   `json:"startAt"`
-	EndAt     time.Time   `json:"endAt"`
+	// RemainingAmount is, for an envelope pool, the sum of the parts left.
+	RemainingAmount *int64    `json:"remainingAmount,omitempty"`
+	StartAt         time.Time `json:"startAt"`
+	EndAt           time.Time `json:"endAt"`
 }
 
 // statusCache keeps each promotion's status for StatusTTL and lets one request per
@@ -101,6 +103,9 @@ func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, 
 			start, end := time.UnixMilli(h.StartMs).UTC(), time.UnixMilli(h.EndMs).UTC()
 			c.st = Status{PromoID: promoID, Type: typ, Remaining: h.Remaining, StartAt: start, EndAt: end,
 				State: promo.DeriveState(promo.State(h.State), start, end, h.Remaining, now)}
+			if h.IsPool() { // one bucket only: the hash holds the whole pool
+				c.st.RemainingAmount = &h.EnvLeft
+			}
 		}
 		s.status.m.Put(key, c, s.Clock())
 		return c, nil
