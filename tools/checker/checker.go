@@ -14,6 +14,11 @@
 //	broker  the Kafka topic: every event the broker holds must be in the record
 //
 // and the Redis counters (remaining, per pin, per ip) must be the sums of the ledger.
+//
+// An envelope pool's money is checked the same way (invariant 7, envelope.go): every
+// envelope held by at most one grant, the amounts each witness says were handed out
+// equal, never above the budget, and the pool's parts left exactly the split's less
+// those held.
 package checker
 
 import (
@@ -34,7 +39,13 @@ type Promotion struct {
 	// Buckets is how many buckets the promotion is split into (0 or 1: one); the
 	// checker reads them as one promotion (docs/CONTRACT.md, "Buckets").
 	Buckets int
+	// EnvelopeAmount is an envelope pool's budget, the sum of its Total envelopes
+	// (docs/CONTRACT.md, "Envelope pools"); 0 for a promotion that is no pool.
+	EnvelopeAmount int64
 }
+
+// IsPool reports whether the promotion is an envelope pool.
+func (p Promotion) IsPool() bool { return p.EnvelopeAmount > 0 }
 
 // Key is the promotion's Redis hash key.
 func (p Promotion) Key() string { return promo.Key(p.PromoID, p.Type) }
@@ -44,6 +55,10 @@ type Item struct {
 	PromoID string
 	Type    int
 	Num     int64
+	// Amount and Returned, of an envelope pool's item: the amount the final GRANTED
+	// answer carried, and the amount a RETURNED answer to its cancel carried (0
+	// when the client was told no such answer).
+	Amount, Returned int64
 }
 
 // Key is the item's promotion hash key.
@@ -104,6 +119,15 @@ type Report struct {
 	Drift int64
 	// Unresolved: requests whose client never got a definite answer.
 	Unresolved int
+	// EnvelopeFaults (invariant 7): envelopes of a pool held by two grants at once
+	// by the record, held and in the pool at once, neither held nor in the pool, or
+	// taken with the wrong parts (a grab's parts not num of the pool's, a cancel's
+	// not its grab's).
+	EnvelopeFaults int
+	// AmountDrift (invariant 7): money, in the smallest currency unit, that a pool
+	// granted beyond its budget by any witness, or on which the witnesses (clients,
+	// Redis ledger, envAmount - envLeft, the pool's parts, the record) disagree.
+	AmountDrift int64
 	// Findings describe the first failures, for the log.
 	Findings []string
 	// Overflow counts findings not kept.
@@ -112,7 +136,8 @@ type Report struct {
 
 // Failed reports whether any invariant failed.
 func (r *Report) Failed() bool {
-	return r.Oversold != 0 || r.LimitBreached != 0 || r.Leaked != 0 || r.Lost != 0 || r.Drift != 0 || r.Unresolved != 0
+	return r.Oversold != 0 || r.LimitBreached != 0 || r.Leaked != 0 || r.Lost != 0 || r.Drift != 0 || r.Unresolved != 0 ||
+		r.EnvelopeFaults != 0 || r.AmountDrift != 0
 }
 
 const maxFindings = 40
@@ -131,8 +156,8 @@ func (r *Report) Summary() string {
 	if r.Failed() {
 		verdict = "FAIL"
 	}
-	return fmt.Sprintf("%s: %d promotions, %d requests; oversold %d, leaked %d, lost %d, limit-breached %d, record drift %d, unresolved %d",
-		verdict, r.Promotions, r.Requests, r.Oversold, r.Leaked, r.Lost, r.LimitBreached, r.Drift, r.Unresolved)
+	return fmt.Sprintf("%s: %d promotions, %d requests; oversold %d, leaked %d, lost %d, limit-breached %d, record drift %d, unresolved %d, envelope faults %d, amount drift %d",
+		verdict, r.Promotions, r.Requests, r.Oversold, r.Leaked, r.Lost, r.LimitBreached, r.Drift, r.Unresolved, r.EnvelopeFaults, r.AmountDrift)
 }
 
 // String lists the summary and the findings.

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,7 +156,7 @@ func partitions(ctx context.Context, c *kafka.Client) ([]int, error) {
 
 // Read takes the snapshot of the promotions: Redis, the record and the topic.
 func (s Sources) Read(ctx context.Context, promos []Promotion) (Snapshot, error) {
-	snap := Snapshot{Redis: map[string]PromoState{}, Record: map[string][]Row{}}
+	snap := Snapshot{Redis: map[string]PromoState{}, Record: map[string][]Row{}, Splits: map[string]Split{}}
 	for _, p := range promos {
 		keys, clients := p.hashes(s)
 		var st PromoState
@@ -169,6 +170,9 @@ func (s Sources) Read(ctx context.Context, promos []Promotion) (Snapshot, error)
 		snap.Redis[p.Key()] = st
 	}
 	if err := s.readRecord(ctx, promos, snap.Record); err != nil {
+		return snap, err
+	}
+	if err := s.readSplits(ctx, promos, snap.Splits); err != nil {
 		return snap, err
 	}
 	if len(s.Brokers) > 0 {
@@ -190,19 +194,21 @@ func readRedis(ctx context.Context, c redis.UniversalClient, key string) (PromoS
 	defer cancel()
 	var hash, pins, ips, ledger *redis.MapStringStringCmd
 	var open *redis.IntCmd
+	var pool *redis.ZSliceCmd
 	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		hash = p.HGetAll(ctx, key)
 		pins = p.HGetAll(ctx, promo.PinsKey(key))
 		ips = p.HGetAll(ctx, promo.IPsKey(key))
 		ledger = p.HGetAll(ctx, promo.LedgerKey(key))
 		open = p.ZCard(ctx, promo.PendingKey(key))
+		pool = p.ZRangeWithScores(ctx, promo.EnvelopeKey(key), 0, -1)
 		return nil
 	})
 	if err != nil {
 		return PromoState{}, fmt.Errorf("read %s: %w", key, err)
 	}
 	st := PromoState{Found: len(hash.Val()) > 0, Pins: map[string]int64{}, IPs: map[string]int64{},
-		Ledger: map[string]lua.LedgerEntry{}, Open: open.Val()}
+		Ledger: map[string]lua.LedgerEntry{}, Open: open.Val(), Pool: map[int]int64{}}
 	h := hash.Val()
 	var perr error
 	num := func(s string) int64 {
@@ -214,6 +220,20 @@ func readRedis(ctx context.Context, c redis.UniversalClient, key string) (PromoS
 	}
 	if st.Found {
 		st.Total, st.Remaining = num(h["total"]), num(h["remaining"])
+		if v, ok := h["envAmount"]; ok {
+			st.EnvAmount, st.EnvLeft = num(v), num(h["envLeft"])
+		}
+	}
+	for _, z := range pool.Val() {
+		m, _ := z.Member.(string)
+		idx, amount, err := lua.ParseEnvelopeMember(m)
+		if err != nil {
+			return st, fmt.Errorf("read %s: %w", promo.EnvelopeKey(key), err)
+		}
+		if z.Score != float64(idx) {
+			return st, fmt.Errorf("read %s: envelope %q scored %v, not by its idx", promo.EnvelopeKey(key), m, z.Score)
+		}
+		st.Pool[idx] = amount
 	}
 	for k, v := range pins.Val() {
 		st.Pins[k] = num(v)
@@ -247,23 +267,82 @@ func (s Sources) readRecord(ctx context.Context, promos []Promotion, out map[str
 			args = append(args, p.PromoID, p.Type)
 		}
 		var rows []struct {
-			EventID   string `db:"event_id"`
-			RequestID string `db:"request_id"`
-			Kind      string `db:"kind"`
-			Pin       string `db:"pin"`
-			IP        string `db:"ip"`
-			PromoID   string `db:"promo_id"`
-			Type      int    `db:"promo_type"`
-			Num       int64  `db:"num"`
+			EventID   string         `db:"event_id"`
+			RequestID string         `db:"request_id"`
+			Kind      string         `db:"kind"`
+			Pin       string         `db:"pin"`
+			IP        string         `db:"ip"`
+			PromoID   string         `db:"promo_id"`
+			Type      int            `db:"promo_type"`
+			Num       int64          `db:"num"`
+			Amount    sql.NullInt64  `db:"amount"`
+			Parts     sql.NullString `db:"parts"`
 		}
-		q := `SELECT event_id, request_id, kind, pin, ip, promo_id, promo_type, num FROM grab_flow WHERE ` + strings.Join(conds, " OR ")
+		q := `SELECT event_id, request_id, kind, pin, ip, promo_id, promo_type, num, amount, parts FROM grab_flow WHERE ` + strings.Join(conds, " OR ")
 		if err := s.DB.SelectContext(ctx, &rows, q, args...); err != nil {
 			return fmt.Errorf("read the flow log: %w", err)
 		}
 		for _, r := range rows {
 			k := promo.Key(r.PromoID, r.Type)
-			out[k] = append(out[k], Row{RequestID: r.RequestID, Kind: r.Kind, Pin: r.Pin, IP: r.IP, Num: r.Num, EventID: r.EventID})
+			parts, err := parseParts(r.Parts.String)
+			if err != nil {
+				return fmt.Errorf("read the flow log: event %s of %s: %w", r.EventID, k, err)
+			}
+			out[k] = append(out[k], Row{RequestID: r.RequestID, Kind: r.Kind, Pin: r.Pin, IP: r.IP, Num: r.Num, EventID: r.EventID,
+				Amount: r.Amount.Int64, Parts: parts})
 		}
+	}
+	return nil
+}
+
+// parseParts reads grab_flow.parts, the envelopes' idx comma-separated ("" for an
+// item of no pool).
+func parseParts(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		idx, err := strconv.Atoi(f)
+		if err != nil || idx < 0 {
+			return nil, fmt.Errorf("parts %q: want comma-separated envelope indexes", s)
+		}
+		out = append(out, idx)
+	}
+	return out, nil
+}
+
+// readSplits reads each pool's split from the record: its budget and its
+// envelopes' amounts by idx.
+func (s Sources) readSplits(ctx context.Context, promos []Promotion, out map[string]Split) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, p := range promos {
+		if !p.IsPool() {
+			continue
+		}
+		var amount []sql.NullInt64
+		if err := s.DB.SelectContext(ctx, &amount, `SELECT envelope_amount FROM promotion WHERE promo_id = ? AND promo_type = ?`, p.PromoID, p.Type); err != nil {
+			return fmt.Errorf("read the pool of %s: %w", p.Key(), err)
+		}
+		var parts []struct {
+			Idx    int   `db:"idx"`
+			Amount int64 `db:"amount"`
+		}
+		if err := s.DB.SelectContext(ctx, &parts, `SELECT idx, amount FROM promotion_envelope WHERE promo_id = ? AND promo_type = ? ORDER BY idx`, p.PromoID, p.Type); err != nil {
+			return fmt.Errorf("read the split of %s: %w", p.Key(), err)
+		}
+		sp := Split{Found: len(amount) == 1 && amount[0].Valid}
+		if sp.Found {
+			sp.Amount = amount[0].Int64
+		}
+		for i, e := range parts {
+			if e.Idx != i {
+				return fmt.Errorf("read the split of %s: envelope idx %d where %d belongs (the split has a gap)", p.Key(), e.Idx, i)
+			}
+			sp.Parts = append(sp.Parts, e.Amount)
+		}
+		out[p.Key()] = sp
 	}
 	return nil
 }
@@ -284,7 +363,8 @@ func ReadTopic(ctx context.Context, brokers []string, wanted map[string]bool) (m
 			for _, it := range e.Items {
 				k := promo.Key(it.PromoID, it.Type)
 				if wanted == nil || wanted[k] {
-					out[k] = append(out[k], Row{RequestID: e.RequestID, Kind: string(e.Kind), Pin: e.Pin, IP: e.IP, Num: it.Num, EventID: e.EventID, Offset: offset})
+					out[k] = append(out[k], Row{RequestID: e.RequestID, Kind: string(e.Kind), Pin: e.Pin, IP: e.IP, Num: it.Num, EventID: e.EventID, Offset: offset,
+						Amount: it.Amount, Parts: it.Parts})
 				}
 			}
 		}); err != nil {
@@ -343,6 +423,9 @@ func merge(st, b PromoState, first bool) PromoState {
 	}
 	st.Total += b.Total
 	st.Remaining += b.Remaining
+	if first { // a pool is of one bucket only
+		st.EnvAmount, st.EnvLeft, st.Pool = b.EnvAmount, b.EnvLeft, b.Pool
+	}
 	st.Open += b.Open
 	for who, n := range b.Pins {
 		st.Pins[who] += n

@@ -11,6 +11,11 @@ type PromoState struct {
 	Pins, IPs        map[string]int64
 	Ledger           map[string]lua.LedgerEntry // requestId -> entry
 	Open             int64                      // entries in the pending set
+	// EnvAmount and EnvLeft are an envelope pool's hash fields (the budget, the sum
+	// of the envelopes left), Pool its sorted set of envelopes left, idx -> amount;
+	// zero and empty for a promotion that is no pool.
+	EnvAmount, EnvLeft int64
+	Pool               map[int]int64
 }
 
 // Row is one flow event of one promotion: a grab_flow row, or an event on the topic.
@@ -18,6 +23,10 @@ type Row struct {
 	RequestID, Kind, Pin, IP string
 	Num                      int64
 	EventID                  string
+	// Amount and Parts: of an envelope pool's item, the envelopes (idx) the GRAB
+	// took or the CANCEL gave back, and their sum (grab_flow.amount, .parts).
+	Amount int64
+	Parts  []int
 	// Offset orders a request's events on the topic (all of a request's events
 	// share a partition); unused for grab_flow rows.
 	Offset int64
@@ -29,6 +38,17 @@ type Snapshot struct {
 	Record map[string][]Row
 	// Broker holds the events the Kafka topic still has; nil when it was not read.
 	Broker map[string][]Row
+	// Splits are the envelope pools' splits as the record keeps them, by
+	// promotion key (pools only).
+	Splits map[string]Split
+}
+
+// Split is an envelope pool as MySQL keeps it: promotion.envelope_amount and
+// promotion_envelope's amounts, by idx (the order they are handed out in).
+type Split struct {
+	Found  bool // the promotion row exists and is a pool
+	Amount int64
+	Parts  []int64
 }
 
 // flows indexes one promotion's flow rows by request (the first of each kind) and
@@ -272,6 +292,14 @@ func Verify(promos []Promotion, reqs []Request, snap Snapshot) Report {
 					rep.find("%s %s: CANCEL on the topic after its GRAB, but not in the record", key, rid)
 				}
 			}
+		}
+
+		// Invariant 7, of an envelope pool.
+		if p.IsPool() {
+			verifyPool(&rep, p, st, snap.Splits[key], snap.Record[key], toldOn[key])
+		} else if st.EnvAmount != 0 {
+			rep.AmountDrift += st.EnvAmount
+			rep.find("%s: Redis holds a pool of %d (envAmount), created as no pool", key, st.EnvAmount)
 		}
 	}
 	rep.LimitBreached += len(breached)
