@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,7 +100,7 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 		for _, r := range chunk {
 			args = append(args, w.events[r.event][:]...)
 			// Integers below 256 (a type, a shard, most nums) are boxed without an allocation.
-			args = append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard), int64(r.bucket), int64(r.buckets))
+			args = append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard), int64(r.bucket), int64(r.buckets), r.amount, r.parts)
 		}
 		w.args = args
 		if _, err := tx.StmtContext(ctx, st.insert[b]).ExecContext(ctx, args...); err != nil {
@@ -143,7 +144,7 @@ const insertChunk = 500
 
 // flowBuckets is how many sizes InsertFlows' statements come in: 1, 2, 4, ...
 // flowBucketMax rows (request ids for the lookup). The largest INSERT carries
-// 13 × 512 = 6,656 placeholders, well under MySQL's 65,535.
+// 17 × 512 = 8,704 placeholders, well under MySQL's 65,535.
 // The UPDATE of remaining comes in 1, 2, 4, ... flowPromoMax promotions.
 const (
 	flowBuckets      = 10
@@ -155,9 +156,9 @@ const (
 // flowColumns are grab_flow's columns as InsertFlows writes them: the event's
 // first (eventColumns of them, the same for each of its items), then the item's.
 const (
-	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard, bucket, buckets"
+	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard, bucket, buckets, amount, parts"
 	eventColumns = 9
-	rowColumns   = eventColumns + 6
+	rowColumns   = eventColumns + 8
 )
 
 // flowStmts are InsertFlows' statements, prepared on first use. A *sql.Stmt is
@@ -254,6 +255,9 @@ type newFlow struct {
 	// bucket and buckets: where the units came from, of how many (1 for an
 	// ordinary promotion)
 	bucket, buckets int
+	// amount and parts: an envelope pool's item, the sum of its parts and their
+	// idx as grab_flow keeps them (partsColumn); both nil, NULL, for any other
+	amount, parts any
 }
 
 // flowBatch is the scratch of one InsertFlows: its slices and maps are reused by
@@ -329,7 +333,11 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 			w.ids = append(w.ids, requestID)
 		}
 		for _, it := range e.Items {
-			w.rows = append(w.rows, newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, event: len(w.events) - 1, num: it.Num, shard: it.Shard, bucket: it.Bucket, buckets: max(it.Buckets, 1)})
+			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, event: len(w.events) - 1, num: it.Num, shard: it.Shard, bucket: it.Bucket, buckets: max(it.Buckets, 1)}
+			if len(it.Parts) > 0 {
+				r.amount, r.parts = it.Amount, partsColumn(it.Parts)
+			}
+			w.rows = append(w.rows, r)
 		}
 	}
 	return nil
@@ -395,24 +403,34 @@ func (s *Store) HasGrab(ctx context.Context, requestID, promoID string, typ int)
 	return true, nil
 }
 
-// GrabItems returns the pin, ip and items of requestID's GRAB as the log holds them.
+// GrabItems returns the pin, ip and items of requestID's GRAB as the log holds them,
+// an envelope pool's item with the amount and parts it took.
 func (s *Store) GrabItems(ctx context.Context, requestID string) (pin, ip string, items []flow.Item, err error) {
 	var rows []struct {
-		Pin     string `db:"pin"`
-		IP      string `db:"ip"`
-		PromoID string `db:"promo_id"`
-		Type    int    `db:"promo_type"`
-		Num     int64  `db:"num"`
-		Shard   int    `db:"shard"`
-		Bucket  int    `db:"bucket"`
-		Buckets int    `db:"buckets"`
+		Pin     string         `db:"pin"`
+		IP      string         `db:"ip"`
+		PromoID string         `db:"promo_id"`
+		Type    int            `db:"promo_type"`
+		Num     int64          `db:"num"`
+		Shard   int            `db:"shard"`
+		Bucket  int            `db:"bucket"`
+		Buckets int            `db:"buckets"`
+		Amount  sql.NullInt64  `db:"amount"`
+		Parts   sql.NullString `db:"parts"`
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard, bucket, buckets FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
+	if err := s.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard, bucket, buckets, amount, parts FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
 		return "", "", nil, fmt.Errorf("grab items %s: %w", requestID, err)
 	}
 	for _, r := range rows {
 		pin, ip = r.Pin, r.IP
-		items = append(items, flowItem(r.PromoID, r.Type, r.Num, r.Shard, r.Bucket, r.Buckets))
+		it := flowItem(r.PromoID, r.Type, r.Num, r.Shard, r.Bucket, r.Buckets)
+		if r.Parts.Valid {
+			if it.Parts, err = parseParts(r.Parts.String); err != nil {
+				return "", "", nil, fmt.Errorf("grab items %s: %w", requestID, err)
+			}
+			it.Amount = r.Amount.Int64
+		}
+		items = append(items, it)
 	}
 	return pin, ip, items, nil
 }
@@ -435,4 +453,30 @@ func flowItem(promoID string, typ int, num int64, shard, bucket, buckets int) fl
 		it.Bucket, it.Buckets = bucket, buckets
 	}
 	return it
+}
+
+// partsColumn is grab_flow.parts of an envelope pool's item: its parts' idx,
+// comma-separated, in the order taken.
+func partsColumn(parts []int) string {
+	b := make([]byte, 0, 8*len(parts))
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(p), 10)
+	}
+	return string(b)
+}
+
+// parseParts reads partsColumn's form back.
+func parseParts(s string) ([]int, error) {
+	out := make([]int, 0, strings.Count(s, ",")+1)
+	for f := range strings.SplitSeq(s, ",") {
+		p, err := strconv.Atoi(f)
+		if err != nil || p < 0 {
+			return nil, fmt.Errorf("grab_flow.parts %q: want comma-separated part indexes", s)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -77,23 +77,29 @@ type FlowRow struct {
 	// Bucket is the bucket the units came from (went back to), of Buckets (1 for
 	// an ordinary promotion).
 	Bucket, Buckets int
+	// Amount and Parts: an envelope pool's row, the sum of the parts it took (gave
+	// back) and their idx; 0 and nil for a row of no pool, or a pool's CANCEL
+	// published without them (EnvelopePool reads it as giving back its GRAB's).
+	Amount int64
+	Parts  []int
 }
 
-const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, reason, bucket, buckets`
+const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, reason, bucket, buckets, amount, parts`
 
 // flowScanner reads FlowRows with one allocation per row: the strings of a row
 // are slices of one string, not five of their own (a rebuild reads millions). The
 // two integers are scanned as the driver gives them: into an int64 database/sql
 // would convert by reflection, a fifth of the scan.
 type flowScanner struct {
-	cancel, num, bucket, buckets any
-	raw                          [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
-	buf                          []byte
+	cancel, num, bucket, buckets, amount any
+	raw                                  [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
+	parts                                sql.RawBytes    // nil for NULL: a row of no pool
+	buf                                  []byte
 }
 
 func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	r := &f.raw
-	if err := rows.Scan(&f.cancel, &r[0], &r[1], &r[2], &f.num, &r[3], &r[4], &f.bucket, &f.buckets); err != nil {
+	if err := rows.Scan(&f.cancel, &r[0], &r[1], &r[2], &f.num, &r[3], &r[4], &f.bucket, &f.buckets, &f.amount, &f.parts); err != nil {
 		return FlowRow{}, err
 	}
 	cancel, err := driverInt(f.cancel)
@@ -112,6 +118,18 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	if err != nil {
 		return FlowRow{}, fmt.Errorf("buckets: %w", err)
 	}
+	var amount int64
+	var envParts []int
+	if f.parts != nil {
+		if envParts, err = parseParts(string(f.parts)); err != nil {
+			return FlowRow{}, err
+		}
+		if f.amount != nil {
+			if amount, err = driverInt(f.amount); err != nil {
+				return FlowRow{}, fmt.Errorf("amount: %w", err)
+			}
+		}
+	}
 	f.buf = f.buf[:0]
 	for _, b := range r {
 		f.buf = append(f.buf, b...)
@@ -124,7 +142,7 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 		off += len(b)
 	}
 	return FlowRow{Cancel: cancel == 1, RequestID: parts[0], Pin: parts[1], IP: parts[2], Num: num, BodyHash: parts[3], Reason: parts[4],
-		Bucket: int(bucket), Buckets: int(buckets)}, nil
+		Bucket: int(bucket), Buckets: int(buckets), Amount: amount, Parts: envParts}, nil
 }
 
 // driverInt reads a signed integer column as the MySQL driver gives it: an int64,
@@ -204,7 +222,9 @@ type IndexEntry struct {
 
 // EachIndexEntry streams the request index entries whose key lives on shard, of the
 // GRABs that occurred at or after since, one per request in request id order (every
-// item of a multi-item request in one entry). Rows written before migration 0003
+// item of a multi-item request in one entry). An entry names where the items live,
+// as grab-service's claim writes it before the take: without an envelope pool's
+// amount and parts, which the ledger holds. Rows written before migration 0003
 // carry no index shard and are not found. fn's error stops the walk.
 func (s *Store) EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(IndexEntry) error) error {
 	// Without the hint MariaDB scans the whole log and sorts (1.4 s for a million rows

@@ -19,6 +19,7 @@ type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
 	EachFlow(ctx context.Context, id store.ID, fn func(store.FlowRow) error) error
 	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
+	EnvelopePool(ctx context.Context, id store.ID) (store.EnvelopePool, bool, error)
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
 	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
 	PendingChanges(ctx context.Context) ([]store.PendingChange, error)
@@ -38,16 +39,18 @@ type Restored struct {
 	// before migration 0002, or by a producer that does not send it): they are
 	// restored with h = "", so a replay of them answers REQUEST_ID_REUSED.
 	NoBodyHash int
-	Warnings   []string
+	// Envelopes counts an envelope pool's parts left, written to its sorted set.
+	Envelopes int
+	Warnings  []string
 }
 
 // staging names where a promotion is built before it replaces the live keys. They
 // carry the promotion key as hash tag, so RENAME stays within one slot.
-type staging struct{ hash, pins, ips, req string }
+type staging struct{ hash, pins, ips, req, env string }
 
 func stagingOf(key string) staging {
 	p := "{" + key + "}:rebuild:"
-	return staging{p + "hash", p + "pins", p + "ips", p + "req"}
+	return staging{p + "hash", p + "pins", p + "ips", p + "req", p + "env"}
 }
 
 // restorePromotion writes one promotion from the record: first into staging keys
@@ -63,6 +66,11 @@ func stagingOf(key string) staging {
 // A bucket of a bucketed promotion is restored the same way from the rows whose
 // grab had a part on it (target.part), each counted for what that part took.
 //
+// An envelope pool is restored exactly (store.EnvelopePool): its sorted set holds
+// the parts of its split that no grab holds, envLeft their sum, remaining their
+// count; each ledger entry carries the parts its GRAB took, so a cancel after the
+// rebuild gives back exactly those.
+//
 // rowsRead (may be nil) is told how many flow rows were read so far, every
 // flowBatch rows: a promotion of tens of millions of grants takes minutes.
 func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, tg target, batch int, rowsRead func(int)) (Restored, error) {
@@ -72,13 +80,17 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 	w := newPipe(ctx, c, batch)
 	// On an early return, the pipeline in flight still finishes first.
 	defer w.wait()
-	if err := w.do("UNLINK", st.hash, st.pins, st.ips, st.req); err != nil { // leftovers of a killed run
+	if err := w.do("UNLINK", st.hash, st.pins, st.ips, st.req, st.env); err != nil { // leftovers of a killed run
+		return out, err
+	}
+	pool, err := readPool(ctx, rec, tg, &out)
+	if err != nil {
 		return out, err
 	}
 
 	t := flowTally{pins: map[string]int64{}, ips: map[string]int64{}}
 	req := &hset{w: w, key: st.req}
-	if err := readFlows(ctx, rec, tg, &t, req, &out, rowsRead); err != nil {
+	if err := readFlows(ctx, rec, tg, pool, &t, req, &out, rowsRead); err != nil {
 		return out, err
 	}
 	for chunk := range slices.Chunk(t.cancels, cancelLookup) {
@@ -96,7 +108,7 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 				continue
 			}
 			if part, ok, _ := tg.part(g); ok {
-				if err := putLedger(req, g, part, true, cr.Reason); err != nil {
+				if err := putLedger(req, g, part, pool, true, cr.Reason); err != nil {
 					return out, err
 				}
 			}
@@ -116,16 +128,28 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %d flow rows name a bucket outside 0..%d; left out", key, t.badBucket, tg.layout.K-1))
 	}
 	// promotion.remaining is the promotion's, not one bucket's.
+	if pool != nil {
+		// The pool's parts are its stock: q.lua takes num of them for num units.
+		if left := int64(len(pool.Left())); left != out.Remaining {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: the flow log leaves %d units but %d envelopes; remaining written as the envelopes", key, out.Remaining, left))
+			out.Remaining = left
+		}
+		for _, odd := range pool.Odd() {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: envelope pool: %s", key, odd))
+		}
+	}
 	if tg.layout.K == 1 && p.Remaining != out.Remaining {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: promotion.remaining is %d but the flow log gives %d; the flow log wins", key, p.Remaining, out.Remaining))
 	}
 	if p.Pending != nil {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: admin change %s v%d pending; restored v%d, promo-admin's resolver settles the change", key, p.Pending.Op, p.Pending.Version, p.Version))
 	}
-	if err := w.do(append([]any{"HSET", st.hash}, hashFields(tg, out.Remaining)...)...); err != nil {
+	if err := w.do(append([]any{"HSET", st.hash}, hashFields(tg, out.Remaining, pool)...)...); err != nil {
 		return out, err
 	}
-	var err error
+	if out.Envelopes, err = putEnvelopes(w, st.env, pool); err != nil {
+		return out, err
+	}
 	if out.Pins, err = putCounters(w, st.pins, t.pins, key, "pin", &out.Warnings); err != nil {
 		return out, err
 	}
@@ -145,7 +169,7 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 // the target's bucket (all of an ordinary promotion's). The rows go in batches to
 // two goroutines, one summing them into t and one staging the ledger entries of
 // the GRAB rows, so reading, summing and encoding share the machine's cores.
-func readFlows(ctx context.Context, rec Record, tg target, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
+func readFlows(ctx context.Context, rec Record, tg target, pool *store.EnvelopePool, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	toTally, toLedger := make(chan []partRow, 4), make(chan []partRow, 4)
@@ -163,7 +187,7 @@ func readFlows(ctx context.Context, rec Record, tg target, t *flowTally, req *hs
 		for batch := range toLedger {
 			for _, r := range batch {
 				if err == nil && !r.Cancel {
-					if err = putLedger(req, r.FlowRow, r.part, false, ""); err != nil {
+					if err = putLedger(req, r.FlowRow, r.part, pool, false, ""); err != nil {
 						cancel() // stops the read below
 					}
 				}
@@ -257,15 +281,22 @@ func (t *flowTally) add(r partRow) {
 }
 
 // putLedger stages the ledger entry of a GRAB row's part.
-func putLedger(req *hset, g store.FlowRow, part string, cancelled bool, reason string) error {
-	return req.putEntry(g.RequestID, ledgerEntry(g, part, cancelled, reason))
+func putLedger(req *hset, g store.FlowRow, part string, pool *store.EnvelopePool, cancelled bool, reason string) error {
+	e := ledgerEntry(g, part, cancelled, reason)
+	if pool != nil {
+		e.Amount, e.Parts = envelopeTake(g.Parts, pool.Parts)
+	}
+	return req.putEntry(g.RequestID, e)
 }
 
 // hashFields is the promotion hash (lua/README.md) as create.lua writes it, with
 // remaining from the record and the rate window restarting empty: field, value,
 // field, value... A bucket's is as bucket.Create writes it: its share of the total,
 // the rate limit over K rounded up, and buckets = K.
-func hashFields(tg target, remaining int64) []any {
+//
+// A pool's adds envAmount and envLeft (lua/README.md), as create.lua writes them,
+// envLeft the sum of the parts left.
+func hashFields(tg target, remaining int64, pool *store.EnvelopePool) []any {
 	p, s, k := tg.p, tg.p.Spec, int64(tg.layout.K)
 	var rateLimit, windowMs int64
 	if s.RateLimit != nil {
@@ -283,6 +314,9 @@ func hashFields(tg target, remaining int64) []any {
 	}
 	if k > 1 { // create.lua writes it only above 1
 		fields = append(fields, "buckets", k)
+	}
+	if pool != nil {
+		fields = append(fields, "envAmount", pool.Amount, "envLeft", pool.LeftAmount())
 	}
 	return fields
 }
@@ -344,10 +378,68 @@ func swap(ctx context.Context, c redis.UniversalClient, key string, st staging, 
 		if r.Ledger > 0 {
 			p.Rename(ctx, st.req, live[3])
 		}
+		if r.Envelopes > 0 {
+			p.Rename(ctx, st.env, live[5])
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("swap in the rebuilt %s: %w", key, err)
 	}
 	return nil
+}
+
+// readPool reads the envelope pool the target is, nil for a promotion that is no
+// pool. A pool is of one bucket; a bucketed row naming one is restored as no pool,
+// with a warning (the record should never hold it).
+func readPool(ctx context.Context, rec Record, tg target, out *Restored) (*store.EnvelopePool, error) {
+	if tg.p.Spec.Envelope == nil {
+		return nil, nil
+	}
+	if tg.layout.K > 1 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: an envelope pool in %d buckets; restored as no pool", out.Key, tg.layout.K))
+		return nil, nil
+	}
+	pool, ok, err := rec.EnvelopePool(ctx, tg.p.ID())
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &pool, nil
+}
+
+// envelopeTake is a pool ledger entry's a and e (lua.LedgerEntry) for the parts a
+// GRAB row took, with their amounts from the split. A row that names no parts, or
+// one the split lacks (store.EnvelopePool reports it), leaves both empty.
+func envelopeTake(parts []int, split []int64) (amount int64, members string) {
+	if len(parts) == 0 {
+		return 0, ""
+	}
+	for _, p := range parts {
+		if p >= len(split) {
+			return 0, ""
+		}
+		amount += split[p]
+	}
+	return amount, lua.EnvelopeParts(parts, split)
+}
+
+// putEnvelopes writes a pool's parts left into its sorted set (member
+// lua.EnvelopeMember, score idx), lua.MaxEnvelopeStage members a command, and
+// returns how many.
+func putEnvelopes(w *pipe, key string, pool *store.EnvelopePool) (int, error) {
+	if pool == nil {
+		return 0, nil
+	}
+	left := pool.Left()
+	for chunk := range slices.Chunk(left, lua.MaxEnvelopeStage) {
+		args := make([]any, 0, 2+2*len(chunk))
+		args = append(args, "ZADD", key)
+		for _, idx := range chunk {
+			args = append(args, idx, lua.EnvelopeMember(idx, pool.Parts[idx]))
+		}
+		if err := w.do(args...); err != nil {
+			return 0, err
+		}
+	}
+	return len(left), nil
 }

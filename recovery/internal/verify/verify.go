@@ -29,6 +29,7 @@ import (
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
 	"github.com/flashsale/platform/recovery/internal/progress"
 )
@@ -37,6 +38,7 @@ import (
 type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
 	FlowCounters(ctx context.Context, id store.ID) (store.FlowCounters, error)
+	EnvelopePool(ctx context.Context, id store.ID) (store.EnvelopePool, bool, error)
 	IndexRecord
 }
 
@@ -68,7 +70,9 @@ type Deps struct {
 
 // Drift is one counter that differs. What is "promotion" (hash missing),
 // "remaining", "pin" or "ip", Who the pin or ip; or "request index", Redis and Record
-// the entries present and due on the shard, Who one of the missing keys.
+// the entries present and due on the shard, Who one of the missing keys; or, of an
+// envelope pool, "envAmount" or "envLeft", or "envelopes" (Redis and Record the
+// parts left, Who the first part that differs).
 type Drift struct {
 	Key           string
 	Shard         int
@@ -82,6 +86,8 @@ func (d Drift) String() string {
 		return fmt.Sprintf("DRIFT  %s  shard %d  promotion missing from Redis (record: remaining %d)", d.Key, d.Shard, d.Record)
 	case "remaining":
 		return fmt.Sprintf("DRIFT  %s  shard %d  remaining  redis=%d  record=%d", d.Key, d.Shard, d.Redis, d.Record)
+	case "envelopes":
+		return fmt.Sprintf("DRIFT  %s  shard %d  envelopes left  redis=%d  record=%d  (first difference: %s)", d.Key, d.Shard, d.Redis, d.Record, d.Who)
 	case "request index":
 		return fmt.Sprintf("DRIFT  request index  shard %d  entries redis=%d  record=%d  (missing e.g. %s; bin/recovery rebuild --shard %d restores them)",
 			d.Shard, d.Redis, d.Record, d.Who, d.Shard)
@@ -232,6 +238,7 @@ func drifted(cs []Checked) bool {
 type redisSide struct {
 	hash, pins, ips map[string]string
 	open            int64
+	envelopes       []string // an envelope pool's parts left, by idx
 }
 
 // check reads the Redis counters of the promotion's buckets (each in one
@@ -244,28 +251,99 @@ func check(ctx context.Context, shards []redis.UniversalClient, rec Record, p st
 		key, shard := l.Keys[b], l.Shards[b]
 		var hash, pins, ips *redis.MapStringStringCmd
 		var open *redis.IntCmd
+		var envelopes *redis.StringSliceCmd
 		_, err := shards[shard].TxPipelined(ctx, func(pp redis.Pipeliner) error {
 			hash = pp.HGetAll(ctx, key)
 			pins = pp.HGetAll(ctx, promo.PinsKey(key))
 			ips = pp.HGetAll(ctx, promo.IPsKey(key))
 			open = pp.ZCard(ctx, promo.PendingKey(key))
+			if p.Spec.Envelope != nil {
+				envelopes = pp.ZRange(ctx, promo.EnvelopeKey(key), 0, -1)
+			}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("verify: read %s on shard %d: %w", key, shard, err)
 		}
-		sides[i] = redisSide{hash.Val(), pins.Val(), ips.Val(), open.Val()}
+		sides[i] = redisSide{hash: hash.Val(), pins: pins.Val(), ips: ips.Val(), open: open.Val()}
+		if envelopes != nil {
+			sides[i].envelopes = envelopes.Val()
+		}
 	}
 	counters, err := rec.FlowCounters(ctx, p.ID())
 	if err != nil {
 		return nil, err
 	}
+	var pool *store.EnvelopePool
+	if p.Spec.Envelope != nil && l.K == 1 { // a pool is of one bucket
+		ep, ok, err := rec.EnvelopePool(ctx, p.ID())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			pool = &ep
+		}
+	}
 	shares := bucket.Shares(p.Spec.Total, l.K)
 	out := make([]Checked, len(buckets))
 	for i, b := range buckets {
 		out[i] = compareBucket(l, b, shares[b], sides[i], counters)
+		if pool != nil && out[i].Open == 0 && len(sides[i].hash) > 0 {
+			out[i].Drifts = append(out[i].Drifts, comparePool(out[i].Key, out[i].Shard, sides[i], *pool)...)
+		}
 	}
 	return out, nil
+}
+
+// comparePool compares an envelope pool's Redis side with the record: envAmount
+// with the budget, envLeft with the sum of the parts left, and the parts left one
+// by one (the first that differs is named).
+func comparePool(key string, shard int, side redisSide, pool store.EnvelopePool) []Drift {
+	var out []Drift
+	if n := parse(side.hash["envAmount"]); n != pool.Amount {
+		out = append(out, Drift{Key: key, Shard: shard, What: "envAmount", Redis: n, Record: pool.Amount})
+	}
+	if n, want := parse(side.hash["envLeft"]), pool.LeftAmount(); n != want {
+		out = append(out, Drift{Key: key, Shard: shard, What: "envLeft", Redis: n, Record: want})
+	}
+	left := pool.Left()
+	if first := firstPartDiffering(side.envelopes, left, pool.Parts); first != "" {
+		out = append(out, Drift{Key: key, Shard: shard, What: "envelopes", Who: first, Redis: int64(len(side.envelopes)), Record: int64(len(left))})
+	}
+	return out
+}
+
+// firstPartDiffering walks the pool's sorted set (members by idx) beside the
+// record's parts left (idx ascending) and describes the first part in which they
+// differ, "" when they agree.
+func firstPartDiffering(members []string, left []int, split []int64) string {
+	for i := 0; i < len(members) || i < len(left); i++ {
+		var have, want string
+		haveIdx, wantIdx := -1, -1
+		if i < len(members) {
+			have = members[i]
+			idx, _, err := lua.ParseEnvelopeMember(have)
+			if err != nil {
+				return fmt.Sprintf("redis holds %q, no part", have)
+			}
+			haveIdx = idx
+		}
+		if i < len(left) {
+			wantIdx = left[i]
+			want = lua.EnvelopeMember(wantIdx, split[wantIdx])
+		}
+		switch {
+		case have == want:
+			continue
+		case haveIdx >= 0 && (wantIdx < 0 || haveIdx < wantIdx):
+			return fmt.Sprintf("part %d: redis %s, record handed out", haveIdx, have)
+		case wantIdx >= 0 && (haveIdx < 0 || wantIdx < haveIdx):
+			return fmt.Sprintf("part %d: redis handed out, record %s", wantIdx, want)
+		default:
+			return fmt.Sprintf("part %d: redis %s, record %s", haveIdx, have, want)
+		}
+	}
+	return ""
 }
 
 // compareBucket compares bucket b's Redis counters with what the flow log says it
