@@ -119,7 +119,7 @@ func (d *drillEnv) runDrill(ctx context.Context, dr drill) row {
 	start := time.Now()
 	r := row{name: dr.name, title: dr.title, st: newStats()}
 	d.logf("== %s: %s", dr.name, dr.title)
-	rd, err := newRound(ctx, d.ctl.st.Admin, d.admin, d.run, dr.name, 40)
+	rd, err := newRound(ctx, d.ctl.st.Admin, d.admin, d.run, dr.name, 40, d.o.redisShard)
 	if err != nil {
 		r.checks = append(r.checks, "round not created: "+err.Error())
 		r.elapsed = time.Since(start)
@@ -148,6 +148,11 @@ func (d *drillEnv) runDrill(ctx context.Context, dr drill) row {
 	} else {
 		r.rep = checker.Verify(promos, d.load.requests(), snap)
 		r.checked = true
+		note, exercised := poolOutcome(rd.pool, d.load.requests(), snap)
+		r.notes = append(r.notes, note)
+		if !exercised {
+			r.checks = append(r.checks, "the round's envelope pool "+rd.pool.Key()+" granted no envelope: the drill did not exercise it")
+		}
 		d.logf("%s: %s", dr.name, r.rep.String())
 	}
 	r.findings = append(append([]string(nil), r.checks...), r.rep.Findings...)
@@ -159,6 +164,37 @@ func (d *drillEnv) runDrill(ctx context.Context, dr drill) row {
 		d.logf("%s FAILED check: %s", dr.name, c)
 	}
 	return r
+}
+
+// poolOutcome describes what the round's envelope pool handed out, by the clients'
+// answers and by the record, and reports whether any envelope was granted.
+func poolOutcome(pool sale, reqs []checker.Request, snap checker.Snapshot) (string, bool) {
+	key := pool.Key()
+	var granted, returned, toldAmount int64
+	for _, r := range reqs {
+		for _, it := range r.Items {
+			if it.Key() != key || r.Grab != "GRANTED" {
+				continue
+			}
+			granted += it.Num
+			if held, _ := r.Held(); held {
+				toldAmount += it.Amount
+			} else {
+				returned += it.Num
+			}
+		}
+	}
+	var recorded int64
+	for _, row := range snap.Record[key] {
+		if row.Kind == "GRAB" {
+			recorded += row.Amount
+		} else {
+			recorded -= row.Amount
+		}
+	}
+	st := snap.Redis[key]
+	return fmt.Sprintf("envelope pool %s: %d envelopes granted, %d returned, %d of %d left; held by the clients' answers %d, by the record %d, envLeft %d, of the budget %d",
+		key, granted, returned, st.Remaining, pool.Total, toldAmount, recorded, st.EnvLeft, pool.EnvelopeAmount), granted > 0
 }
 
 // shapeOf is the load a drill runs under: the steady rate, or for a saturation
@@ -835,12 +871,13 @@ func (l *load) probe(rd *round, s sale) reply {
 	l.mu.Unlock()
 	body := grabBody(req)
 	r := l.send("/v1/grab", body, 1)
-	final := r.result
+	final := r
 	if !grabDefinite(r) && !nothingTaken(r) {
 		final, _ = l.callFrom("/v1/grab", body, grabDefinite, 2)
 	}
 	l.mu.Lock()
-	req.Grab, req.Done = final, time.Now()
+	req.Grab, req.Done = final.result, time.Now()
+	keepAmounts(req, final)
 	l.mu.Unlock()
 	return r
 }
@@ -858,18 +895,20 @@ func (l *load) legit(s sale, pin, ip string, cancel bool) *checker.Request {
 	l.mu.Lock()
 	l.reqs = append(l.reqs, req)
 	l.mu.Unlock()
-	final, _ := l.call("/v1/grab", grabBody(req), grabDefinite)
+	answer, _ := l.call("/v1/grab", grabBody(req), grabDefinite)
 	l.mu.Lock()
-	req.Grab, req.Done = final, time.Now()
+	req.Grab, req.Done = answer.result, time.Now()
+	keepAmounts(req, answer)
 	l.mu.Unlock()
-	if cancel && final == "GRANTED" {
+	if cancel && answer.result == "GRANTED" {
 		b, _ := json.Marshal(map[string]any{"pin": pin})
 		l.mu.Lock()
 		req.Cancel = checker.Unknown
 		l.mu.Unlock()
 		cf, _ := l.call("/v1/grab/"+req.RequestID+"/cancel", b, cancelDefinite)
 		l.mu.Lock()
-		req.Cancel, req.Done = cf, time.Now()
+		req.Cancel, req.Done = cf.result, time.Now()
+		keepAmounts(req, cf)
 		l.mu.Unlock()
 	}
 	l.mu.Lock()

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/tools/checker"
 	"github.com/flashsale/platform/tools/loadgen"
 )
@@ -146,9 +147,11 @@ func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
 	l.mu.Unlock()
 	body, _ := json.Marshal(map[string]any{"requestId": req.RequestID, "pin": req.Pin, "ip": req.IP, "items": items})
 
-	final, attempts := l.call("/v1/grab", body, grabDefinite)
+	answer, attempts := l.call("/v1/grab", body, grabDefinite)
+	final := answer.result
 	l.mu.Lock()
 	req.Grab = final
+	keepAmounts(req, answer)
 	req.Done = time.Now()
 	l.mu.Unlock()
 	st.mu.Lock()
@@ -169,9 +172,11 @@ func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
 	l.mu.Lock()
 	req.Cancel = checker.Unknown
 	l.mu.Unlock()
-	cfinal, cattempts := l.call("/v1/grab/"+req.RequestID+"/cancel", cbody, cancelDefinite)
+	canswer, cattempts := l.call("/v1/grab/"+req.RequestID+"/cancel", cbody, cancelDefinite)
+	cfinal := canswer.result
 	l.mu.Lock()
 	req.Cancel = cfinal
+	keepAmounts(req, canswer)
 	req.Done = time.Now()
 	l.mu.Unlock()
 	st.mu.Lock()
@@ -185,7 +190,26 @@ type reply struct {
 	status  int
 	result  string // the body's result, else its code
 	message string
+	// amounts are the envelope pools' items' amounts the answer carried (GRANTED:
+	// taken; RETURNED: given back), by promotion key.
+	amounts map[string]int64
 }
+
+// keepAmounts keeps what a final GRANTED or RETURNED answer said of the request's
+// envelope pool items, for the checker (invariant 7). Call it with l.mu held.
+func keepAmounts(req *checker.Request, a reply) {
+	for i, it := range req.Items {
+		amount, ok := a.amounts[it.Key()]
+		switch {
+		case !ok:
+		case a.result == "GRANTED":
+			req.Items[i].Amount = amount
+		case a.result == "RETURNED":
+			req.Items[i].Returned = amount
+		}
+	}
+}
+
 
 // grabDefinite tells a final grab answer from one to retry. A transport error or a
 // 5xx is retried with the same requestId and body; but a 503 for a requestId that was
@@ -212,30 +236,30 @@ func nothingTaken(r reply) bool {
 func cancelDefinite(r reply) bool { return r.status != 0 && r.status < 500 }
 
 // call sends body to path until definite(reply) or the budget is spent, backing
-// off with jitter between attempts, and returns the final result (checker.Unknown
-// when none is definite) and the attempts made. A grab numbers its attempts
+// off with jitter between attempts, and returns the final answer (its result
+// checker.Unknown when none is definite) and the attempts made. A grab numbers its attempts
 // (X-Grab-Attempt), as a careful checkout service does: the first may then be
 // answered from grab-service's refusal cache, and every retry is looked up.
-func (l *load) call(path string, body []byte, definite func(reply) bool) (string, int) {
+func (l *load) call(path string, body []byte, definite func(reply) bool) (reply, int) {
 	return l.callFrom(path, body, definite, 1)
 }
 
 // callFrom is call whose first send is attempt number first (the requestId was
 // sent first-1 times before).
-func (l *load) callFrom(path string, body []byte, definite func(reply) bool, first int) (string, int) {
+func (l *load) callFrom(path string, body []byte, definite func(reply) bool, first int) (reply, int) {
 	deadline := time.Now().Add(l.budget)
 	var last reply
 	for attempt := first; ; attempt++ {
 		last = l.send(path, body, attempt)
 		sent := attempt - first + 1
 		if definite(last) {
-			return last.result, sent
+			return last, sent
 		}
 		if time.Now().After(deadline) {
 			if nothingTaken(last) && path == "/v1/grab" {
-				return last.result, sent
+				return last, sent
 			}
-			return checker.Unknown, sent
+			return reply{status: last.status, result: checker.Unknown, message: last.message}, sent
 		}
 		time.Sleep(backoff(sent))
 	}
@@ -269,9 +293,22 @@ func (l *load) send(path string, body []byte, attempt int) reply {
 		Result  string `json:"result"`
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		Items   []struct {
+			PromoID string `json:"promoId"`
+			Type    int    `json:"type"`
+			Amount  *int64 `json:"amount"`
+		} `json:"items"`
 	}
 	_ = json.Unmarshal(raw, &b)
 	r := reply{status: resp.StatusCode, result: b.Result, message: b.Message}
+	for _, it := range b.Items {
+		if it.Amount != nil {
+			if r.amounts == nil {
+				r.amounts = map[string]int64{}
+			}
+			r.amounts[promo.Key(it.PromoID, it.Type)] = *it.Amount
+		}
+	}
 	if r.result == "" {
 		r.result = b.Code
 	}

@@ -30,21 +30,31 @@ type sale struct {
 }
 
 // round is the set of promotions one drill sells: one of each kind on every shard,
-// and one hot promotion in buckets across drillBuckets shards.
+// one hot promotion in buckets across drillBuckets shards, and one envelope pool.
 type round struct {
 	name     string
 	sales    []sale
 	hot      []sale
 	other    []sale
 	bucketed sale
+	pool     sale
 }
 
 // drillBuckets is the bucket count of each round's bucketed hot promotion.
 const drillBuckets = 8
 
+// Each round's envelope pool: poolEnvelopes envelopes of at least poolMinAmount,
+// worth poolMeanAmount each on average (docs/CONTRACT.md, "Envelope pools").
+const (
+	poolEnvelopes  = 120
+	poolMinAmount  = 100
+	poolMeanAmount = 500
+)
+
 // newRound creates a round's promotions through promo-admin: for every shard 0..15
-// one hot, one big and one rate-limited promotion.
-func newRound(ctx context.Context, admin, token, run, name string, hotTotal int64) (*round, error) {
+// one hot, one big and one rate-limited promotion, the bucketed hot one, and an
+// envelope pool on poolShard (the shard the Redis drills lose, so a pool is rebuilt).
+func newRound(ctx context.Context, admin, token, run, name string, hotTotal int64, poolShard int) (*round, error) {
 	r := &round{name: name}
 	client := loadgen.Client(4, 10*time.Second)
 	need := map[int][]kind{}
@@ -96,7 +106,36 @@ func newRound(ctx context.Context, admin, token, run, name string, hotTotal int6
 		return nil, fmt.Errorf("create promotion %s in %d buckets: %d %s", id, drillBuckets, a.Status, a.Body)
 	}
 	r.sales, r.bucketed = append(r.sales, b), b
+
+	// The envelope pool: hot too, so it sells out and lives on the envelopes cancels
+	// give back; its grabs take 1 or 2 envelopes (a pin may hold 2), now and then
+	// beside other items.
+	pool, err := newPool(ctx, client, admin, token, run, name, start, end, poolShard)
+	if err != nil {
+		return nil, err
+	}
+	r.sales, r.pool = append(r.sales, pool), pool
 	return r, nil
+}
+
+// newPool creates a round's envelope pool through promo-admin, on shard.
+func newPool(ctx context.Context, client *http.Client, admin, token, run, name, start, end string, shard int) (sale, error) {
+	var id string
+	for n := 0; ; n++ {
+		id = fmt.Sprintf("%s-%s-e%d", run, name, n)
+		if ring.Default.Shard(promo.Key(id, 1)) == shard {
+			break
+		}
+	}
+	amount := int64(poolEnvelopes*poolMeanAmount) + rand.Int64N(poolEnvelopes) // not a round sum: the split must hit it to the unit
+	s := sale{Promotion: checker.Promotion{PromoID: id, Type: 1, Total: poolEnvelopes, PerPin: 2, PerIP: 6, EnvelopeAmount: amount}, kind: hot}
+	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + name + " (envelope pool)", "maxPerGrab": 2, "startAt": start, "endAt": end,
+		"total": s.Total, "perPinLimit": s.PerPin, "perIpLimit": s.PerIP, "envelope": map[string]any{"amount": amount, "minAmount": poolMinAmount}}
+	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: token})
+	if a.Status != http.StatusCreated {
+		return s, fmt.Errorf("create envelope pool %s: %d %s", id, a.Status, a.Body)
+	}
+	return s, nil
 }
 
 // pick chooses the promotions of one grab: usually one, sometimes two or three on
@@ -118,8 +157,11 @@ func (r *round) pick(rnd *rand.Rand) []sale {
 			pool = r.hot
 		}
 		s := pool[rnd.IntN(len(pool))]
-		if rnd.IntN(8) == 0 { // a sixteenth of the picks: the crowd's favourite
+		switch rnd.IntN(8) {
+		case 0: // an eighth of the picks: the crowd's favourite
 			s = r.bucketed
+		case 1: // and another eighth the envelope pool
+			s = r.pool
 		}
 		if seen[s.Key()] {
 			continue

@@ -49,20 +49,21 @@ func count(m map[string]int64, keys ...string) int64 {
 
 // printTable writes the drills' one table, then the answers by result.
 func printTable(w io.Writer, rows []row, o options) {
-	fmt.Fprintf(w, "\nFault drills: %.0f grabs/s by %d buyers over 49 promotions a drill (16 shards x hot, big, rate-limited, and a hot one in %d buckets), ~20%% of grants cancelled.\n", o.rate, o.workers, drillBuckets)
+	fmt.Fprintf(w, "\nFault drills: %.0f grabs/s by %d buyers over 50 promotions a drill (16 shards x hot, big, rate-limited, a hot one in %d buckets, and a pool of %d envelopes on shard %d), ~20%% of grants cancelled.\n", o.rate, o.workers, drillBuckets, poolEnvelopes, o.redisShard)
 	fmt.Fprintf(w, "The -sat drills run with no pace: %d buyers, each grabbing again as soon as it is answered (the stack's peak).\n", o.satWorkers)
 	fmt.Fprintln(w, "Invariant counts are over every promotion and request so far, after the stack settled; all must be 0.")
+	fmt.Fprintln(w, "envelopes: a pool's envelopes held twice, lost or taken wrongly; amount drift: money a pool handed out beyond its budget or on which clients, Redis and the record disagree.")
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "drill\tsecs\trequests\tsent\tgranted\trefused\t429\t503\tunknown\treturned\tfaults\tbad inputs\toversold\tleaked\tlost\tlimit-breached\trecord drift\tdrill checks\tverdict\t")
+	fmt.Fprintln(tw, "drill\tsecs\trequests\tsent\tgranted\trefused\t429\t503\tunknown\treturned\tfaults\tbad inputs\toversold\tleaked\tlost\tlimit-breached\trecord drift\tenvelopes\tamount drift\tdrill checks\tverdict\t")
 	var tot row
 	tot.st = newStats()
 	for _, r := range rows {
 		g := r.st.grabs
-		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
 			r.name, r.elapsed.Seconds(), r.st.requests, r.st.attempts, g["GRANTED"], count(g, refusals...), g["RATE_LIMITED"],
 			count(g, "UNAVAILABLE", "DEGRADED"), g[checker.Unknown]+r.st.cancels[checker.Unknown], count(r.st.cancels, "RETURNED", "ALREADY_RETURNED"),
-			r.faults, r.bad, r.rep.Oversold, r.rep.Leaked, r.rep.Lost, r.rep.LimitBreached, r.rep.Drift, len(r.checks)+r.rep.Unresolved, passFail(r))
+			r.faults, r.bad, r.rep.Oversold, r.rep.Leaked, r.rep.Lost, r.rep.LimitBreached, r.rep.Drift, r.rep.EnvelopeFaults, r.rep.AmountDrift, len(r.checks)+r.rep.Unresolved, passFail(r))
 		tot.st.add(r.st)
 		tot.faults += r.faults
 		tot.bad += r.bad
@@ -76,10 +77,10 @@ func printTable(w io.Writer, rows []row, o options) {
 			tot.checked = tot.checked && r.checked
 		}
 		g := tot.st.grabs
-		fmt.Fprintf(tw, "all\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
+		fmt.Fprintf(tw, "all\t%.0f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n",
 			tot.elapsed.Seconds(), tot.st.requests, tot.st.attempts, g["GRANTED"], count(g, refusals...), g["RATE_LIMITED"],
 			count(g, "UNAVAILABLE", "DEGRADED"), g[checker.Unknown]+tot.st.cancels[checker.Unknown], count(tot.st.cancels, "RETURNED", "ALREADY_RETURNED"),
-			tot.faults, tot.bad, tot.rep.Oversold, tot.rep.Leaked, tot.rep.Lost, tot.rep.LimitBreached, tot.rep.Drift, len(tot.checks)+tot.rep.Unresolved, passFail(tot))
+			tot.faults, tot.bad, tot.rep.Oversold, tot.rep.Leaked, tot.rep.Lost, tot.rep.LimitBreached, tot.rep.Drift, tot.rep.EnvelopeFaults, tot.rep.AmountDrift, len(tot.checks)+tot.rep.Unresolved, passFail(tot))
 	}
 	tw.Flush()
 
