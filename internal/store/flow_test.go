@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -252,5 +254,46 @@ func TestInsertFlowsRefusedValueIsAnErrorAndWritesNothing(t *testing.T) {
 	}
 	if n, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "v1", "V", 1)}); err != nil || n != 1 {
 		t.Errorf("the good event alone: want 1 row, have %d (%v)", n, err)
+	}
+}
+
+// An envelope pool's item lands with its amount and parts (a GRAB what it took, a
+// CANCEL what it gave back) and GrabItems reads them back; any other item leaves
+// both NULL.
+func TestInsertFlowsKeepsAnEnvelopeItemsAmountAndParts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t)
+	grab := flowEvent(flow.Grab, "env-1", "E", 3)
+	grab.Items[0].Amount, grab.Items[0].Parts = 355, []int{0, 1, 4}
+	cancel := flowEvent(flow.Cancel, "env-1", "E", 3)
+	cancel.Items[0].Amount, cancel.Items[0].Parts = 355, []int{0, 1, 4}
+	if n, err := s.InsertFlows(ctx, []flow.Event{grab, cancel, flowEvent(flow.Grab, "plain-1", "P", 1)}); err != nil || n != 3 {
+		t.Fatalf("insert: %d rows (%v); want 3", n, err)
+	}
+	for _, r := range []struct {
+		rid, kind string
+		amount    sql.NullInt64
+		parts     sql.NullString
+	}{
+		{"env-1", "GRAB", sql.NullInt64{Int64: 355, Valid: true}, sql.NullString{String: "0,1,4", Valid: true}},
+		{"env-1", "CANCEL", sql.NullInt64{Int64: 355, Valid: true}, sql.NullString{String: "0,1,4", Valid: true}},
+		{"plain-1", "GRAB", sql.NullInt64{}, sql.NullString{}},
+	} {
+		var amount sql.NullInt64
+		var parts sql.NullString
+		if err := s.DB().QueryRow("SELECT amount, parts FROM grab_flow WHERE request_id = ? AND kind = ?", r.rid, r.kind).Scan(&amount, &parts); err != nil {
+			t.Fatal(err)
+		}
+		if amount != r.amount || parts != r.parts {
+			t.Errorf("%s %s: amount %+v parts %+v; want %+v %+v", r.kind, r.rid, amount, parts, r.amount, r.parts)
+		}
+	}
+	_, _, items, err := s.GrabItems(ctx, "env-1")
+	if err != nil || len(items) != 1 || items[0].Amount != 355 || !slices.Equal(items[0].Parts, []int{0, 1, 4}) {
+		t.Errorf("GrabItems: %+v (%v); want the amount 355 and parts [0 1 4]", items, err)
+	}
+	if _, _, items, err := s.GrabItems(ctx, "plain-1"); err != nil || len(items) != 1 || items[0].Amount != 0 || items[0].Parts != nil {
+		t.Errorf("GrabItems of an item of no pool: %+v (%v); want no amount nor parts", items, err)
 	}
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -82,7 +83,7 @@ func TestEachIndexEntry(t *testing.T) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.RequestID != w.RequestID || g.BodyHash != w.BodyHash || g.Pin != w.Pin || g.IP != w.IP || !slices.Equal(g.Items, w.Items) {
+		if g.RequestID != w.RequestID || g.BodyHash != w.BodyHash || g.Pin != w.Pin || g.IP != w.IP || !reflect.DeepEqual(g.Items, w.Items) {
 			t.Errorf("entry %d: got %+v, want the GRAB %+v", i, g, w)
 		}
 		if age := time.Since(g.At); age < 0 || age > time.Minute {
@@ -105,7 +106,9 @@ func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 	defer s.Close()
 	bucketed := flowEvent(flow.Grab, "ef-2", "ef", 1)
 	bucketed.Items[0].Bucket, bucketed.Items[0].Buckets = 2, 4
-	events := []flow.Event{flowEvent(flow.Grab, "ef-1", "ef", 3), bucketed,
+	pooled := flowEvent(flow.Grab, "ef-3", "ef", 2)
+	pooled.Items[0].Amount, pooled.Items[0].Parts = 1234, []int{7, 11}
+	events := []flow.Event{flowEvent(flow.Grab, "ef-1", "ef", 3), bucketed, pooled,
 		flowEvent(flow.Cancel, "ef-1", "ef", 3), flowEvent(flow.Grab, "ef-other", "not-ef", 1)}
 	if _, err := s.InsertFlows(ctx, events); err != nil {
 		t.Fatal(err)
@@ -113,6 +116,7 @@ func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 	want := []store.FlowRow{
 		{RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, BodyHash: "h-ef-1", Buckets: 1},
 		{RequestID: "ef-2", Pin: "pin-ef-2", IP: "10.0.0.1", Num: 1, BodyHash: "h-ef-2", Bucket: 2, Buckets: 4},
+		{RequestID: "ef-3", Pin: "pin-ef-3", IP: "10.0.0.1", Num: 2, BodyHash: "h-ef-3", Buckets: 1, Amount: 1234, Parts: []int{7, 11}},
 		{Cancel: true, RequestID: "ef-1", Pin: "pin-ef-1", IP: "10.0.0.1", Num: 3, Reason: "USER_CANCELLED", Buckets: 1},
 	}
 	sep := "?"
@@ -135,8 +139,91 @@ func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 		slices.SortFunc(got, func(a, b store.FlowRow) int {
 			return strings.Compare(fmt.Sprint(a.Cancel, a.RequestID), fmt.Sprint(b.Cancel, b.RequestID))
 		})
-		if !slices.Equal(got, want) {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\n got %+v\nwant %+v", d, got, want)
+		}
+	}
+}
+
+// makePool turns the promotion row of id into an envelope pool of parts (as
+// promo-admin's create writes one: envelope_amount and the split).
+func makePool(t *testing.T, s *store.Store, id string, parts []int64) {
+	t.Helper()
+	var sum int64
+	for i, a := range parts {
+		sum += a
+		if _, err := s.DB().Exec(`INSERT INTO promotion_envelope (promo_id, promo_type, idx, amount) VALUES (?, 1, ?, ?)`, id, i, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DB().Exec(`UPDATE promotion SET envelope_amount = ?, envelope_min = 1 WHERE promo_id = ? AND promo_type = 1`, sum, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// poolEvent is a flow event of a pool item taking (giving back) parts.
+func poolEvent(kind flow.Kind, rid, promoID string, amount int64, parts ...int) flow.Event {
+	e := flowEvent(kind, rid, promoID, int64(len(parts)))
+	e.Items[0].Amount, e.Items[0].Parts = amount, parts
+	return e
+}
+
+// A pool's parts left, by the record: its split less the parts a GRAB row names
+// whose request has no CANCEL row, whether that CANCEL names the parts or not (a
+// CANCEL published after its ledger entry was gone names none); a part given back
+// and taken again by another grab is held.
+func TestEnvelopePoolHoldsWhatNoCancelGaveBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t)
+	create(t, s, spec("pool", 6), time.Now())
+	create(t, s, spec("plain", 6), time.Now())
+	split := []int64{10, 20, 30, 40, 50, 60}
+	makePool(t, s, "pool", split)
+	noParts := flowEvent(flow.Cancel, "r3", "pool", 1)
+	events := []flow.Event{
+		poolEvent(flow.Grab, "r1", "pool", 30, 0, 1),
+		poolEvent(flow.Grab, "r2", "pool", 30, 2),
+		poolEvent(flow.Cancel, "r2", "pool", 30, 2),
+		poolEvent(flow.Grab, "r3", "pool", 40, 3),
+		noParts,
+		poolEvent(flow.Grab, "r4", "pool", 30, 2), // part 2 again, after r2 gave it back
+	}
+	if _, err := s.InsertFlows(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	pool, ok, err := s.EnvelopePool(ctx, store.ID{PromoID: "pool", Type: 1})
+	if err != nil || !ok {
+		t.Fatalf("pool: ok %v, %v", ok, err)
+	}
+	if pool.Amount != 210 || !slices.Equal(pool.Parts, split) {
+		t.Errorf("pool: amount %d, split %v; want 210 and %v", pool.Amount, pool.Parts, split)
+	}
+	if want := []int{1, 1, 1, 0, 0, 0}; !slices.Equal(pool.Held, want) {
+		t.Errorf("held %v, want %v", pool.Held, want)
+	}
+	if left := pool.Left(); !slices.Equal(left, []int{3, 4, 5}) || pool.LeftAmount() != 150 {
+		t.Errorf("left %v worth %d; want [3 4 5] worth 150", left, pool.LeftAmount())
+	}
+	if odd := pool.Odd(); len(odd) != 0 {
+		t.Errorf("a record that adds up reported odd: %v", odd)
+	}
+
+	// The same part held by two grabs, and one the split lacks, are reported.
+	if _, err := s.InsertFlows(ctx, []flow.Event{poolEvent(flow.Grab, "r5", "pool", 70, 0, 9)}); err != nil {
+		t.Fatal(err)
+	}
+	pool, _, err = s.EnvelopePool(ctx, store.ID{PromoID: "pool", Type: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if odd := pool.Odd(); len(odd) != 2 || !strings.Contains(odd[0], "part 0 is held by 2 grabs") || !strings.Contains(odd[1], "1 parts") {
+		t.Errorf("odd %q; want part 0 held twice and one part not in the split", odd)
+	}
+
+	for _, id := range []store.ID{{PromoID: "plain", Type: 1}, {PromoID: "absent", Type: 1}} {
+		if _, ok, err := s.EnvelopePool(ctx, id); ok || err != nil {
+			t.Errorf("%s: ok %v, %v; want no pool", id, ok, err)
 		}
 	}
 }
