@@ -210,7 +210,6 @@ func keepAmounts(req *checker.Request, a reply) {
 	}
 }
 
-
 // grabDefinite tells a final grab answer from one to retry. A transport error or a
 // 5xx is retried with the same requestId and body; but a 503 for a requestId that was
 // rolled back is final, since every replay answers it the same way.
