@@ -69,6 +69,14 @@ func ValidCursor(s string) bool {
 	return err == nil
 }
 
+// remainingAmountColumn is an envelope pool's amount not handed out, by the record
+// (docs/CONTRACT.md, "Envelope pools"): its budget less what its GRAB rows took plus
+// what its CANCEL rows gave back; NULL for a promotion that is no pool. It is the
+// amounts' counterpart of the remaining column the flow sink keeps.
+const remainingAmountColumn = `IF(envelope_amount IS NULL, NULL, envelope_amount - (
+ SELECT COALESCE(SUM(CASE g.kind WHEN 'GRAB' THEN g.amount ELSE -g.amount END), 0) FROM grab_flow g
+ WHERE g.promo_id = promotion.promo_id AND g.promo_type = promotion.promo_type)) AS remaining_amount`
+
 // List returns a page of committed promotions, newest first (ties by key).
 func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
 	limit := q.Limit
@@ -113,7 +121,7 @@ func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
 	}
 	args = append(args, limit+1)
 	var rows []promotionRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+promotionColumns+` FROM promotion
+	err := s.db.SelectContext(ctx, &rows, `SELECT `+promotionColumns+`, `+remainingAmountColumn+` FROM promotion
  WHERE `+strings.Join(where, " AND ")+`
  ORDER BY created_at DESC, promo_id DESC, promo_type DESC LIMIT ?`, args...)
 	if err != nil {

@@ -57,9 +57,14 @@ type Promotion struct {
 	// Remaining is the record's remaining: total minus what the flow log has
 	// granted. The flow sink moves it; a change of total moves it by the difference.
 	Remaining int64
-	Pending   *Change
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// RemainingAmount is, for an envelope pool, the amount of its envelopes not
+	// handed out by the record: Spec.Envelope.Amount less what its GRAB rows took
+	// plus what its CANCEL rows gave back. List, Get and Row read it; the rows
+	// Update and Promote return hold 0. The live figure is the hash's envLeft.
+	RemainingAmount int64
+	Pending         *Change
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // ID is the row's key.

@@ -35,11 +35,16 @@ type promotionRow struct {
 	PendingAt         sql.NullTime   `db:"pending_at"`
 	CreatedAt         time.Time      `db:"created_at"`
 	UpdatedAt         time.Time      `db:"updated_at"`
+	EnvelopeAmount    sql.NullInt64  `db:"envelope_amount"`
+	EnvelopeMin       sql.NullInt64  `db:"envelope_min"`
+	// RemainingAmount is a pool's amount left by the record (remainingAmountColumn),
+	// selected by the reads that do not lock the row.
+	RemainingAmount sql.NullInt64 `db:"remaining_amount"`
 }
 
 const promotionColumns = `promo_id, promo_type, title, total, per_pin_limit, per_ip_limit,
  max_per_grab, rate_limit, rate_window_seconds, buckets, start_at, end_at, state, version, remaining,
- pending, pending_version, pending_at, created_at, updated_at`
+ pending, pending_version, pending_at, created_at, updated_at, envelope_amount, envelope_min`
 
 func (r promotionRow) promotion() (Promotion, error) {
 	p := Promotion{
@@ -64,6 +69,10 @@ func (r promotionRow) promotion() (Promotion, error) {
 	if r.RateLimit > 0 {
 		p.Spec.RateLimit = &promo.RateLimit{Limit: r.RateLimit, WindowSeconds: r.RateWindowSeconds}
 	}
+	if r.EnvelopeAmount.Valid {
+		p.Spec.Envelope = &promo.Envelope{Amount: r.EnvelopeAmount.Int64, MinAmount: r.EnvelopeMin.Int64}
+		p.RemainingAmount = r.RemainingAmount.Int64
+	}
 	if r.Pending.Valid {
 		var ch Change
 		if err := json.Unmarshal([]byte(r.Pending.String), &ch); err != nil {
@@ -87,6 +96,10 @@ func rowOf(p Promotion) (promotionRow, error) {
 	if s.RateLimit != nil {
 		r.RateLimit, r.RateWindowSeconds = s.RateLimit.Limit, s.RateLimit.WindowSeconds
 	}
+	if e := s.Envelope; e != nil {
+		r.EnvelopeAmount = sql.NullInt64{Int64: e.Amount, Valid: true}
+		r.EnvelopeMin = sql.NullInt64{Int64: e.MinAmount, Valid: true}
+	}
 	if p.Pending != nil {
 		b, err := json.Marshal(p.Pending)
 		if err != nil {
@@ -100,21 +113,44 @@ func rowOf(p Promotion) (promotionRow, error) {
 }
 
 // Insert adds a new row (a create: NewPromotion). ErrExists if the key is taken,
-// whatever the other row's state or version.
+// whatever the other row's state or version. An envelope pool's row goes in with
+// its parts: InsertPool.
 func (s *Store) Insert(ctx context.Context, p Promotion) error {
+	return s.InsertPool(ctx, p, nil)
+}
+
+// InsertPool is Insert of an envelope pool's row with its parts (amounts in the
+// order they are handed out; parts[i] is envelope idx i), written in the row's
+// transaction: the record never holds a pool without its split, nor parts without
+// their pool. parts must be empty for a promotion that is no pool.
+func (s *Store) InsertPool(ctx context.Context, p Promotion, parts []int64) error {
+	if err := checkParts(p.Spec, parts); err != nil {
+		return fmt.Errorf("store: insert %s: %w", p.ID(), err)
+	}
 	r, err := rowOf(p)
 	if err != nil {
 		return fmt.Errorf("store: insert %s: %w", p.ID(), err)
 	}
-	_, err = s.db.NamedExecContext(ctx, `INSERT INTO promotion (`+promotionColumns+`) VALUES (
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: insert %s: %w", p.ID(), err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op once committed
+	_, err = tx.NamedExecContext(ctx, `INSERT INTO promotion (`+promotionColumns+`) VALUES (
  :promo_id, :promo_type, :title, :total, :per_pin_limit, :per_ip_limit, :max_per_grab,
  :rate_limit, :rate_window_seconds, :buckets, :start_at, :end_at, :state, :version, :remaining,
- :pending, :pending_version, :pending_at, :created_at, :updated_at)`, r)
+ :pending, :pending_version, :pending_at, :created_at, :updated_at, :envelope_amount, :envelope_min)`, r)
 	switch {
 	case isDuplicate(err):
 		return fmt.Errorf("store: insert %s: %w", p.ID(), ErrExists)
 	case err != nil:
 		return fmt.Errorf("store: insert %s: %w", p.ID(), err)
+	}
+	if err := insertParts(ctx, tx, p.ID(), parts); err != nil {
+		return fmt.Errorf("store: insert %s: %w", p.ID(), err)
+	}
+	if err := commit(ctx, tx); err != nil {
+		return fmt.Errorf("store: insert %s: commit: %w", p.ID(), err)
 	}
 	return nil
 }
@@ -133,7 +169,7 @@ func (s *Store) Row(ctx context.Context, id ID) (Promotion, error) {
 
 func (s *Store) one(ctx context.Context, op string, id ID, cond string) (Promotion, error) {
 	var r promotionRow
-	err := s.db.GetContext(ctx, &r, `SELECT `+promotionColumns+` FROM promotion
+	err := s.db.GetContext(ctx, &r, `SELECT `+promotionColumns+`, `+remainingAmountColumn+` FROM promotion
  WHERE promo_id = ? AND promo_type = ?`+cond, id.PromoID, id.Type)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
@@ -207,8 +243,11 @@ func (s *Store) Discard(ctx context.Context, id ID, version int64) error {
 			return err
 		}
 		if !p.Committed() {
-			_, err := tx.ExecContext(ctx, `DELETE FROM promotion WHERE promo_id = ? AND promo_type = ? AND version = 0`, id.PromoID, id.Type)
-			return err
+			if _, err := tx.ExecContext(ctx, `DELETE FROM promotion WHERE promo_id = ? AND promo_type = ? AND version = 0`, id.PromoID, id.Type); err != nil {
+				return err
+			}
+			// A pool's split goes with the create that never happened.
+			return deleteParts(ctx, tx, id)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE promotion SET pending = NULL, pending_version = NULL, pending_at = NULL
  WHERE promo_id = ? AND promo_type = ?`, id.PromoID, id.Type)

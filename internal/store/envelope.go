@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// An envelope pool's split (docs/CONTRACT.md, "Envelope pools") lives in
+// promotion_envelope, one row per envelope, idx the order they are handed out in.
+// It is written with the pool's row (InsertPool), goes with a create that is
+// discarded, and stays when the pool is deleted.
+
+// partsPerInsert bounds the rows of one INSERT of a pool's parts: a pool of
+// promo.MaxEnvelopes parts is 100 statements of bounded size.
+const partsPerInsert = 1000
+
+// checkParts refuses parts that are not the spec's split: Total of them for a
+// pool, none for a promotion that is no pool.
+func checkParts(s promo.Spec, parts []int64) error {
+	switch {
+	case s.Envelope == nil && len(parts) > 0:
+		return fmt.Errorf("%d envelope parts given for a promotion that is no pool", len(parts))
+	case s.Envelope != nil && int64(len(parts)) != s.Total:
+		return fmt.Errorf("a pool of %d envelopes given %d parts", s.Total, len(parts))
+	}
+	return nil
+}
+
+// insertParts writes parts (parts[i] the amount of envelope idx i) in tx,
+// partsPerInsert rows per statement.
+func insertParts(ctx context.Context, tx *sqlx.Tx, id ID, parts []int64) error {
+	for from := 0; from < len(parts); from += partsPerInsert {
+		to := min(from+partsPerInsert, len(parts))
+		var q strings.Builder
+		q.WriteString("INSERT INTO promotion_envelope (promo_id, promo_type, idx, amount) VALUES ")
+		args := make([]any, 0, 4*(to-from))
+		for i := from; i < to; i++ {
+			if i > from {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+			args = append(args, id.PromoID, id.Type, i, parts[i])
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("envelope parts %d..%d: %w", from, to-1, err)
+		}
+	}
+	return nil
+}
+
+// deleteParts drops the split of id in tx (a discarded create's).
+func deleteParts(ctx context.Context, tx *sqlx.Tx, id ID) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM promotion_envelope WHERE promo_id = ? AND promo_type = ?`, id.PromoID, id.Type)
+	return err
+}
+
+// ErrNoParts is EnvelopeParts of a key the record holds no split for.
+var ErrNoParts = errors.New("no envelope parts")
+
+// EnvelopeParts is the split of the pool id as created: the amount of every
+// envelope, in idx order (the order they are handed out in). It is what a pool's
+// Redis create writes, so that Redis holds exactly the record's split. ErrNoParts
+// when there is none; an error when the rows are not idx 0..n-1.
+func (s *Store) EnvelopeParts(ctx context.Context, id ID) ([]int64, error) {
+	var rows []struct {
+		Idx    int   `db:"idx"`
+		Amount int64 `db:"amount"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, `SELECT idx, amount FROM promotion_envelope
+ WHERE promo_id = ? AND promo_type = ? ORDER BY idx`, id.PromoID, id.Type); err != nil {
+		return nil, fmt.Errorf("store: envelope parts of %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("store: envelope parts of %s: %w", id, ErrNoParts)
+	}
+	parts := make([]int64, len(rows))
+	for i, r := range rows {
+		if r.Idx != i {
+			return nil, fmt.Errorf("store: envelope parts of %s: idx %d where %d was expected", id, r.Idx, i)
+		}
+		parts[i] = r.Amount
+	}
+	return parts, nil
+}
