@@ -1,6 +1,7 @@
 // Command demo runs a flash sale against the local stack: it creates promotions
 // through promo-admin, sends 20,000 buyers at a 1,000-unit promotion through
-// grab-service, cancels a few orders, and prints the outcome and the invariant checks.
+// grab-service, cancels a few orders, runs an envelope pool beside it (700 fans for
+// 500 red envelopes sharing a budget), and prints the outcome and the invariant checks.
 package main
 
 import (
@@ -138,6 +139,12 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 		return err
 	}
 
+	section(fmt.Sprintf("an envelope pool beside the sale: %d fans for %d red envelopes", poolCrowd, poolEnvelopes))
+	pool, err := sellPool(ctx, st, client, checkoutToken, adminToken, run)
+	if err != nil {
+		return err
+	}
+
 	section("invariants (docs/CONTRACT.md)")
 	shards := make([]*redis.Client, len(st.Redis))
 	for i, addr := range st.Redis {
@@ -152,7 +159,11 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 		}
 	}
 	failed := false
-	for _, r := range checker.Check(ctx, sale, told) {
+	results := checker.Check(ctx, sale, told)
+	if checker.DB != nil { // the pool's check reads the record
+		results = append(results, checkPool(ctx, st, shards, checker.DB, pool))
+	}
+	for _, r := range results {
 		fmt.Println(r)
 		failed = failed || !r.Pass
 	}
