@@ -369,3 +369,26 @@ func TestPoolRollbackGivesTheEnvelopesBack(t *testing.T) {
 		t.Fatalf("grab after the rollbacks: %d %s, want envelopes 0 and 1 (%d)", a.status, a.raw, sumOf(parts, 0, 1))
 	}
 }
+
+// A held grant of a pool not confirmed in time gives its envelopes back, and its
+// PAYMENT_EXPIRED CANCEL names them.
+func TestPoolHoldExpiryGivesTheEnvelopesBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const amount = 300
+	id, parts := e.pool("pool-hold", 3, amount, 1, spec{})
+	e.heldGrab(t, "ph-1", "gina", id, 60)
+	wantPoolItem(t, e.eventOf(flow.Grab, "ph-1"), 0, parts, span(0, 1))
+	e.past(60)
+	if n := e.reconcile().HoldsExpired; n != 1 {
+		t.Fatalf("the pass past the hold returned %d, want 1", n)
+	}
+	cancel := e.eventOf(flow.Cancel, "ph-1")
+	if cancel.Reason != "PAYMENT_EXPIRED" {
+		t.Fatalf("the hold's CANCEL: %+v", cancel)
+	}
+	wantPoolItem(t, cancel, 0, parts, span(0, 1))
+	if h, left := e.hash(id), e.poolLeft(id); h.EnvLeft != amount || !slices.Equal(left, span(0, 3)) {
+		t.Fatalf("after the hold ran out: envLeft %d, left %v", h.EnvLeft, left)
+	}
+}
