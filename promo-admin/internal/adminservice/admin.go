@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -96,11 +97,12 @@ func (a *Admin) Create(ctx context.Context, s promo.Spec) (promo.Promotion, erro
 		return promo.Promotion{}, err
 	}
 	id := store.ID{PromoID: s.PromoID, Type: s.Type}
+	parts := split(s)
 	var row store.Promotion
 	for attempt := 0; ; attempt++ {
 		row = store.NewPromotion(s, promo.Active, a.now())
 		row.Pending.Actor = actorOf(ctx)
-		err := a.store.Insert(ctx, row)
+		err := a.store.InsertPool(ctx, row, parts)
 		if err == nil {
 			break
 		}
@@ -131,6 +133,21 @@ func (a *Admin) Create(ctx context.Context, s promo.Spec) (promo.Promotion, erro
 	}
 	return a.answer(ctx, p), nil
 }
+
+// split is an envelope pool's parts in the order they are handed out, drawn once
+// per create (docs/CONTRACT.md, "Envelope pools"); nil for a promotion that is no pool.
+func split(s promo.Spec) []int64 {
+	if s.Envelope == nil {
+		return nil
+	}
+	return promo.SplitEnvelope(s.Envelope.Amount, s.Envelope.MinAmount, int(s.Total), rand.New(defaultSource{}))
+}
+
+// defaultSource is math/rand/v2's default source, safe for concurrent use, as a
+// rand.Source.
+type defaultSource struct{}
+
+func (defaultSource) Uint64() uint64 { return rand.Uint64() }
 
 // Get reads the committed record and the live counters of its hash.
 func (a *Admin) Get(ctx context.Context, id store.ID) (promo.Promotion, error) {
@@ -205,6 +222,9 @@ func (a *Admin) Patch(ctx context.Context, id store.ID, patch Patch) (promo.Prom
 		if patch.empty() {
 			return nil, errPatchEmpty
 		}
+		if err := envelopeFixed(p.Spec, patch); err != nil {
+			return nil, err
+		}
 		if p.State == promo.Stopped {
 			return nil, fmt.Errorf("patch %s: %w", id, ErrStopped)
 		}
@@ -238,6 +258,16 @@ func (a *Admin) Patch(ctx context.Context, id store.ID, patch Patch) (promo.Prom
 		return promo.Promotion{}, err
 	}
 	return a.answer(ctx, p), nil
+}
+
+// envelopeFixed refuses a patch changing what an envelope pool fixed at create:
+// its size (total). The pool's own total changes nothing and is accepted, as the
+// promotion's own bucket count is.
+func envelopeFixed(s promo.Spec, patch Patch) error {
+	if s.Envelope != nil && patch.Total != nil && *patch.Total != s.Total {
+		return &EnvelopeFixedError{Field: "total", Have: s.Total, Want: *patch.Total}
+	}
+	return nil
 }
 
 // errNoChange ends a propose that finds nothing to do (a stop of a stopped promotion).

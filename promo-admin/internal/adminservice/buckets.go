@@ -74,7 +74,7 @@ func (a *Admin) settleBuckets(ctx context.Context, id store.ID, ch store.Change,
 
 	fault(&a.betweenWrites)
 	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, a.pool.Client(l.Shards[0]), l.Shards[0], l.Keys[0], share(ch, 0, k), a.now().UnixMilli())
+	reply, err := writeHash(rctx, a.pool.Client(l.Shards[0]), l.Shards[0], l.Keys[0], share(ch, 0, k), nil, a.now().UnixMilli())
 	rcancel()
 	if err != nil {
 		return a.unsureBuckets(ctx, id, ch, l, committed, err)
@@ -147,7 +147,7 @@ func (a *Admin) readBucket(ctx context.Context, l bucket.Layout, b int) (lua.Has
 func (a *Admin) writeBucket(ctx context.Context, l bucket.Layout, b int, ch store.Change) error {
 	shard, c := l.Shards[b], a.pool.Client(l.Shards[b])
 	rctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, c, shard, l.Keys[b], share(ch, b, l.K), a.now().UnixMilli())
+	reply, err := writeHash(rctx, c, shard, l.Keys[b], share(ch, b, l.K), nil, a.now().UnixMilli())
 	cancel()
 	if err != nil {
 		return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("bucket %d did not answer", b), Err: err}

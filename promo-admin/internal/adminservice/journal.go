@@ -65,7 +65,7 @@ func (a *Admin) propose(ctx context.Context, id store.ID, plan func(p *store.Pro
 			return store.Change{}, fmt.Errorf("%s: %w", id, ErrNotFound)
 		case errors.As(err, &fe):
 			return store.Change{}, fe
-		case errors.Is(err, ErrBusy), errors.Is(err, ErrStopped), errors.Is(err, errNoChange):
+		case errors.Is(err, ErrBusy), errors.Is(err, ErrStopped), errors.Is(err, ErrEnvelopeFixed), errors.Is(err, errNoChange):
 			return store.Change{}, err
 		}
 		return store.Change{}, mysqlDown(err)
@@ -103,8 +103,12 @@ func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store
 	key := id.Key()
 	shard, c := a.pool.For(key)
 	fault(&a.betweenWrites)
+	parts, err := a.poolParts(ctx, id, ch)
+	if err != nil {
+		return store.Promotion{}, err
+	}
 	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, c, shard, key, ch, a.now().UnixMilli())
+	reply, err := writeHash(rctx, c, shard, key, ch, parts, a.now().UnixMilli())
 	rcancel()
 	if err != nil {
 		return a.unsure(ctx, id, ch, shard, err)
@@ -119,6 +123,21 @@ func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store
 	a.announce(ctx, c, reply.Changes)
 	fault(&a.afterRedis)
 	return a.promote(ctx, id, ch, shard)
+}
+
+// poolParts is what the Redis create of an envelope pool loads: its split read
+// back from the record, so that the shard holds exactly the parts MySQL keeps
+// (and rebuilds from). nil for any other change.
+func (a *Admin) poolParts(ctx context.Context, id store.ID, ch store.Change) ([]int64, error) {
+	if ch.Op != store.OpCreate || ch.Spec.Envelope == nil {
+		return nil, nil
+	}
+	parts, err := a.store.EnvelopeParts(ctx, id)
+	if err != nil {
+		return nil, &UnavailableError{Dependency: "mysql", Msg: "the pool's split could not be read back; nothing was written to Redis, " +
+			"and the create stays pending until the repairer drops it", Err: err}
+	}
+	return parts, nil
 }
 
 // announce publishes the sale state changes the admin script made; what it cannot
@@ -263,11 +282,14 @@ func (a *Admin) RunRepairer(ctx context.Context) error {
 	})
 }
 
-// writeHash is step 2: the admin script of ch.Op at ch.Version, on shard's client c.
-func writeHash(ctx context.Context, c redis.Cmdable, shard int, key string, ch store.Change, nowMs int64) (lua.AdminReply, error) {
+// writeHash is step 2: the admin script of ch.Op at ch.Version, on shard's client c;
+// parts are an envelope pool's split, for its create (poolParts).
+func writeHash(ctx context.Context, c redis.Cmdable, shard int, key string, ch store.Change, parts []int64, nowMs int64) (lua.AdminReply, error) {
 	switch ch.Op {
 	case store.OpCreate:
-		code, err := lua.Create(ctx, c, shard, key, adminSpec(ch))
+		s := adminSpec(ch)
+		s.Envelope = parts
+		code, err := lua.Create(ctx, c, shard, key, s)
 		return lua.AdminReply{Code: code}, err
 	case store.OpPatch:
 		return lua.Patch(ctx, c, shard, key, adminSpec(ch), nowMs)

@@ -66,7 +66,25 @@ var (
 	ErrStopped      = errors.New("the promotion is stopped")
 	ErrBelowGranted = errors.New("total below what is already granted")
 	ErrUnavailable  = errors.New("a dependency is unavailable")
+	// ErrEnvelopeFixed refuses a change of an envelope pool's size or budget.
+	ErrEnvelopeFixed = errors.New("an envelope pool's size and budget are fixed once created")
 )
+
+// EnvelopeFixedError is ErrEnvelopeFixed naming the field a PATCH of a pool may
+// not change, with the pool's value of it.
+type EnvelopeFixedError struct {
+	Field string
+	Have  int64 // the pool's
+	Want  int64 // the patch's
+}
+
+func (e *EnvelopeFixedError) Error() string {
+	return fmt.Sprintf("%s is fixed for an envelope pool: its %d envelopes were split from its budget at create, so %s cannot become %d; "+
+		"a pool may change only endAt, perPinLimit, perIpLimit and rateLimit (create another promotion for another pool)",
+		e.Field, e.Have, e.Field, e.Want)
+}
+
+func (e *EnvelopeFixedError) Is(target error) bool { return target == ErrEnvelopeFixed }
 
 // FieldError is invalid input: Field names the offending JSON field, path or
 // query parameter. Nothing was changed.

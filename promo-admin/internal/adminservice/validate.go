@@ -49,10 +49,33 @@ func validateSpec(s promo.Spec, now time.Time) error {
 	if int64(s.Buckets) > s.Total {
 		return invalid("buckets", "must be at most total (%d): every bucket holds at least one unit", s.Total)
 	}
+	if err := validateEnvelope(s); err != nil {
+		return err
+	}
 	if s.StartAt.IsZero() {
 		return invalid("startAt", "is required")
 	}
 	return validateEnd(s.StartAt, s.EndAt, now)
+}
+
+// validateEnvelope checks an envelope pool's spec: total envelopes of at least
+// minAmount summing to amount, in one bucket (docs/CONTRACT.md, "Envelope pools").
+func validateEnvelope(s promo.Spec) error {
+	e := s.Envelope
+	switch {
+	case e == nil:
+		return nil
+	case e.RemainingAmount != nil:
+		return invalid("envelope.remainingAmount", "is read only: the pool's amount left is shown, never set")
+	case s.Buckets > 1:
+		return invalid("envelope", "an envelope pool is of one bucket: create it without buckets (or with buckets 1)")
+	case s.Total > promo.MaxEnvelopes:
+		return invalid("total", "an envelope pool holds at most %d envelopes", promo.MaxEnvelopes)
+	}
+	if err := e.Check(s.Total); err != nil {
+		return invalid("envelope", "%v", err)
+	}
+	return nil
 }
 
 func validateTotal(total int64) error {

@@ -10,10 +10,18 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
+// counters are what a view shows of a promotion's sale so far: its units left and
+// granted and, of an envelope pool, the amount of its envelopes left.
+type counters struct {
+	remaining, granted, remainingAmount int64
+}
+
 // view is a committed row as the API shows it, with the given counters. A
 // promotion in buckets shows its count and where they live; an ordinary one shows
-// neither, as before buckets existed.
-func view(p store.Promotion, remaining, granted int64, now time.Time) promo.Promotion {
+// neither, as before buckets existed. An envelope pool shows its budget, least
+// envelope and amount left.
+func view(p store.Promotion, c counters, now time.Time) promo.Promotion {
+	remaining, granted := c.remaining, c.granted
 	key := p.ID().Key()
 	v := promo.Promotion{
 		Spec:      p.Spec,
@@ -30,12 +38,17 @@ func view(p store.Promotion, remaining, granted int64, now time.Time) promo.Prom
 	} else {
 		v.Buckets = 0
 	}
+	if e := p.Spec.Envelope; e != nil {
+		left := c.remainingAmount
+		v.Envelope = &promo.Envelope{Amount: e.Amount, MinAmount: e.MinAmount, RemainingAmount: &left}
+	}
 	return v
 }
 
-// recorded is the view with the record's counters (kept by the flow sink).
+// recorded is the view with the record's counters (kept by the flow sink; a
+// pool's amount left is List's sum of its flow rows, store.Promotion.RemainingAmount).
 func recorded(p store.Promotion, now time.Time) promo.Promotion {
-	return view(p, p.Remaining, p.Spec.Total-p.Remaining, now)
+	return view(p, counters{p.Remaining, p.Spec.Total - p.Remaining, p.RemainingAmount}, now)
 }
 
 // live is the view with the counters read from the promotion's hash, or summed
@@ -56,7 +69,7 @@ func (a *Admin) live(ctx context.Context, p store.Promotion) (promo.Promotion, e
 		return promo.Promotion{}, &UnavailableError{Dependency: shardName(shard),
 			Msg: "the shard has no hash for this promotion although the record has it; rebuild the shard with bin/recovery"}
 	}
-	return view(p, h.Remaining, h.Granted(), a.now()), nil
+	return view(p, counters{h.Remaining, h.Granted(), h.EnvLeft}, a.now()), nil
 }
 
 // liveBuckets is live for a promotion in k buckets: remaining and granted are
@@ -74,7 +87,7 @@ func (a *Admin) liveBuckets(ctx context.Context, p store.Promotion, k int) (prom
 		remaining += h.Remaining
 		granted += h.Granted()
 	}
-	v := view(p, remaining, granted, a.now())
+	v := view(p, counters{remaining: remaining, granted: granted}, a.now()) // a pool is of one bucket
 	v.BucketRemaining = by
 	return v, nil
 }
@@ -85,6 +98,12 @@ func (a *Admin) answer(ctx context.Context, p store.Promotion) promo.Promotion {
 	v, err := a.live(ctx, p)
 	if err != nil {
 		a.log.WarnContext(ctx, "answering with the record's counters", "promotion", p.ID().String(), "err", err)
+		if p.Spec.Envelope != nil {
+			// A row a change returned lacks the pool's amount left by the record; Get has it.
+			if read, err := a.store.Get(ctx, p.ID()); err == nil {
+				p.RemainingAmount = read.RemainingAmount
+			}
+		}
 		return recorded(p, a.now())
 	}
 	return v

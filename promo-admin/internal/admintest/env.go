@@ -285,6 +285,8 @@ func (e *Env) Snapshot(ids ...store.ID) string {
 		p, err := e.App.Store.Row(ctx, id)
 		row, _ := json.Marshal(p)
 		fmt.Fprintf(&b, "row %s: %s err=%v\n", id, row, err)
+		parts, err := e.App.Store.EnvelopeParts(ctx, id)
+		fmt.Fprintf(&b, "envelope parts %s: %v err=%v\n", id, parts, err)
 		keys := promo.Keys(id.Key())
 		seen := map[*redis.Client]bool{}
 		for _, c := range e.shards {
@@ -420,6 +422,59 @@ func (e *Env) Agree(id string, typ int) {
 		h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State)
 	if want != have {
 		e.t.Errorf("%s/%d: row and hash disagree:\n row:  %s\n hash: %s", id, typ, want, have)
+	}
+	if row.Spec.Envelope != nil || h.IsPool() {
+		e.agreePool(row, h)
+	}
+}
+
+// Pool reads an envelope pool's parts left on its shard (promo.EnvelopeKey), in
+// the order they are handed out: idx -> amount, and the idx in order.
+func (e *Env) Pool(id string, typ int) (amounts map[int]int64, order []int) {
+	e.t.Helper()
+	key := promo.Key(id, typ)
+	shard, _ := e.App.Pool.For(key)
+	members, err := e.shards[shard].ZRange(context.Background(), promo.EnvelopeKey(key), 0, -1).Result()
+	if err != nil {
+		e.t.Fatalf("read the pool of %s: %v", key, err)
+	}
+	amounts = map[int]int64{}
+	for _, m := range members {
+		idx, amount, err := lua.ParseEnvelopeMember(m)
+		if err != nil {
+			e.t.Fatalf("pool of %s: member %q: %v", key, m, err)
+		}
+		amounts[idx] = amount
+		order = append(order, idx)
+	}
+	return amounts, order
+}
+
+// agreePool is Agree's part for an envelope pool: the hash's budget is the row's,
+// every part left on the shard is the record's part of its idx, and they sum to
+// envLeft and number remaining.
+func (e *Env) agreePool(row store.Promotion, h lua.HashState) {
+	e.t.Helper()
+	id := row.ID()
+	if row.Spec.Envelope == nil || !h.IsPool() || h.EnvAmount != row.Spec.Envelope.Amount {
+		e.t.Errorf("%s: row envelope %+v, hash envAmount %d", id, row.Spec.Envelope, h.EnvAmount)
+		return
+	}
+	split, err := e.App.Store.EnvelopeParts(context.Background(), id)
+	if err != nil {
+		e.t.Errorf("%s: the record's split: %v", id, err)
+		return
+	}
+	left, _ := e.Pool(id.PromoID, id.Type)
+	var sum int64
+	for idx, amount := range left {
+		if idx < 0 || idx >= len(split) || split[idx] != amount {
+			e.t.Errorf("%s: the shard holds part %d of %d, not the record's", id, idx, amount)
+		}
+		sum += amount
+	}
+	if sum != h.EnvLeft || int64(len(left)) != h.Remaining {
+		e.t.Errorf("%s: %d parts left summing to %d, but the hash says remaining %d, envLeft %d", id, len(left), sum, h.Remaining, h.EnvLeft)
 	}
 }
 

@@ -2,8 +2,11 @@ package admintransport
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flashsale/platform/internal/httpx"
@@ -55,6 +58,48 @@ type createBody struct {
 	StartAt     *string        `json:"startAt"`
 	EndAt       *string        `json:"endAt"`
 	Buckets     *int           `json:"buckets"`
+	// Envelope is decoded on its own (envelopeModel) so that its errors name
+	// envelope.<field>.
+	Envelope json.RawMessage `json:"envelope"`
+}
+
+// envelopeBody is a create's envelope: a closed object (remainingAmount is shown,
+// never set).
+type envelopeBody struct {
+	Amount    *int64 `json:"amount"`
+	MinAmount *int64 `json:"minAmount"`
+}
+
+// envelopeModel reads a create's envelope; nil when absent.
+func envelopeModel(raw json.RawMessage) (*promo.Envelope, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var b envelopeBody
+	if strings.TrimSpace(string(raw)) == "null" {
+		return nil, httpx.Invalid("envelope", "must be a JSON object with amount and minAmount")
+	}
+	if err := httpx.DecodeBytes(raw, &b, false); err != nil {
+		var he *httpx.Error
+		if errors.As(err, &he) {
+			field := "envelope"
+			if he.Field != "" {
+				field += "." + he.Field
+			}
+			if he.Field == "" && strings.Contains(he.Message, "JSON object") {
+				return nil, httpx.Invalid(field, "must be a JSON object with amount and minAmount")
+			}
+			return nil, httpx.Invalid(field, he.Message)
+		}
+		return nil, err
+	}
+	if b.Amount == nil {
+		return nil, httpx.Invalid("envelope.amount", "is required")
+	}
+	if b.MinAmount == nil {
+		return nil, httpx.Invalid("envelope.minAmount", "is required")
+	}
+	return &promo.Envelope{Amount: *b.Amount, MinAmount: *b.MinAmount}, nil
 }
 
 func decodeCreate(_ context.Context, r *http.Request) (interface{}, error) {
@@ -91,6 +136,9 @@ func decodeCreate(_ context.Context, r *http.Request) (interface{}, error) {
 	}
 	var err error
 	if s.RateLimit, err = b.RateLimit.model(); err != nil {
+		return nil, err
+	}
+	if s.Envelope, err = envelopeModel(b.Envelope); err != nil {
 		return nil, err
 	}
 	if s.StartAt, err = parseTime("startAt", *b.StartAt); err != nil {
