@@ -126,20 +126,21 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	if err := s.Fault("after-take"); err != nil {
 		return Result{}, err
 	}
-	if envs := grabEnvelopes(replies); envs != nil { // the GRAB says what each pool item took
-		items = flowItems(req.Items, gs, envs)
+	taken := grabEnvelopes(replies)
+	if taken != nil { // the GRAB says what each pool item took
+		items = flowItems(req.Items, gs, taken)
 	}
 	ev := s.event(flow.Grab, req.RequestID, req.Pin, req.IP, items, now, "")
 	ev.BodyHash = hash // the record keeps the ledger's body hash, for an exact rebuild
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("grab event not acknowledged; rolling back", err, "requestId", rid)
-		return rolledBack(rid, s.abort(req, gs, false)), nil
+		return rolledBack(rid, s.abort(req, gs, taken, false)), nil
 	}
 	if err := s.Fault("after-publish"); err != nil {
 		return Result{}, err
 	}
 	if !s.commit(ctx, req, gs) {
-		return rolledBack(rid, s.abort(req, gs, true)), nil
+		return rolledBack(rid, s.abort(req, gs, taken, true)), nil
 	}
 	out := Result{RequestID: rid, Result: Granted, Items: make([]ItemResult, len(req.Items))}
 	for gi, g := range gs {
@@ -362,15 +363,16 @@ func rolledBack(rid string, settled bool) Result {
 // finalized: a shard lost a moment later (the fault that most often fails a commit)
 // then cannot take the debt with it. Otherwise the reconciler publishes it on its
 // next pass. Entries already gone (their shard came back empty) hold no debt, so
-// their CANCEL is always published here. It reports whether every part settled.
-func (s *Grabber) abort(req Request, gs []group, published bool) bool {
+// their CANCEL is always published here. taken is what the groups' takes handed
+// out of envelope pools (grabEnvelopes). It reports whether every part settled.
+func (s *Grabber) abort(req Request, gs []group, taken [][]lua.Envelope, published bool) bool {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	call := lua.ReturnCall{RequestID: req.RequestID, Pin: req.Pin, Mode: lua.ReturnAbort, NowMs: s.Clock().UnixMilli()}
 	replies, errs := s.returnOn(ctx, gs, call)
 	settled := true
 	var owing, committed, gone []group
-	var owingEnvs [][]lua.Envelope // what each owing group gave back of a pool
+	var owingEnvs, goneEnvs [][]lua.Envelope // what each group gave back of a pool
 	for i, err := range errs {
 		s.logErr("abort failed; the reconciler will settle it", err, "requestId", req.RequestID, "shard", gs[i].shard)
 		switch {
@@ -383,6 +385,11 @@ func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 			committed = append(committed, gs[i])
 		case replies[i].Code == lua.ReturnNotFound:
 			gone = append(gone, gs[i])
+			if i < len(taken) {
+				goneEnvs = append(goneEnvs, taken[i])
+			} else {
+				goneEnvs = append(goneEnvs, nil)
+			}
 		}
 	}
 	if len(committed) > 0 { // part of the grab was committed before another part failed
@@ -399,12 +406,13 @@ func (s *Grabber) abort(req Request, gs []group, published bool) bool {
 			}
 		}
 	}
-	// An entry gone says nothing of a pool's parts: its CANCEL carries none, and the
-	// record nets it by the GRAB row of the same request (which names them).
-	back, backEnvs := gone, [][]lua.Envelope(nil)
+	// An entry gone (its shard came back empty) gave nothing back here; its CANCEL
+	// names the parts its take handed out, which the rebuild puts back by that
+	// CANCEL (the record nets a GRAB by the CANCEL of the same request).
+	back, backEnvs := gone, goneEnvs
 	if published {
 		back = slices.Concat(gone, owing)
-		backEnvs = slices.Concat(make([][]lua.Envelope, len(gone)), owingEnvs)
+		backEnvs = slices.Concat(goneEnvs, owingEnvs)
 	}
 	if len(back) > 0 {
 		if s.publishRollback(ctx, req, back, backEnvs) {
