@@ -57,7 +57,8 @@ type Item struct {
 	Num     int64
 	// Amount and Returned, of an envelope pool's item: the amount the final GRANTED
 	// answer carried, and the amount a RETURNED answer to its cancel carried (0
-	// when the client was told no such answer).
+	// when the client was told no such answer, or the RETURNED answer did not list
+	// the item, an earlier attempt of the cancel having returned it).
 	Amount, Returned int64
 }
 
