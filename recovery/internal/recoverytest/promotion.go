@@ -16,12 +16,15 @@ import (
 )
 
 // Spec is a test promotion; zero limits mean unlimited. Buckets above 1 split it
-// (internal/bucket); RateLimit is attempts per minute.
+// (internal/bucket); RateLimit is attempts per minute. Envelope, when set, makes
+// it an envelope pool of those parts (amounts in hand-out order; Total is then
+// their count).
 type Spec struct {
 	PromoID              string
 	Total, PerPin, PerIP int64
 	RateLimit            int64
 	Buckets              int
+	Envelope             []int64
 }
 
 // Create makes the promotion as promo-admin does: the MySQL row with the create
@@ -40,7 +43,15 @@ func Create(t testing.TB, db *store.Store, shards []redis.UniversalClient, s Spe
 		spec.RateLimit = &promo.RateLimit{Limit: s.RateLimit, WindowSeconds: 60}
 		admin.RateLimit, admin.RateWindowMs = s.RateLimit, 60_000
 	}
-	if err := db.Insert(ctx, store.NewPromotion(spec, promo.Active, now)); err != nil {
+	if len(s.Envelope) > 0 {
+		env := &promo.Envelope{MinAmount: s.Envelope[0]}
+		for _, a := range s.Envelope {
+			env.Amount += a
+			env.MinAmount = min(env.MinAmount, a)
+		}
+		spec.Envelope, admin.Envelope = env, s.Envelope
+	}
+	if err := db.InsertPool(ctx, store.NewPromotion(spec, promo.Active, now), s.Envelope); err != nil {
 		t.Fatalf("insert %s: %v", s.PromoID, err)
 	}
 	key := spec.Key()

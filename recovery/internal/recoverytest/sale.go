@@ -58,7 +58,7 @@ func (s *Sale) Grab(ctx context.Context, rid, pin, ip, key string, num int64) (b
 	}
 	id, typ, _ := promo.ParseKey(key)
 	ev := flow.Event{EventID: eventID(), Kind: flow.Grab, RequestID: rid, Pin: pin, IP: ip,
-		Items: []flow.Item{{PromoID: id, Type: typ, Num: num, Shard: shard}}, OccurredAt: flow.Stamp(now), BodyHash: hash}
+		Items: []flow.Item{withEnvelope(flow.Item{PromoID: id, Type: typ, Num: num, Shard: shard}, r.Envelopes)}, OccurredAt: flow.Stamp(now), BodyHash: hash}
 	if err := s.Publish(ctx, ev); err != nil {
 		return false, r.Code, s.abort(ctx, c, ev, key)
 	}
@@ -83,6 +83,16 @@ func (s *Sale) abort(ctx context.Context, c redis.UniversalClient, ev flow.Event
 	return err
 }
 
+// withEnvelope is the item with the parts an envelope pool's take (return) moved,
+// as grab-service's events carry them; envs is the script's answer per item (nil
+// when no item was a pool's).
+func withEnvelope(it flow.Item, envs []lua.Envelope) flow.Item {
+	if len(envs) > 0 && envs[0].IsPool() {
+		it.Amount, it.Parts = envs[0].Amount, envs[0].Parts
+	}
+	return it
+}
+
 // Cancel returns a granted grab; it reports whether anything was returned.
 func (s *Sale) Cancel(ctx context.Context, rid, pin, ip, key string, num int64, reason string) (bool, error) {
 	shard := ring.Default.Shard(key)
@@ -94,7 +104,7 @@ func (s *Sale) Cancel(ctx context.Context, rid, pin, ip, key string, num int64, 
 	}
 	id, typ, _ := promo.ParseKey(key)
 	ev := flow.Event{EventID: eventID(), Kind: flow.Cancel, RequestID: rid, Pin: pin, IP: ip,
-		Items: []flow.Item{{PromoID: id, Type: typ, Num: num, Shard: shard}}, OccurredAt: flow.Stamp(now), Reason: reason}
+		Items: []flow.Item{withEnvelope(flow.Item{PromoID: id, Type: typ, Num: num, Shard: shard}, r.Envelopes)}, OccurredAt: flow.Stamp(now), Reason: reason}
 	if err := s.Publish(ctx, ev); err != nil {
 		return true, err
 	}

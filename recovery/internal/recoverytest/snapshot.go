@@ -3,6 +3,7 @@ package recoverytest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -22,6 +23,10 @@ type Snapshot struct {
 	Pins, IPs        map[string]string
 	Ledger           map[string]lua.LedgerEntry // deadline zeroed: it only matters to open takes
 	Pending          int64
+	// An envelope pool's: envAmount, envLeft, and its sorted set as "score member"
+	// in order (empty for a promotion that is no pool).
+	EnvAmount, EnvLeft int64
+	Envelopes          []string
 }
 
 // Take reads a promotion's Redis state.
@@ -32,7 +37,11 @@ func Take(t testing.TB, c redis.UniversalClient, key string) Snapshot {
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
-	s := Snapshot{Remaining: h.Remaining, Total: h.Total, State: h.State, Ver: h.Ver, RateLimit: h.RateLimit, Ledger: map[string]lua.LedgerEntry{}}
+	s := Snapshot{Remaining: h.Remaining, Total: h.Total, State: h.State, Ver: h.Ver, RateLimit: h.RateLimit, Ledger: map[string]lua.LedgerEntry{},
+		EnvAmount: h.EnvAmount, EnvLeft: h.EnvLeft}
+	for _, z := range c.ZRangeWithScores(ctx, promo.EnvelopeKey(key), 0, -1).Val() {
+		s.Envelopes = append(s.Envelopes, fmt.Sprintf("%v %v", z.Score, z.Member))
+	}
 	s.Buckets = c.HGet(ctx, key, "buckets").Val()
 	s.Pins = c.HGetAll(ctx, promo.PinsKey(key)).Val()
 	s.IPs = c.HGetAll(ctx, promo.IPsKey(key)).Val()

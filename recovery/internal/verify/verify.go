@@ -84,8 +84,8 @@ func (d Drift) String() string {
 	switch d.What {
 	case "promotion":
 		return fmt.Sprintf("DRIFT  %s  shard %d  promotion missing from Redis (record: remaining %d)", d.Key, d.Shard, d.Record)
-	case "remaining":
-		return fmt.Sprintf("DRIFT  %s  shard %d  remaining  redis=%d  record=%d", d.Key, d.Shard, d.Redis, d.Record)
+	case "remaining", "envAmount", "envLeft":
+		return fmt.Sprintf("DRIFT  %s  shard %d  %s  redis=%d  record=%d", d.Key, d.Shard, d.What, d.Redis, d.Record)
 	case "envelopes":
 		return fmt.Sprintf("DRIFT  %s  shard %d  envelopes left  redis=%d  record=%d  (first difference: %s)", d.Key, d.Shard, d.Redis, d.Record, d.Who)
 	case "request index":
