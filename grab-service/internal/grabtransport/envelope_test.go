@@ -392,3 +392,47 @@ func TestPoolHoldExpiryGivesTheEnvelopesBack(t *testing.T) {
 		t.Fatalf("after the hold ran out: envLeft %d, left %v", h.EnvLeft, left)
 	}
 }
+
+// afterPublish runs then after Kafka acknowledged events.
+type afterPublish struct {
+	grab.Publisher
+	then func(events []flow.Event)
+}
+
+func (p afterPublish) Publish(ctx context.Context, events ...flow.Event) error {
+	err := p.Publisher.Publish(ctx, events...)
+	if err == nil {
+		p.then(events)
+	}
+	return err
+}
+
+// A take whose ledger entry is gone by its commit (its shard came back empty
+// after the GRAB was acknowledged) is rolled back by a CANCEL that names the
+// envelopes the take handed out: nothing in Redis owes it, and the record nets
+// the GRAB's amount by it.
+func TestPoolRollbackOfAGoneEntryNamesItsEnvelopes(t *testing.T) {
+	t.Parallel()
+	var e *env
+	var id string
+	forget := func(events []flow.Event) { // what a shard lost a moment after the take forgets
+		for _, ev := range events {
+			if ev.Kind == flow.Grab && ev.RequestID == e.rid("gone-1") {
+				key := promo.Key(id, 1)
+				e.shard(key).HDel(context.Background(), promo.LedgerKey(key), ev.RequestID)
+				e.shard(key).ZRem(context.Background(), promo.PendingKey(key), ev.RequestID)
+			}
+		}
+	}
+	e = newEnv(t, func(_ *grab.Config, d *grab.Deps) { d.Publisher = afterPublish{d.Publisher, forget} })
+	id, parts := e.pool("pool-gone", 4, 400, 5, spec{})
+	if a := e.grab(grabBody("gone-1", "hank", "10.44.0.1", id, 2)); a.status != http.StatusServiceUnavailable || !strings.Contains(a.res.Message, "nothing was taken") {
+		t.Fatalf("grab whose entry went before its commit: %d %s", a.status, a.raw)
+	}
+	cancel := e.eventOf(flow.Cancel, "gone-1")
+	if cancel.Reason != "ROLLBACK" {
+		t.Fatalf("the rollback's CANCEL: %+v", cancel)
+	}
+	wantPoolItem(t, cancel, 0, parts, span(0, 2))
+	wantPoolItem(t, e.eventOf(flow.Grab, "gone-1"), 0, parts, span(0, 2))
+}
