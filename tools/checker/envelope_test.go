@@ -120,6 +120,13 @@ func TestVerifyPoolFindsEachBreak(t *testing.T) {
 				}
 			}
 		}, func(r Report) bool { return r.EnvelopeFaults >= 1 }},
+		{"a CANCEL naming no envelopes: counted once, read as giving back its GRAB's", func(pl *pool) {
+			for i, r := range pl.w.snap.Record[key] {
+				if r.Kind == "CANCEL" {
+					pl.w.snap.Record[key][i].Parts, pl.w.snap.Record[key][i].Amount = nil, 0
+				}
+			}
+		}, func(r Report) bool { return r.EnvelopeFaults == 1 && r.AmountDrift == 30 }},
 		{"a GRAB row of 2 units naming 1 envelope", func(pl *pool) {
 			pl.w.snap.Record[key][0].Parts = []int{0}
 			pl.w.snap.Record[key][0].Amount = 10
