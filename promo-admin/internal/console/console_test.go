@@ -316,3 +316,56 @@ func TestConsoleBuckets(t *testing.T) {
 	}, "every bucket with its shard and stock")
 	b.screenshot("buckets-detail")
 }
+
+// TestConsoleEnvelopePool creates an envelope pool from the console: a budget too
+// small for its envelopes is refused next to the budget, and the detail view shows
+// the budget, the least envelope and the budget left, live from the shard.
+func TestConsoleEnvelopePool(t *testing.T) {
+	t.Parallel()
+	e := admintest.Start(t, admintest.Options{})
+	b := startBrowser(t, screenshotDir(t))
+	id := "console-pool-" + testenv.Suffix()
+
+	b.run("open the console", chromedp.Navigate(e.Server.URL+"/console/"))
+	b.waitFor(30*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
+	b.fill("#token", admintest.AdminToken)
+	b.click(`#sign-in button[type="submit"]`)
+	b.waitFor(15*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
+
+	b.fill(`#create-form [name="promoId"]`, id)
+	b.fill(`#create-form [name="total"]`, "10")
+	b.fill(`#create-form [name="envelope.amount"]`, "99")
+	b.fill(`#create-form [name="envelope.minAmount"]`, "10")
+	b.click(`#create-form button[type="submit"]`)
+	b.waitText(15*time.Second, `#create-form [data-error-for="envelope.amount"]`, func(s string) bool {
+		return strings.Contains(s, "cannot give 10 envelopes at least 10 each")
+	}, "the budget refused next to its field")
+
+	b.fill(`#create-form [name="envelope.amount"]`, "5000")
+	b.click(`#create-form button[type="submit"]`)
+	b.waitTextIs(15*time.Second, "#status", "Created "+id+"/1.")
+	b.waitTextIs(15*time.Second, "#detail-title", id+" / 1")
+	b.waitText(15*time.Second, "#detail-facts", func(s string) bool {
+		return strings.Contains(s, "Pool budget5,000") && strings.Contains(s, "Least envelope10") && strings.Contains(s, "Budget left5,000")
+	}, "the pool's budget, least envelope and budget left")
+
+	// An envelope handed out on the shard: the budget left follows, live.
+	e.Take(id, 1, 0, "buyer", 1)
+	amounts, _ := e.Pool(id, 1)
+	var left int64
+	for _, a := range amounts {
+		left += a
+	}
+	want := "Budget left" + fmtInt(left)
+	b.waitText(15*time.Second, "#detail-facts", func(s string) bool { return strings.Contains(s, want) }, "the budget left after an envelope: "+want)
+	b.screenshot("pool-detail")
+}
+
+// fmtInt writes n as the console does (en-US grouping).
+func fmtInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -298,7 +298,7 @@ async function loadList(cursor = state.cursor) {
     const row = rowFor(p);
     // The list's counters are the record's; keep the live ones once there are any.
     if (!row.live) row.p = p;
-    else row.p = { ...p, remaining: row.p.remaining, granted: row.p.granted, state: row.p.state, bucketRemaining: row.p.bucketRemaining };
+    else row.p = { ...p, remaining: row.p.remaining, granted: row.p.granted, state: row.p.state, bucketRemaining: row.p.bucketRemaining, envelope: row.p.envelope };
     state.order.push(row.key);
     paintRow(row);
     trs.push(row.tr);
@@ -388,6 +388,12 @@ function paintDetail(row) {
     facts.splice(2, 0, ['Buckets', String(p.buckets)], ...p.bucketShards.map((shard, b) => [`Bucket ${b}`,
       p.bucketRemaining ? `shard ${shard}, ${fmtInt(p.bucketRemaining[b])} left` : `shard ${shard}`]));
   }
+  // An envelope pool: its budget, its least envelope and the budget left (live
+  // from its shard once read, else the record's).
+  if (p.envelope) {
+    facts.splice(2, 0, ['Pool budget', fmtInt(p.envelope.amount)], ['Least envelope', fmtInt(p.envelope.minAmount)],
+      ['Budget left', fmtInt(p.envelope.remainingAmount)]);
+  }
   $('#detail-facts').replaceChildren(...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })]));
   // A stopped promotion cannot be changed (the API answers 409 STOPPED): say so
   // rather than offer a form that can only be refused.
@@ -407,7 +413,7 @@ function historyLine(e) {
   const changes = e.before
     ? historyFields.filter((f) => JSON.stringify(e.before[f]) !== JSON.stringify(e.after[f]))
       .map((f) => `${f} ${show(e.before[f])} → ${show(e.after[f])}`)
-    : [`total ${e.after.total}`];
+    : [`total ${e.after.total}`, ...(e.after.envelope ? [`pool budget ${e.after.envelope.amount}, least envelope ${e.after.envelope.minAmount}`] : [])];
   const who = e.actor.name ? `${e.actor.name} (${e.actor.role})` : 'unknown';
   return `${fmtTime(e.at)} · ${e.action} by ${who}${changes.length ? ': ' + changes.join(', ') : ''}`;
 }
@@ -466,7 +472,7 @@ async function submitPatch(ev) {
       loadHistory(p);
       say(`Changed ${keyOf(p)}.`);
     } catch (e) {
-      if (e.code !== 'SIGNED_OUT') showError(form, e, { BELOW_GRANTED: 'total' });
+      if (e.code !== 'SIGNED_OUT') showError(form, e, { BELOW_GRANTED: 'total', ENVELOPE_FIXED: 'total' });
     }
   });
 }
@@ -551,6 +557,9 @@ async function submitCreate(ev) {
   const limit = number(v('rateLimit.limit'));
   const windowSeconds = number(v('rateLimit.windowSeconds'));
   if (limit !== undefined || windowSeconds !== undefined) body.rateLimit = { limit, windowSeconds };
+  const amount = number(v('envelope.amount'));
+  const minAmount = number(v('envelope.minAmount'));
+  if (amount !== undefined || minAmount !== undefined) body.envelope = { amount, minAmount };
   await submitting(form, async () => {
     try {
       const p = await api('POST', '/v1/promotions', body);
@@ -562,7 +571,9 @@ async function submitCreate(ev) {
       const row = state.rows.get(keyOf(p));
       if (row) { record(row, p, performance.now()); paintRow(row); select(row.key); }
     } catch (e) {
-      if (e.code !== 'SIGNED_OUT') showError(form, e);
+      // A refusal of the pool as a whole (its budget too small for total envelopes
+      // of its least amount, or with buckets) is shown by the budget.
+      if (e.code !== 'SIGNED_OUT') showError(form, e.field === 'envelope' ? Object.assign(e, { field: 'envelope.amount' }) : e);
     }
   });
 }
