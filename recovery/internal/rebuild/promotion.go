@@ -54,9 +54,9 @@ func stagingOf(key string) staging {
 }
 
 // restorePromotion writes one promotion from the record: first into staging keys
-// (pipelined), then one MULTI replaces the five live keys with them. Whatever
-// happens in between, the live promotion is either the old one or the rebuilt one,
-// never half of each.
+// (pipelined), then one MULTI replaces the six live keys (promo.Keys) with them.
+// Whatever happens in between, the live promotion is either the old one or the
+// rebuilt one, never half of each.
 //
 // The flow log is read in one pass: every GRAB goes into the ledger as granted at
 // once and into the counters; a CANCEL only into the counters, and after the pass

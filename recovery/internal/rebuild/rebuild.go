@@ -5,7 +5,9 @@
 // A promotion in K buckets (internal/bucket) is K hashes on K shards: a shard
 // restores the bucket it holds, its share of the total less what its GRAB rows
 // took, the pins and ips whose home it is, and the ledger entries of the parts it
-// held (bucket.go).
+// held (bucket.go). An envelope pool is restored exactly: its sorted set of the
+// parts no grab holds, envAmount and envLeft, and ledger entries naming the parts
+// each grab took (promotion.go, store.EnvelopePool).
 //
 // Order of a run, and why:
 //  1. Fence the shards (markers.go): grab-service answers UNAVAILABLE for their

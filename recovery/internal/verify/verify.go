@@ -4,8 +4,10 @@
 // (internal/bucket) is checked bucket by bucket: each bucket's remaining against
 // its share less what its GRAB rows took plus what its CANCEL rows gave back, its
 // pins and ips against the nets of those whose home it is; a drift names the
-// bucket's key. It is fit to run as a periodic job: one summary line and exit 0
-// when clean, one line per drift and exit 1 otherwise.
+// bucket's key. An envelope pool's envAmount, envLeft and parts left are compared
+// with its split less the parts its flow log holds (store.EnvelopePool). It is fit
+// to run as a periodic job: one summary line and exit 0 when clean, one line per
+// drift and exit 1 otherwise.
 //
 // A live sale must not raise false alarms, so:
 //   - a promotion with takes still open (its pending set is not empty: P, A or C
