@@ -189,6 +189,7 @@ func TestInvalidEnvelopePools(t *testing.T) {
 		{"minAmount missing", 10, map[string]any{"amount": 100}, 0, "envelope.minAmount"},
 		{"amount not an integer", 10, map[string]any{"amount": 10.5, "minAmount": 1}, 0, "envelope.amount"},
 		{"not an object", 10, []int{100, 1}, 0, "envelope"},
+		{"null", 10, nil, 0, "envelope"},
 		{"in 2 buckets", 10, map[string]any{"amount": 100, "minAmount": 1}, 2, "envelope"},
 		{"above 100,000 envelopes", 100_001, map[string]any{"amount": 1_000_000, "minAmount": 1}, 0, "total"},
 	} {
