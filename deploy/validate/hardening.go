@@ -162,3 +162,175 @@ func CheckOpsPolicy(policies []*networkingv1.NetworkPolicy, podLabels map[string
 	}
 	return out
 }
+
+// KafkaAuthorizer is the KRaft brokers' ACL authorizer: a request no ACL allows is
+// refused.
+const KafkaAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+// KafkaSuperUsers skip the ACLs: the brokers' own user (replication, the init job,
+// on-call's CLI) and ANONYMOUS, the principal of the PLAINTEXT controller listener,
+// which carries the brokers' KRaft requests. No client is one.
+var KafkaSuperUsers = []string{"User:ANONYMOUS", "User:broker"}
+
+// KafkaACL is one grant: User may do Operation on the resource of Type (topic, group
+// or cluster) named Name (* is every one; the cluster has no name).
+type KafkaACL struct{ User, Operation, Type, Name string }
+
+func (a KafkaACL) String() string {
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s %s", a.User, a.Operation, a.Type, a.Name))
+}
+
+// KafkaACLs are what each client user needs and no more, from the requests it sends
+// and the Kafka docs' table of the operations each request needs: a producer's
+// Produce needs Write and its Metadata Describe on the topic; the flow sink's group
+// member Fetch (Read on the topic), JoinGroup, SyncGroup, Heartbeat, LeaveGroup (Read
+// on the group), OffsetCommit (Read on both), FindCoordinator and OffsetFetch
+// (Describe on both, implied by Read); its lag meter and recovery's ListOffsets
+// (Describe on the topic) and OffsetFetch; kafka_exporter Metadata and ListOffsets on
+// every topic, ListGroups, DescribeGroups and OffsetFetch on every group.
+var KafkaACLs = []KafkaACL{
+	{"grab-service", "Write", "topic", "promo-grab-flow"},
+	{"grab-service", "Describe", "topic", "promo-grab-flow"},
+	{"grab-service", "Write", "topic", "promo-state"},
+	{"grab-service", "Describe", "topic", "promo-state"},
+	{"promo-admin", "Write", "topic", "promo-state"},
+	{"promo-admin", "Describe", "topic", "promo-state"},
+	{"flow-sink", "Read", "topic", "promo-grab-flow"},
+	{"flow-sink", "Describe", "topic", "promo-grab-flow"},
+	{"flow-sink", "Read", "group", "flashsale-flow-sink"},
+	{"flow-sink", "Write", "topic", "promo-grab-flow-dlq"},
+	{"flow-sink", "Describe", "topic", "promo-grab-flow-dlq"},
+	{"recovery", "Describe", "topic", "promo-grab-flow"},
+	{"recovery", "Describe", "group", "flashsale-flow-sink"},
+	{"kafka-exporter", "Describe", "topic", "*"},
+	{"kafka-exporter", "Describe", "group", "*"},
+	{"kafka-exporter", "Describe", "cluster", ""},
+}
+
+// CheckKafkaAuthorizer checks a broker's KAFKA_* environment: the StandardAuthorizer
+// runs, the super users are exactly KafkaSuperUsers, and a resource without ACLs is
+// not open to everyone.
+func CheckKafkaAuthorizer(env map[string]string) []string {
+	var out []string
+	if a := env["KAFKA_AUTHORIZER_CLASS_NAME"]; a != KafkaAuthorizer {
+		out = append(out, fmt.Sprintf("KAFKA_AUTHORIZER_CLASS_NAME is %q; want %s: without it any authenticated user may use any topic", a, KafkaAuthorizer))
+	}
+	var supers []string
+	for _, u := range strings.Split(env["KAFKA_SUPER_USERS"], ";") {
+		if u = strings.TrimSpace(u); u != "" {
+			supers = append(supers, u)
+		}
+	}
+	slices.Sort(supers)
+	if !slices.Equal(supers, KafkaSuperUsers) {
+		out = append(out, fmt.Sprintf("KAFKA_SUPER_USERS is %q; want exactly %s", env["KAFKA_SUPER_USERS"], strings.Join(KafkaSuperUsers, ";")))
+	}
+	if v, ok := env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"]; ok && !strings.EqualFold(strings.TrimSpace(v), "false") {
+		out = append(out, fmt.Sprintf("KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND=%s opens every resource without ACLs to everyone", v))
+	}
+	return out
+}
+
+var (
+	aclTableRe   = regexp.MustCompile(`(?s)<<-?[ \t]*'?ACLS'?[ \t]*\n(.*?)\n[ \t]*ACLS[ \t]*(?:\n|$)`)
+	aclAllRe     = regexp.MustCompile(`(?i)--operation[\s=]+['"]?all\b`)
+	aclPatternRe = regexp.MustCompile(`(?i)--resource-pattern-type[\s=]+['"]?(prefixed|match|any)\b`)
+	aclStarRe    = regexp.MustCompile(`--(topic|group)[\s=]+['"]?\*`)
+)
+
+// KafkaGrants reads an init script's table of grants: the lines of its heredoc
+// <<'ACLS' ... ACLS, each "user operations type [name]" (operations comma-separated,
+// no name for the cluster); blank lines and # lines are skipped, as the script does.
+func KafkaGrants(script string) ([]KafkaACL, error) {
+	tables := aclTableRe.FindAllStringSubmatch(script, -1)
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("no table of grants (a heredoc <<'ACLS' ... ACLS)")
+	}
+	var out []KafkaACL
+	for _, tb := range tables {
+		for _, line := range strings.Split(tb[1], "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+				continue
+			}
+			if len(f) < 3 || len(f) > 4 || (f[2] != "cluster" && len(f) != 4) {
+				return nil, fmt.Errorf("grant %q: want user operations type [name]", strings.TrimSpace(line))
+			}
+			name := ""
+			switch f[2] {
+			case "cluster":
+			case "topic", "group":
+				name = f[3]
+			default:
+				return nil, fmt.Errorf("grant %q: type %q is none of topic, group, cluster", strings.TrimSpace(line), f[2])
+			}
+			for _, op := range strings.Split(f[1], ",") {
+				if op != "" {
+					out = append(out, KafkaACL{User: f[0], Operation: op, Type: f[2], Name: name})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// CheckKafkaACLs checks an init script's grants: it adds them with kafka-acls.sh as
+// user broker (--command-config), every client user (KafkaUsers but broker) gets
+// exactly its KafkaACLs, and nothing grants All, a prefixed or matching pattern, or a
+// wildcard topic or group but the exporter's Describe.
+func CheckKafkaACLs(script string) []string {
+	var out []string
+	if !strings.Contains(script, "kafka-acls.sh") || !strings.Contains(script, "--add") || !strings.Contains(script, "--command-config") {
+		out = append(out, "the init script adds no ACLs (kafka-acls.sh --add with --command-config)")
+	}
+	if !strings.Contains(script, `username="broker"`) {
+		out = append(out, `the init script must add the ACLs as user broker (username="broker" in its --command-config)`)
+	}
+	if aclAllRe.MatchString(script) {
+		out = append(out, "the init script grants --operation All")
+	}
+	if m := aclPatternRe.FindString(script); m != "" {
+		out = append(out, fmt.Sprintf("the init script grants by pattern (%s); grants name literal resources", m))
+	}
+	if m := aclStarRe.FindString(script); m != "" {
+		out = append(out, fmt.Sprintf("the init script grants on every resource outside its table (%s)", m))
+	}
+	grants, err := KafkaGrants(script)
+	if err != nil {
+		return append(out, err.Error())
+	}
+	key := func(a KafkaACL) KafkaACL {
+		a.Operation, a.Type = strings.ToLower(a.Operation), strings.ToLower(a.Type)
+		return a
+	}
+	want := map[KafkaACL]bool{}
+	for _, a := range KafkaACLs {
+		want[key(a)] = true
+	}
+	got := map[KafkaACL]bool{}
+	users := map[string]bool{}
+	for _, g := range grants {
+		got[key(g)], users[g.User] = true, true
+		switch {
+		case g.User == "broker" || !slices.Contains(KafkaUsers, g.User):
+			out = append(out, fmt.Sprintf("grant %s: %s is not a client user of %v", g, g.User, KafkaUsers))
+		case strings.EqualFold(g.Operation, "All"):
+			out = append(out, fmt.Sprintf("grant %s: All is every operation, name the ones needed", g))
+		case g.Name == "*" && !(g.User == "kafka-exporter" && strings.EqualFold(g.Operation, "Describe")):
+			out = append(out, fmt.Sprintf("grant %s: only the exporter's Describe may name every %s", g, g.Type))
+		case !want[key(g)]:
+			out = append(out, fmt.Sprintf("grant %s: more than %s needs (KafkaACLs)", g, g.User))
+		}
+	}
+	for _, a := range KafkaACLs {
+		if !got[key(a)] {
+			out = append(out, fmt.Sprintf("no grant %s: %s needs it", a, a.User))
+		}
+	}
+	for _, u := range KafkaUsers {
+		if u != "broker" && !users[u] {
+			out = append(out, fmt.Sprintf("client user %s is granted nothing: every request it makes is refused", u))
+		}
+	}
+	return out
+}

@@ -3,6 +3,8 @@ package validate
 import (
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -374,6 +376,150 @@ func TestKafkaSASL(t *testing.T) {
 	if err := errs.Err(); err != nil {
 		t.Error(err)
 	}
+}
+
+// Kafka ACLs: the brokers authorize (StandardAuthorizer, super users broker and
+// ANONYMOUS only) and each init script grants every client user exactly what it
+// needs. The scripts also run, under sh with stand-ins for Kafka's tools, so the loop
+// is seen to turn the table into those kafka-acls.sh calls.
+func TestKafkaACLs(t *testing.T) {
+	p, err := loadCompose(t, composeEnv(t), "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs Errs
+	for _, b := range composeWant.Kafka {
+		name := strings.TrimSuffix(b, ":9092")
+		env := map[string]string{}
+		for k, v := range p.Services[name].Environment {
+			if v != nil {
+				env[k] = *v
+			}
+		}
+		for _, e := range CheckKafkaAuthorizer(env) {
+			errs.Addf("compose %s: %s", name, e)
+		}
+	}
+	scripts := map[string]string{}
+	if cmd := p.Services["kafka-init"].Command; len(cmd) == 1 {
+		scripts["compose kafka-init"] = cmd[0]
+	} else {
+		errs.Addf("compose kafka-init: want one script as its command, have %d", len(cmd))
+	}
+	objs := loadManifests(t)
+	if t.Failed() {
+		return
+	}
+	if o := find(objs, "StatefulSet", "kafka"); o == nil {
+		errs.Addf("no StatefulSet kafka")
+	} else {
+		env := map[string]string{}
+		for _, e := range podContainers(*o)[0].Env {
+			env[e.Name] = e.Value
+		}
+		for _, e := range CheckKafkaAuthorizer(env) {
+			errs.Addf("%s: %s", o.where(), e)
+		}
+	}
+	if o := find(objs, "Job", "kafka-topics"); o == nil {
+		errs.Addf("no Job kafka-topics")
+	} else if args := podContainers(*o)[0].Args; len(args) == 1 {
+		scripts[o.where()] = args[0]
+	} else {
+		errs.Addf("%s: want one script as its args, have %d", o.where(), len(args))
+	}
+	for where, script := range scripts {
+		for _, e := range CheckKafkaACLs(script) {
+			errs.Addf("%s: %s", where, e)
+		}
+		table, err := KafkaGrants(script)
+		if err != nil {
+			continue // reported above
+		}
+		ran := runKafkaInit(t, &errs, where, script)
+		sortACLs := func(a []KafkaACL) []string {
+			out := make([]string, len(a))
+			for i, g := range a {
+				out[i] = g.String()
+			}
+			slices.Sort(out)
+			return out
+		}
+		if got, want := sortACLs(ran), sortACLs(table); !slices.Equal(got, want) {
+			errs.Addf("%s: run, the script grants\n  %v\nbut its table says\n  %v", where, got, want)
+		}
+	}
+	if err := errs.Err(); err != nil {
+		t.Error(err)
+	}
+}
+
+// runKafkaInit runs an init script under sh (dash where /bin/sh is, as in the images)
+// with stand-ins for kafka-topics.sh and kafka-acls.sh that log their arguments, and
+// returns the grants of its kafka-acls.sh calls.
+func runKafkaInit(t *testing.T, errs *Errs, where, script string) []KafkaACL {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Logf("%s: no sh to run the script: %v", where, err)
+		return nil
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stub := "#!/bin/sh\n{ printf '%s\\t' \"${0##*/}\" \"$@\"; echo; } >>\"$CALLS\"\n"
+	for _, tool := range []string{"kafka-topics.sh", "kafka-acls.sh"} {
+		if err := os.WriteFile(filepath.Join(dir, "bin", tool), []byte(stub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	props := filepath.Join(dir, "client.properties")
+	script = strings.NewReplacer("/opt/kafka/bin/", filepath.Join(dir, "bin")+"/", "/tmp/client.properties", props).Replace(script)
+	calls := filepath.Join(dir, "calls")
+	cmd := exec.Command(sh, "-ec", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "CALLS=" + calls, "KAFKA_BROKER_PASSWORD=secret"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		errs.Addf("%s: the script fails under %s: %v\n%s", where, sh, err, out)
+		return nil
+	}
+	if b, err := os.ReadFile(props); err != nil || !strings.Contains(string(b), `username="broker" password="secret"`) {
+		errs.Addf("%s: the script writes no client settings for user broker (%v)", where, err)
+	}
+	log, err := os.ReadFile(calls)
+	if err != nil {
+		errs.Addf("%s: the script runs no Kafka tool: %v", where, err)
+		return nil
+	}
+	var grants []KafkaACL
+	for _, line := range strings.Split(strings.TrimRight(string(log), "\n"), "\n") {
+		args := strings.Split(strings.TrimSuffix(line, "\t"), "\t")
+		if args[0] != "kafka-acls.sh" {
+			continue
+		}
+		value := func(name string) string {
+			v, _ := flagValue(args, name)
+			return v
+		}
+		if !slices.Contains(args, "--add") || value("command-config") != props || value("bootstrap-server") == "" {
+			errs.Addf("%s: kafka-acls.sh %v: want --add, --bootstrap-server and --command-config (the broker user)", where, args[1:])
+		}
+		g := KafkaACL{User: strings.TrimPrefix(value("allow-principal"), "User:")}
+		switch {
+		case slices.Contains(args, "--cluster"):
+			g.Type = "cluster"
+		case value("topic") != "":
+			g.Type, g.Name = "topic", value("topic")
+		case value("group") != "":
+			g.Type, g.Name = "group", value("group")
+		}
+		for i, a := range args {
+			if a == "--operation" && i+1 < len(args) {
+				g.Operation = args[i+1]
+				grants = append(grants, g)
+			}
+		}
+	}
+	return grants
 }
 
 // The exporters log in as users of their own: never a service's, never a backend's

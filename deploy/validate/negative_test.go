@@ -200,6 +200,80 @@ func TestKafkaBrokerCheckRefusesPlaintext(t *testing.T) {
 	}
 }
 
+func TestKafkaAuthorizerCheckRefusesOpenBrokers(t *testing.T) {
+	good := map[string]string{
+		"KAFKA_AUTHORIZER_CLASS_NAME": KafkaAuthorizer,
+		"KAFKA_SUPER_USERS":           "User:broker;User:ANONYMOUS",
+	}
+	if errs := CheckKafkaAuthorizer(good); len(errs) > 0 {
+		t.Fatalf("a good broker refused: %v", errs)
+	}
+	for name, edit := range map[string]func(env map[string]string){
+		"no authorizer": func(env map[string]string) { delete(env, "KAFKA_AUTHORIZER_CLASS_NAME") },
+		"the ZooKeeper-era authorizer": func(env map[string]string) {
+			env["KAFKA_AUTHORIZER_CLASS_NAME"] = "kafka.security.authorizer.AclAuthorizer"
+		},
+		"a client as super user":        func(env map[string]string) { env["KAFKA_SUPER_USERS"] += ";User:grab-service" },
+		"ANONYMOUS missing":             func(env map[string]string) { env["KAFKA_SUPER_USERS"] = "User:broker" },
+		"no super users":                func(env map[string]string) { delete(env, "KAFKA_SUPER_USERS") },
+		"everyone allowed without ACLs": func(env map[string]string) { env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] = "true" },
+	} {
+		env := maps.Clone(good)
+		edit(env)
+		if errs := CheckKafkaAuthorizer(env); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// kafkaInitScript is an init script shaped as the real ones, granting table (lines of
+// "user operations type [name]").
+func kafkaInitScript(table string) string {
+	return `cat > /tmp/client.properties <<EOF
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="$KAFKA_BROKER_PASSWORD";
+EOF
+while read -r user ops kind name; do
+  set -- --allow-principal "User:$user" --operation "$ops" "--$kind" "$name"
+  /opt/kafka/bin/kafka-acls.sh --bootstrap-server kafka-1:9092 --command-config /tmp/client.properties --add "$@" </dev/null
+done <<'ACLS'
+` + table + "\nACLS\n"
+}
+
+func TestKafkaACLCheckRefusesBroadGrants(t *testing.T) {
+	var lines []string
+	for _, a := range KafkaACLs {
+		lines = append(lines, a.String())
+	}
+	table := "# user operations type name\n" + strings.Join(lines, "\n")
+	if errs := CheckKafkaACLs(kafkaInitScript(table)); len(errs) > 0 {
+		t.Fatalf("a good script refused: %v", errs)
+	}
+	for name, script := range map[string]string{
+		"no table":                 strings.Replace(kafkaInitScript(table), "<<'ACLS'", "<<'GRANTS'", 1),
+		"All on a topic":           kafkaInitScript(table + "\ngrab-service All topic promo-grab-flow"),
+		"all, lower case":          kafkaInitScript(table + "\nflow-sink all group flashsale-flow-sink"),
+		"All outside the table":    kafkaInitScript(table) + "kafka-acls.sh --add --allow-principal User:recovery --operation All --topic promo-grab-flow\n",
+		"a wildcard topic":         kafkaInitScript(table + "\ngrab-service Write topic *"),
+		"a wildcard group":         kafkaInitScript(table + "\nrecovery Describe group *"),
+		"the exporter reads all":   kafkaInitScript(table + "\nkafka-exporter Read topic *"),
+		"a wildcard outside":       kafkaInitScript(table) + "kafka-acls.sh --add --allow-principal User:flow-sink --operation Read --topic '*'\n",
+		"a prefixed pattern":       kafkaInitScript(table) + "kafka-acls.sh --add --allow-principal User:flow-sink --operation Read --resource-pattern-type prefixed --topic promo\n",
+		"a grant beyond the need":  kafkaInitScript(table + "\nrecovery Read topic promo-grab-flow"),
+		"a producer reading":       kafkaInitScript(table + "\npromo-admin Read topic promo-state"),
+		"a grant to broker":        kafkaInitScript(table + "\nbroker Write topic promo-state"),
+		"a grant to a stranger":    kafkaInitScript(table + "\nchecker Describe topic promo-grab-flow"),
+		"the sink's group missing": kafkaInitScript(strings.Replace(table, "flow-sink Read group flashsale-flow-sink", "", 1)),
+		"recovery granted nothing": kafkaInitScript(strings.ReplaceAll(table, "recovery Describe", "# recovery Describe")),
+		"a malformed line":         kafkaInitScript(table + "\ngrab-service Write promo-state"),
+		"granted as a client user": strings.Replace(kafkaInitScript(table), `username="broker"`, `username="grab-service"`, 1),
+		"no kafka-acls.sh --add":   strings.Replace(kafkaInitScript(table), "--add", "--list", 1),
+	} {
+		if errs := CheckKafkaACLs(script); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
 func TestOpsPolicyCheckRefusesAnOpenOpsPort(t *testing.T) {
 	pod := map[string]string{"app.kubernetes.io/name": "grab-service"}
 	port := func(n int) []networkingv1.NetworkPolicyPort {
