@@ -19,7 +19,8 @@
 --                          before its end, whose stock this call raised from 0;
 --                          then, when the call gave back parts of an envelope
 --                          pool, one array with an array per item: {amount,
---                          index...} of the parts given back ({} for the others)
+--                          index...} of the parts given back ({} for the others;
+--                          answered even when the pool went with its promotion)
 --   {1 ALREADY_RETURNED}   nothing to do for any entry; nothing changed
 --   {2 NOT_FOUND}          an entry is missing (undo: skipped instead), or cancel:
 --                          entry.p ~= pin, or the entry was never granted (A, X)
@@ -134,20 +135,27 @@ local out, envelopes, anyPool = {0, 0}, {}, false
 
 local function giveBack(i, b, entry)
   local num = tonumber(entry.n) or 0
-  if has(entry, 's') and redis.call('EXISTS', KEYS[b + 1]) == 1 then
+  local live = has(entry, 's') and redis.call('EXISTS', KEYS[b + 1]) == 1
+  if live then
     local key = KEYS[b + 1]
     if redis.call('HINCRBY', key, 'remaining', num) == num and entry.k == nil and saleLive(key, now) then
       out[#out + 1] = announce(KEYS[#KEYS], key, key, 'RESTOCKED', now)
     end
-    if entry.e then
-      local back = {tonumber(entry.a)}
-      for member, idx in string.gmatch(entry.e, '((%d+):%d+)') do
+  end
+  if entry.e then
+    -- Answered even when the pool is gone with its promotion: the buyer no longer
+    -- holds these envelopes, and the CANCEL names them so the record nets to the unit.
+    local back = {tonumber(entry.a)}
+    for member, idx in string.gmatch(entry.e, '((%d+):%d+)') do
+      if live then
         redis.call('ZADD', KEYS[b + 6], idx, member)
-        back[#back + 1] = tonumber(idx)
       end
-      redis.call('HINCRBY', key, 'envLeft', entry.a)
-      envelopes[i], anyPool = back, true
+      back[#back + 1] = tonumber(idx)
     end
+    if live then
+      redis.call('HINCRBY', KEYS[b + 1], 'envLeft', entry.a)
+    end
+    envelopes[i], anyPool = back, true
   end
   if has(entry, 'p') then
     release(KEYS[b + 2], entry.p, num)
