@@ -169,76 +169,73 @@ func (d *decoder) int64(v *int64) bool {
 	return ok
 }
 
-// ints reads an array of integers (an empty one is an empty slice, as
-// encoding/json makes it).
-func (d *decoder) ints(v *[]int) bool {
+// array reads [elem, ...], handing each element to elem, which reads it.
+func (d *decoder) array(elem func() bool) bool {
 	if !d.next('[') {
 		return false
 	}
-	out := []int{}
-	if !d.next(']') {
-		for {
-			var n int
-			if !d.int(&n) {
-				return false
-			}
-			out = append(out, n)
-			if d.next(',') {
-				continue
-			}
-			if !d.next(']') {
-				return false
-			}
-			break
-		}
+	if d.next(']') {
+		return true
 	}
+	for {
+		if !elem() {
+			return false
+		}
+		if d.next(',') {
+			continue
+		}
+		return d.next(']')
+	}
+}
+
+// ints reads an array of integers (an empty one is an empty slice, as
+// encoding/json makes it).
+func (d *decoder) ints(v *[]int) bool {
+	out := []int{}
+	ok := d.array(func() bool {
+		var n int
+		if !d.int(&n) {
+			return false
+		}
+		out = append(out, n)
+		return true
+	})
 	*v = out
-	return true
+	return ok
 }
 
 // items reads the items array (an empty one is an empty slice, as encoding/json
 // makes it).
 func (d *decoder) items(v *[]Item) bool {
-	if !d.next('[') {
-		return false
-	}
 	items := make([]Item, 0, 3)
-	if !d.next(']') {
-		for {
-			var it Item
-			if !d.object(func(key string) bool {
-				switch key {
-				case "promoId":
-					return d.str(&it.PromoID)
-				case "type":
-					return d.int(&it.Type)
-				case "num":
-					return d.int64(&it.Num)
-				case "shard":
-					return d.int(&it.Shard)
-				case "bucket":
-					return d.int(&it.Bucket)
-				case "buckets":
-					return d.int(&it.Buckets)
-				case "amount":
-					return d.int64(&it.Amount)
-				case "parts":
-					return d.ints(&it.Parts)
-				}
-				return false
-			}) {
-				return false
+	ok := d.array(func() bool {
+		var it Item
+		if !d.object(func(key string) bool {
+			switch key {
+			case "promoId":
+				return d.str(&it.PromoID)
+			case "type":
+				return d.int(&it.Type)
+			case "num":
+				return d.int64(&it.Num)
+			case "shard":
+				return d.int(&it.Shard)
+			case "bucket":
+				return d.int(&it.Bucket)
+			case "buckets":
+				return d.int(&it.Buckets)
+			case "amount":
+				return d.int64(&it.Amount)
+			case "parts":
+				return d.ints(&it.Parts)
 			}
-			items = append(items, it)
-			if d.next(',') {
-				continue
-			}
-			if !d.next(']') {
-				return false
-			}
-			break
+			return false
+		}) {
+			return false
 		}
-	}
+		items = append(items, it)
+		return true
+	})
 	*v = items
-	return true
+	return ok
 }
