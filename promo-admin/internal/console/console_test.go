@@ -287,11 +287,7 @@ func TestConsoleBuckets(t *testing.T) {
 	b := startBrowser(t, screenshotDir(t))
 	id := "console-k-" + testenv.Suffix()
 
-	b.run("open the console", chromedp.Navigate(e.Server.URL+"/console/"))
-	b.waitFor(30*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
-	b.fill("#token", admintest.AdminToken)
-	b.click(`#sign-in button[type="submit"]`)
-	b.waitFor(15*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
+	b.signInAsAdmin(e.Server.URL)
 
 	b.fill(`#create-form [name="promoId"]`, id)
 	b.fill(`#create-form [name="total"]`, "10")
@@ -326,11 +322,7 @@ func TestConsoleEnvelopePool(t *testing.T) {
 	b := startBrowser(t, screenshotDir(t))
 	id := "console-pool-" + testenv.Suffix()
 
-	b.run("open the console", chromedp.Navigate(e.Server.URL+"/console/"))
-	b.waitFor(30*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
-	b.fill("#token", admintest.AdminToken)
-	b.click(`#sign-in button[type="submit"]`)
-	b.waitFor(15*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
+	b.signInAsAdmin(e.Server.URL)
 
 	b.fill(`#create-form [name="promoId"]`, id)
 	b.fill(`#create-form [name="total"]`, "10")
@@ -368,4 +360,13 @@ func fmtInt(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// signInAsAdmin opens the console at base and signs in with the admin token.
+func (b *browser) signInAsAdmin(base string) {
+	b.run("open the console", chromedp.Navigate(base+"/console/"))
+	b.waitFor(30*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
+	b.fill("#token", admintest.AdminToken)
+	b.click(`#sign-in button[type="submit"]`)
+	b.waitFor(15*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
 }
