@@ -54,15 +54,16 @@ func (s AdminSpec) check(op, key string) error {
 }
 
 // poolAmount checks an envelope pool's parts against the spec (Total of them, of
-// one bucket, none below 0) and sums them.
+// one bucket, each at least 1: a pool is a hash whose envAmount is above 0) and
+// sums them.
 func (s AdminSpec) poolAmount(key string) (int64, error) {
 	if int64(len(s.Envelope)) != s.Total || s.Buckets > 1 {
 		return 0, fmt.Errorf("create %s: a pool of %d parts for total %d in %d buckets, want total parts in one", key, len(s.Envelope), s.Total, s.Buckets)
 	}
 	var sum int64
 	for i, a := range s.Envelope {
-		if a < 0 {
-			return 0, fmt.Errorf("create %s: part %d of the pool is %d, below 0", key, i, a)
+		if a < 1 {
+			return 0, fmt.Errorf("create %s: part %d of the pool is %d, below 1", key, i, a)
 		}
 		sum += a
 	}
@@ -116,7 +117,7 @@ func Create(ctx context.Context, c redis.Cmdable, shard int, key string, s Admin
 			return 0, err
 		}
 		keys = append(keys, promo.EnvelopeStagingKey(key))
-		args = append(s.args(), s.State, 1, amount)
+		args = append(s.args(), s.State, 1, amount, EnvelopeDigest(s.Envelope))
 	}
 	_, out, err := adminReply(createScript.Run(ctx, c, keys, args...), "create.lua")
 	if err != nil {

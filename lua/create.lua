@@ -12,19 +12,22 @@
 --            refuses a grab that does not know it (BUCKETED)
 --       [12] optional, with KEYS[8] and ARGV[11] = 1: the pool's amount, the sum of
 --            its staged parts (the caller checked it); stored as envAmount and envLeft
+--       [13] with ARGV[12]: the split's digest (lua.EnvelopeDigest), stored as
+--            envDigest: a create of the same ver with another split is EXISTS, so a
+--            create that lost its row to another can never pass for the other's
 -- Returns (admin codes, shared by create/patch/stop/delete):
 --   {0 OK}               created: remaining = total, winCount = winStart = 0, the
 --                        five companions emptied first (leftovers of an older life);
 --                        a pool's staged parts renamed to {..}:env
---   {1 ALREADY_APPLIED}  the hash exists with this ver; nothing changed
+--   {1 ALREADY_APPLIED}  the hash exists with this ver (and, of a pool, this split); nothing changed
 --   {2 EXISTS}           the hash exists with another ver; nothing changed
 --   {7 FENCED}           the shard is being rebuilt (KEYS' fence marker is set); nothing changed
 -- Every answer but OK drops the staged parts. Staged parts that are not total in
 -- number raise an error (another create of the key restaged them meanwhile: retry).
 
 local pool = #KEYS == 8
-if not ((#KEYS == 7 and (#ARGV == 10 or #ARGV == 11)) or (pool and #ARGV == 12)) then
-  error('create.lua: want 7 KEYS and 10 or 11 ARGV, or 8 KEYS and 12 ARGV (a pool)')
+if not ((#KEYS == 7 and (#ARGV == 10 or #ARGV == 11)) or (pool and #ARGV == 13 and ARGV[13] ~= '')) then
+  error('create.lua: want 7 KEYS and 10 or 11 ARGV, or 8 KEYS and 13 ARGV (a pool)')
 end
 local buckets = tonumber(ARGV[11] or '1')
 if not buckets or buckets < 1 or buckets > 16 or buckets % 1 ~= 0 then
@@ -56,7 +59,8 @@ if redis.call('EXISTS', KEYS[7]) == 1 then
   return refuse(7)
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  if tonumber(redis.call('HGET', KEYS[1], 'ver')) == v[1] then
+  local h = redis.call('HMGET', KEYS[1], 'ver', 'envDigest')
+  if tonumber(h[1]) == v[1] and h[2] == (ARGV[13] or false) then
     return refuse(1)
   end
   return refuse(2)
@@ -70,7 +74,7 @@ redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 if pool then
   redis.call('RENAME', KEYS[8], KEYS[6]) -- KEYS[6] is gone: O(1)
   redis.call('PERSIST', KEYS[6])
-  redis.call('HSET', KEYS[1], 'envAmount', envAmount, 'envLeft', envAmount)
+  redis.call('HSET', KEYS[1], 'envAmount', envAmount, 'envLeft', envAmount, 'envDigest', ARGV[13])
 end
 redis.call('HSET', KEYS[1],
   'ver', ARGV[1], 'total', ARGV[2], 'remaining', ARGV[2],

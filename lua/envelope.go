@@ -2,6 +2,8 @@ package lua
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -55,6 +57,20 @@ func EnvelopeParts(parts []int, amounts []int64) string {
 		b.WriteString(EnvelopeMember(p, amounts[p]))
 	}
 	return b.String()
+}
+
+// EnvelopeDigest fingerprints a pool's split (amounts in hand-out order): the
+// hash keeps it as envDigest, so create.lua tells a repeat of a create from
+// another create of the same version whose split came out otherwise, and the
+// rebuild writes it from the record's split.
+func EnvelopeDigest(amounts []int64) string {
+	h := sha256.New()
+	var b []byte
+	for _, a := range amounts {
+		b = strconv.AppendInt(b[:0], a, 10)
+		h.Write(append(b, ','))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // MaxEnvelopeStage is how many parts one ZADD of a pool's staging carries: a pool

@@ -68,8 +68,16 @@ func TestCreateMovesAStagedPoolIntoPlaceWithTheHash(t *testing.T) {
 			t.Fatalf("create again at ver %d: %v %v, want %v", ver, code, err, want)
 		}
 	}
+	other := poolSpec() // the same version with another split: another create's
+	other.Envelope[0], other.Envelope[1] = 10, 30
+	if code, err := Create(ctx, rdb, onShard, key, other); err != nil || code != AdminExists {
+		t.Fatalf("create again with another split: %v %v, want EXISTS", code, err)
+	}
 	if got := poolLeft(t, key); !reflect.DeepEqual(got, members(2, 3, 4)) || rdb.Exists(ctx, promo.EnvelopeStagingKey(key)).Val() != 0 {
 		t.Fatalf("a repeated create touched the live pool: %v", got)
+	}
+	if h := mustHash(t, key); h.EnvDigest != EnvelopeDigest(poolParts) {
+		t.Fatalf("envDigest %q, want the split's", h.EnvDigest)
 	}
 	bad := poolSpec()
 	bad.Envelope = bad.Envelope[:4]
@@ -92,7 +100,7 @@ func TestCreateRefusesAPoolStagedIncompletely(t *testing.T) {
 	ks := promo.Keys(key)
 	staging := promo.EnvelopeStagingKey(key)
 	rdb.ZAdd(ctx, staging, redis.Z{Score: 0, Member: EnvelopeMember(0, 30)})
-	args := append(s.args(), s.State, 1, int64(100))
+	args := append(s.args(), s.State, 1, int64(100), EnvelopeDigest(poolParts))
 	if _, err := createScript.Run(ctx, rdb, append(ks[:], promo.FenceKey(onShard), staging), args...).Result(); err == nil {
 		t.Fatal("create.lua accepted a staging of 1 part for total 5")
 	}

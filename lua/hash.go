@@ -28,6 +28,8 @@ type HashState struct {
 	// the sum of those not handed out (fields envAmount, envLeft); both 0 for a
 	// promotion that is no pool.
 	EnvAmount, EnvLeft int64
+	// EnvDigest is the pool's split fingerprint (field envDigest, EnvelopeDigest).
+	EnvDigest string
 }
 
 // IsPool reports whether the hash is of an envelope pool.
@@ -45,7 +47,7 @@ func ReadHash(ctx context.Context, c redis.Cmdable, key string) (HashState, bool
 	if len(m) == 0 {
 		return HashState{}, false, nil
 	}
-	h := HashState{State: m["state"]}
+	h := HashState{State: m["state"], EnvDigest: m["envDigest"]}
 	for name, dst := range map[string]*int64{
 		"total": &h.Total, "remaining": &h.Remaining, "perPin": &h.PerPin, "perIp": &h.PerIP,
 		"maxPerGrab": &h.MaxPerGrab, "rateLimit": &h.RateLimit, "rateWindowMs": &h.RateWindowMs,
