@@ -44,23 +44,35 @@ func (e Envelope) Check(total int64) error {
 // SplitEnvelope splits amount into n parts of at least min each, summing exactly
 // to amount, in the order they will be handed out (Check holds for the pool).
 //
-// The split is uniform: the n-1 cuts of what lies above the minimums are drawn
-// uniformly and sorted, so every split is as likely as any other and every
-// position in the order gets the same distribution of amounts. The seed's
-// "double mean" (each part uniform in [min, twice the mean left]) gives every
-// position the same mean but not the same spread: the last grabbers' amounts vary
-// most. Here the arrival order changes nothing a buyer could see.
+// The split is uniform over every possible split: what lies above the minimums
+// (spare) is dealt by stars and bars, n-1 bars at distinct places among
+// spare+n-1, drawn by Floyd's algorithm (each set of places equally likely), the
+// parts being the runs of stars between them. So every place in the order has the
+// same distribution of amounts. The seed's "double mean" (each part uniform in
+// [min, twice the mean left]) gives every place the same mean but not the same
+// spread: the last grabbers' amounts vary most. Here the arrival order changes
+// nothing a buyer could see.
 func SplitEnvelope(amount, min int64, n int, rnd *rand.Rand) []int64 {
 	spare := amount - int64(n)*min
-	cuts := make([]int64, n+1)
-	for i := 1; i < n; i++ {
-		cuts[i] = rnd.Int64N(spare + 1)
+	places := spare + int64(n) - 1
+	bars := make(map[int64]struct{}, n-1)
+	for j := places - int64(n-1); j < places; j++ { // Floyd: n-1 distinct of [0, places)
+		t := rnd.Int64N(j + 1)
+		if _, taken := bars[t]; taken {
+			t = j
+		}
+		bars[t] = struct{}{}
 	}
-	cuts[n] = spare
-	slices.Sort(cuts[1:n])
+	sorted := make([]int64, 0, n+1)
+	sorted = append(sorted, -1)
+	for b := range bars {
+		sorted = append(sorted, b)
+	}
+	slices.Sort(sorted[1:])
+	sorted = append(sorted, places)
 	parts := make([]int64, n)
 	for i := range parts {
-		parts[i] = min + cuts[i+1] - cuts[i]
+		parts[i] = min + sorted[i+1] - sorted[i] - 1
 	}
 	return parts
 }

@@ -82,3 +82,25 @@ func TestEnvelopeCheckRefusesWhatCannotBeSplit(t *testing.T) {
 		t.Errorf("1000 over 500 envelopes of at least 2: %v", err)
 	}
 }
+
+// Every split is as likely as any other: 2 over 3 envelopes of at least 1 (3
+// over 3 places) splits 6 ways, and each must come about a sixth of the time.
+// (Cuts drawn with replacement and sorted would make the splits with equal cuts,
+// {0,2,0}-like, half as likely.)
+func TestSplitEnvelopeMakesEverySplitEquallyLikely(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	const rounds = 60000
+	seen := map[[3]int64]int{}
+	for range rounds {
+		p := SplitEnvelope(5, 1, 3, rnd)
+		seen[[3]int64(p)]++
+	}
+	if len(seen) != 6 {
+		t.Fatalf("%d distinct splits of 5 over 3 (at least 1 each), want 6: %v", len(seen), seen)
+	}
+	for split, n := range seen {
+		if n < rounds/6*9/10 || n > rounds/6*11/10 {
+			t.Errorf("split %v came %d times of %d, want about a sixth", split, n, rounds)
+		}
+	}
+}
