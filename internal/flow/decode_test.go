@@ -15,7 +15,9 @@ func FuzzDecodeJSON(f *testing.F) {
 		OccurredAt: "2026-11-11T12:00:00.000Z", BodyHash: "abc"}
 	cancel := Event{EventID: "e2", Kind: Cancel, RequestID: "r-1", Pin: "ünïcode-pin", IP: "::1",
 		Items: []Item{{PromoID: "A", Type: 1, Num: 2, Shard: 14}}, OccurredAt: "2026-11-11T12:00:01.000+08:00", Reason: "ROLLBACK"}
-	for _, e := range []Event{grab, cancel, {}, {Items: []Item{}}} {
+	pool := grab
+	pool.Items = []Item{{PromoID: "P", Type: 1, Num: 2, Shard: 3, Amount: 250, Parts: []int{7, 12}}}
+	for _, e := range []Event{grab, cancel, pool, {}, {Items: []Item{}}} {
 		f.Add(e.AppendJSON(nil))
 	}
 	for _, s := range []string{
@@ -31,6 +33,7 @@ func FuzzDecodeJSON(f *testing.F) {
 		`{"items":null}`, `{"pin":null}`, `{"extra":1}`, `{"items":[]}`, `{"items":[{}]}`,
 		`{"eventId":"e"} x`, `{"eventId":"e",}`, `{"eventId" "e"}`, `[]`, `null`, ``, `{`,
 		`{"items":[{"promoId":"A"},]}`, `{"items":[{"promoId":"A"} {"promoId":"B"}]}`,
+		`{"items":[{"parts":[]}]}`, `{"items":[{"parts":null}]}`, `{"items":[{"parts":[1,]}]}`, `{"items":[{"parts":[1 2]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -91,4 +94,34 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// An envelope pool's item: its parts round-trip, and Decode refuses parts that are
+// not num of them, an amount without parts, more than a grab may take, and an
+// index beyond any pool.
+func TestDecodeChecksAnEnvelopePoolsItem(t *testing.T) {
+	ev := func(it Item) []byte {
+		return Event{EventID: "e", Kind: Grab, RequestID: "r", Pin: "p", IP: "10.0.0.1",
+			Items: []Item{it}, OccurredAt: "2026-12-01T16:30:00.123Z"}.AppendJSON(nil)
+	}
+	good := Item{PromoID: "P", Type: 1, Num: 2, Shard: 3, Amount: 250, Parts: []int{7, 12}}
+	if e, err := Decode(ev(good)); err != nil || !reflect.DeepEqual(e.Items[0], good) {
+		t.Fatalf("a pool's item: %+v %v", e.Items, err)
+	}
+	many := make([]int, 1001)
+	for i := range many {
+		many[i] = i
+	}
+	for name, it := range map[string]Item{
+		"parts not num":        {PromoID: "P", Type: 1, Num: 3, Amount: 250, Parts: []int{7, 12}},
+		"an amount, no parts":  {PromoID: "P", Type: 1, Num: 2, Amount: 250},
+		"above a grab's parts": {PromoID: "P", Type: 1, Num: 1001, Amount: 5000, Parts: many},
+		"an index beyond":      {PromoID: "P", Type: 1, Num: 1, Amount: 5, Parts: []int{100_000}},
+		"a negative amount":    {PromoID: "P", Type: 1, Num: 1, Amount: -5, Parts: []int{1}},
+		"in buckets":           {PromoID: "P", Type: 1, Num: 1, Amount: 5, Parts: []int{1}, Buckets: 2},
+	} {
+		if _, err := Decode(ev(it)); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
 }

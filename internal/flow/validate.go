@@ -55,6 +55,8 @@ func (e Event) validate() error {
 			return fmt.Errorf("item %d: buckets must be 0..%d and bucket below it", i, shards)
 		case it.Amount < 0 || it.Amount > promo.MaxEnvelopeAmount:
 			return fmt.Errorf("item %d: amount must be 0..%d", i, promo.MaxEnvelopeAmount)
+		case len(it.Parts) > promo.MaxEnvelopesPerGrab:
+			return fmt.Errorf("item %d: at most %d envelopes a grab", i, promo.MaxEnvelopesPerGrab)
 		case len(it.Parts) > 0 && (int64(len(it.Parts)) != it.Num || it.Buckets > 1):
 			return fmt.Errorf("item %d: an envelope pool's item names num parts, and its promotion is of one bucket", i)
 		case len(it.Parts) == 0 && it.Amount != 0:

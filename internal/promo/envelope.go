@@ -21,9 +21,12 @@ type Envelope struct {
 
 // Bounds of an envelope pool (api/openapi.yaml): the parts are stored one per
 // MySQL row and Redis member, and a create loads them all.
+// A grab's envelopes are popped in one script call and named in its flow event and
+// grab_flow row, so a pool's maxPerGrab is bounded too.
 const (
-	MaxEnvelopes      = 100_000
-	MaxEnvelopeAmount = 1_000_000_000_000
+	MaxEnvelopes        = 100_000
+	MaxEnvelopeAmount   = 1_000_000_000_000
+	MaxEnvelopesPerGrab = 1000
 )
 
 // Check says what is wrong with a pool of total envelopes, or nil.

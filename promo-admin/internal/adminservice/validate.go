@@ -71,6 +71,8 @@ func validateEnvelope(s promo.Spec) error {
 		return invalid("envelope", "an envelope pool is of one bucket: create it without buckets (or with buckets 1)")
 	case s.Total > promo.MaxEnvelopes:
 		return invalid("total", "an envelope pool holds at most %d envelopes", promo.MaxEnvelopes)
+	case s.MaxPerGrab > promo.MaxEnvelopesPerGrab:
+		return invalid("maxPerGrab", "an envelope pool hands out at most %d envelopes to one grab", promo.MaxEnvelopesPerGrab)
 	}
 	if err := e.Check(s.Total); err != nil {
 		return invalid("envelope", "%v", err)

@@ -177,21 +177,23 @@ func TestInvalidEnvelopePools(t *testing.T) {
 		total    int64
 		envelope any
 		buckets  int
+		maxPer   int64 // maxPerGrab, 0: the default
 		field    string
 	}{
-		{"amount below total * minAmount", 10, map[string]any{"amount": 99, "minAmount": 10}, 0, "envelope"},
-		{"minAmount 0", 10, map[string]any{"amount": 100, "minAmount": 0}, 0, "envelope"},
-		{"amount 0", 10, map[string]any{"amount": 0, "minAmount": 1}, 0, "envelope"},
-		{"amount above 10^12", 10, map[string]any{"amount": 1_000_000_000_001, "minAmount": 1}, 0, "envelope"},
-		{"remainingAmount given", 10, map[string]any{"amount": 100, "minAmount": 1, "remainingAmount": 100}, 0, "envelope.remainingAmount"},
-		{"unknown field", 10, map[string]any{"amount": 100, "minAmount": 1, "currency": "CNY"}, 0, "envelope.currency"},
-		{"amount missing", 10, map[string]any{"minAmount": 1}, 0, "envelope.amount"},
-		{"minAmount missing", 10, map[string]any{"amount": 100}, 0, "envelope.minAmount"},
-		{"amount not an integer", 10, map[string]any{"amount": 10.5, "minAmount": 1}, 0, "envelope.amount"},
-		{"not an object", 10, []int{100, 1}, 0, "envelope"},
-		{"null", 10, nil, 0, "envelope"},
-		{"in 2 buckets", 10, map[string]any{"amount": 100, "minAmount": 1}, 2, "envelope"},
-		{"above 100,000 envelopes", 100_001, map[string]any{"amount": 1_000_000, "minAmount": 1}, 0, "total"},
+		{"amount below total * minAmount", 10, map[string]any{"amount": 99, "minAmount": 10}, 0, 0, "envelope"},
+		{"minAmount 0", 10, map[string]any{"amount": 100, "minAmount": 0}, 0, 0, "envelope"},
+		{"amount 0", 10, map[string]any{"amount": 0, "minAmount": 1}, 0, 0, "envelope"},
+		{"amount above 10^12", 10, map[string]any{"amount": 1_000_000_000_001, "minAmount": 1}, 0, 0, "envelope"},
+		{"remainingAmount given", 10, map[string]any{"amount": 100, "minAmount": 1, "remainingAmount": 100}, 0, 0, "envelope.remainingAmount"},
+		{"unknown field", 10, map[string]any{"amount": 100, "minAmount": 1, "currency": "CNY"}, 0, 0, "envelope.currency"},
+		{"amount missing", 10, map[string]any{"minAmount": 1}, 0, 0, "envelope.amount"},
+		{"minAmount missing", 10, map[string]any{"amount": 100}, 0, 0, "envelope.minAmount"},
+		{"amount not an integer", 10, map[string]any{"amount": 10.5, "minAmount": 1}, 0, 0, "envelope.amount"},
+		{"not an object", 10, []int{100, 1}, 0, 0, "envelope"},
+		{"null", 10, nil, 0, 0, "envelope"},
+		{"in 2 buckets", 10, map[string]any{"amount": 100, "minAmount": 1}, 2, 0, "envelope"},
+		{"above 100,000 envelopes", 100_001, map[string]any{"amount": 1_000_000, "minAmount": 1}, 0, 0, "total"},
+		{"above 1,000 envelopes a grab", 2000, map[string]any{"amount": 2000, "minAmount": 1}, 0, 1001, "maxPerGrab"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := uid("bad-pool")
@@ -199,6 +201,9 @@ func TestInvalidEnvelopePools(t *testing.T) {
 			body["total"], body["envelope"] = c.total, c.envelope
 			if c.buckets > 0 {
 				body["buckets"] = c.buckets
+			}
+			if c.maxPer > 0 {
+				body["maxPerGrab"] = c.maxPer
 			}
 			r := e.Do(http.MethodPost, "/v1/promotions", admin, body)
 			if r.Status != http.StatusBadRequest || r.Error().Code != "INVALID_REQUEST" || r.Error().Field != c.field {
