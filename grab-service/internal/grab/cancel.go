@@ -67,9 +67,9 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	case len(returned) == 0:
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
 	}
-	// A pool item's CANCEL carries the parts its return put back. A pool whose
-	// hash is gone (deleted) took nothing back: its CANCEL carries none, and the
-	// record nets it by the GRAB row of the same request.
+	// A pool item's CANCEL carries the parts its return gave back, named by
+	// return.lua even when the pool went with its deleted promotion, so the record's
+	// amounts net to the unit.
 	back := flowItems(items, returned, returnedEnvs)
 	for _, g := range returned {
 		for _, key := range g.keys {
