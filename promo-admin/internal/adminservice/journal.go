@@ -94,8 +94,13 @@ func (a *Admin) takeOver(ctx context.Context, id store.ID, pending *store.Change
 
 // settle runs steps 2 and 3 of a proposed change. It does not stop when the
 // caller goes away: a change half done is finished or undone here, not left.
+//
+// Its time is what is left of the change's grace, counted from the proposal as
+// the repairer and a later request count it (busy): a slow proposal (a pool's
+// split written row by row) must not write Redis after another request may have
+// taken the change over.
 func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store.Promotion, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RepairGrace)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RepairGrace-a.now().Sub(ch.At))
 	defer cancel()
 	if k := promo.BucketsOf(ch.Spec.Buckets); k > 1 {
 		return a.settleBuckets(ctx, id, ch, k)
