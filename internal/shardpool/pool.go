@@ -72,6 +72,11 @@ func (p *Pool) Client(shard int) *redis.Client { return p.clients[shard] }
 // one, or where the config center moved it (Move).
 func (p *Pool) Addr(shard int) string { return p.targets[shard].current() }
 
+// Generation counts a shard's moves to another server (Move): a command whose
+// shard's generation changed while it ran may have run on the new server, which
+// no one has judged whole yet (grab-service's fence).
+func (p *Pool) Generation(shard int) uint64 { return p.targets[shard].gen.Load() }
+
 // Servers returns one client per distinct address, ordered by address (for work
 // done once per server, such as loading scripts).
 func (p *Pool) Servers() []*redis.Client {

@@ -138,6 +138,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// On-call moves a shard to its promoted replica through the config center: the
 	// shard's client dials the new server, and the fence holds the shard until it
 	// has read the new server's markers.
+	deps.Fence.FollowGenerations(pool.Generation)
 	switches.FollowShards(pool, logger, func(moved []int) { deps.Fence.Moved(moved, pool.Addr) })
 	service, err := grab.New(gc, deps)
 	if err != nil {

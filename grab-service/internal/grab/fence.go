@@ -65,7 +65,13 @@ type Fence struct {
 	fenced   [ring.Shards]atomic.Bool
 	// moves counts each shard's moves to another server (Moved): a marker read
 	// begun before a move judges the old server, so its verdict is dropped.
-	moves   [ring.Shards]atomic.Uint64
+	moves [ring.Shards]atomic.Uint64
+	// generation is the shard clients' own count of moves (shardpool.Pool.Generation;
+	// nil: none), and judged the generation each shard's last verdict read: a shard
+	// whose client moved since is fenced at once, before Moved is told, and a grab
+	// whose take ran across a move is undone (grab.go).
+	generation func(shard int) uint64
+	judged     [ring.Shards]atomic.Uint64
 	mu      sync.Mutex
 	why     map[int]string
 	cache   map[int]bool
@@ -96,9 +102,30 @@ func NewFence(shards []redis.UniversalClient, keys func(ctx context.Context) ([]
 	return f
 }
 
+// FollowGenerations makes the fence judge each shard for the server its client
+// dials now (shardpool.Pool.Generation): a verdict read before the client moved
+// does not hold after.
+func (f *Fence) FollowGenerations(generation func(shard int) uint64) {
+	if f == nil {
+		return
+	}
+	for shard := range f.shards {
+		f.judged[shard].Store(generation(shard))
+	}
+	f.generation = generation
+}
+
 // Fenced reports whether shard is fenced now.
 func (f *Fence) Fenced(shard int) bool {
-	return f != nil && shard >= 0 && shard < ring.Shards && f.fenced[shard].Load()
+	return f != nil && shard >= 0 && shard < ring.Shards && (f.fenced[shard].Load() || f.gen(shard) != f.judged[shard].Load())
+}
+
+// gen is shard's client generation (0 when the fence follows none).
+func (f *Fence) gen(shard int) uint64 {
+	if f == nil || f.generation == nil {
+		return 0
+	}
+	return f.generation(shard)
 }
 
 // Run polls at once and then every interval until ctx ends.
@@ -123,15 +150,16 @@ func (f *Fence) Poll(ctx context.Context, timeout time.Duration) {
 
 func (f *Fence) pollShard(ctx context.Context, shard int) {
 	c := f.shards[shard]
-	move := f.moves[shard].Load()
+	move, gen := f.moves[shard].Load(), f.gen(shard)
 	st, err := shardmark.Read(ctx, c, shard)
 	if err != nil {
 		f.pollErrors.Inc()
 		return
 	}
-	if f.moves[shard].Load() != move || !f.judge(ctx, shard, c, st) {
+	if f.moves[shard].Load() != move || f.gen(shard) != gen || !f.judge(ctx, shard, c, st) {
 		return
 	}
+	f.judged[shard].Store(gen)
 	// After the flag is set: a rebuild waiting for this report returns at once.
 	if err := shardmark.Report(ctx, c, shard, f.instance, st.ServerTime, !f.Fenced(shard)); err != nil {
 		f.pollErrors.Inc()
@@ -253,6 +281,28 @@ func (f *Fence) Status() []FencedShard {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Shard < out[j].Shard })
 	return out
+}
+
+// generations are the client generations of the groups' shards, read before a
+// take: movedDuring then tells whether a take may have run on a server the fence
+// has not judged.
+func (s *Grabber) generations(gs []group) []uint64 {
+	out := make([]uint64, len(gs))
+	for i, g := range gs {
+		out[i] = s.Fence.gen(g.shard)
+	}
+	return out
+}
+
+// movedDuring reports whether a group's shard moved to another server since gens
+// were read (generations).
+func (s *Grabber) movedDuring(gs []group, gens []uint64) bool {
+	for i, g := range gs {
+		if s.Fence.gen(g.shard) != gens[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // fenceRefusal answers UNAVAILABLE, naming the first item on a fenced shard,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/shardmark"
 	"github.com/flashsale/platform/internal/testenv"
+	"github.com/flashsale/platform/lua"
 )
 
 // privateShards starts a redis-server of the test's own and returns it as every
@@ -153,5 +155,86 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 	f.Poll(ctx, time.Second)
 	if st, err := shardmark.Read(ctx, r, 3); f.Fenced(3) || err != nil || st.Built != shardmark.Whole {
 		t.Fatalf("a promoted shard the record holds nothing of: fenced %v, markers %+v (%v); want open and marked for this server", f.Fenced(3), st, err)
+	}
+}
+
+// moveDuringTakes bumps gen as the first script call on key goes out (a grab's
+// take), once: the shard's client moving to another server while the take is in
+// flight.
+type moveDuringTakes struct {
+	key   string
+	gen   *atomic.Uint64
+	moved atomic.Bool
+}
+
+func (h *moveDuringTakes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *moveDuringTakes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *moveDuringTakes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if a := c.Args(); c.Name() == "evalsha" && len(a) > 3 && a[3] == h.key && !h.moved.Load() {
+				h.moved.Store(true)
+				h.gen.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A failover moves a shard's client to a promoted replica: a take sent after the
+// move runs on a server no one has judged whole, which may still hold stock (or
+// envelopes) the record has granted. The grab whose take was in flight across the
+// move is undone and answered UNAVAILABLE, nothing published; the shard is fenced
+// from the move until the fence has read the new server.
+func TestAGrabWhoseShardMovesDuringItsTakeIsUndone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, shards := privateShards(t)
+	const shard = 9
+	id := idOnShard(shard)
+	key := promo.Key(id, 1)
+	now := time.Now()
+	if code, err := lua.Create(ctx, c, shard, key, lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1, RateWindowMs: 1000,
+		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+		t.Fatalf("create: %v %v", code, err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := NewFence(shards, func(context.Context) ([]string, error) { return []string{key}, nil }, prometheus.NewRegistry(), log)
+	for s := 0; s < ring.Shards; s++ {
+		c.Set(ctx, promo.BuiltKey(s), "built", 0)
+	}
+	var gen atomic.Uint64
+	f.FollowGenerations(func(int) uint64 { return gen.Load() })
+	f.Poll(ctx, time.Second)
+	hook := &moveDuringTakes{key: key, gen: &gen}
+	c.AddHook(hook)
+	pub := &countingPublisher{}
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: pub, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+
+	res, err := svc.Grab(ctx, Request{RequestID: "moved-1", Pin: "p", IP: "1.1.1.1", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
+	if err != nil || res.Result != Unavailable || !strings.Contains(res.Message, "moved") || !hook.moved.Load() {
+		t.Fatalf("a grab across a move: %+v %v; want UNAVAILABLE, shard moved", res, err)
+	}
+	if h, _, _ := lua.ReadHash(ctx, c, key); h.Remaining != 5 || pub.events.Load() != 0 {
+		t.Fatalf("after the grab across a move: remaining %d, %d events published; want 5 and none", h.Remaining, pub.events.Load())
+	}
+	if _, found, _ := lua.ReadLedger(ctx, c, key, "moved-1"); found {
+		t.Fatal("the take across the move left its ledger entry")
+	}
+	// Until the fence reads the new server, the shard is fenced; then it sells.
+	if !f.Fenced(shard) {
+		t.Fatal("a moved shard is open before its new server was read")
+	}
+	f.Poll(ctx, time.Second)
+	res, err = svc.Grab(ctx, Request{RequestID: "moved-1", Pin: "p", IP: "1.1.1.1", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
+	if err != nil || res.Result != Granted {
+		t.Fatalf("the retry once the new server is judged: %+v %v; want GRANTED", res, err)
 	}
 }

@@ -89,6 +89,15 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 			return res, nil
 		}
 	}
+	// The generations are read before the fence's last word on the shards: a move
+	// after it is seen once the takes are back (movedDuring, below).
+	gens := s.generations(gs)
+	if res, fenced := s.fenceRefusal(rid, gs); fenced {
+		if c.created {
+			s.releaseClaim(req)
+		}
+		return res, nil
+	}
 	replies, errs := s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
 	tried := make([]uint32, len(req.Items))
 	for attempt := 1; attempt < attemptBound(req.Items) && s.mayFallOver(c, s.Clock()) && s.fallOver(req, gs, replies, errs, tried, now); attempt++ {
@@ -97,6 +106,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		}
 		gs = s.groups(req.Items, req.Pin, req.IP)
 		items = flowItems(req.Items, gs, nil)
+		gens = s.generations(gs)
 		if res, fenced := s.fenceRefusal(rid, gs); fenced {
 			if c.created {
 				s.releaseClaim(req)
@@ -112,6 +122,19 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		}
 		s.Metrics.fallOvers.Inc()
 		replies, errs = s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
+	}
+	if s.movedDuring(gs, gens) {
+		// A shard's client moved to another server (a promoted replica) while the
+		// takes were out: a take sent after the move ran on a server no one has
+		// judged whole, which may sell what the record already granted. Nothing is
+		// published yet, so it is undone and the grab told to retry.
+		if !s.undo(req, took(gs, replies)) { // left for the reconciler, under the claim
+			return refusal(rid, Unavailable, 0, "a shard moved to another server during the grab and its takes are being undone; retry with the same requestId"), nil
+		}
+		if c.created {
+			s.releaseClaim(req)
+		}
+		return refusal(rid, Unavailable, 0, "a shard moved to another server during the grab; nothing was taken; retry"), nil
 	}
 	if res, err, done := s.settleTakes(req, gs, replies, errs, now); done {
 		if c.created && res.Result != Granted {
