@@ -72,10 +72,10 @@ type Fence struct {
 	// whose take ran across a move is undone (grab.go).
 	generation func(shard int) uint64
 	judged     [ring.Shards]atomic.Uint64
-	mu      sync.Mutex
-	why     map[int]string
-	cache   map[int]bool
-	cacheAt time.Time
+	mu         sync.Mutex
+	why        map[int]string
+	cache      map[int]bool
+	cacheAt    time.Time
 
 	gauge      *prometheus.GaugeVec
 	refused    *prometheus.CounterVec
