@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -63,28 +64,61 @@ func deleteParts(ctx context.Context, tx *sqlx.Tx, id ID) error {
 // ErrNoParts is EnvelopeParts of a key the record holds no split for.
 var ErrNoParts = errors.New("no envelope parts")
 
+// EnvelopeSplit is an envelope pool as created: its budget and its split.
+type EnvelopeSplit struct {
+	Amount int64   // promotion.envelope_amount: the budget
+	Parts  []int64 // promotion_envelope's amounts, by idx: the order they are handed out in
+}
+
+// ReadEnvelopeSplit reads the pool id from db: the one reader of a split, for
+// promo-admin's create (EnvelopeParts), the rebuild, verify and the checker (which
+// reads with a connection of its own). ok is false when the promotion is no pool
+// (envelope_amount NULL) or not in the record; an error when the split's rows are
+// not idx 0..n-1. A split never changes once written, so the two reads need no
+// transaction.
+func ReadEnvelopeSplit(ctx context.Context, db sqlx.QueryerContext, id ID) (split EnvelopeSplit, ok bool, err error) {
+	var amount sql.NullInt64
+	err = sqlx.GetContext(ctx, db, &amount, `SELECT envelope_amount FROM promotion WHERE promo_id = ? AND promo_type = ?`, id.PromoID, id.Type)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !amount.Valid) {
+		return split, false, nil
+	}
+	if err != nil {
+		return split, false, fmt.Errorf("store: envelope pool of %s: %w", id, err)
+	}
+	var rows []struct {
+		Idx    int   `db:"idx"`
+		Amount int64 `db:"amount"`
+	}
+	if err := sqlx.SelectContext(ctx, db, &rows, `SELECT idx, amount FROM promotion_envelope
+ WHERE promo_id = ? AND promo_type = ? ORDER BY idx`, id.PromoID, id.Type); err != nil {
+		return split, false, fmt.Errorf("store: envelope split of %s: %w", id, err)
+	}
+	split.Amount, split.Parts = amount.Int64, make([]int64, len(rows))
+	for i, r := range rows {
+		if r.Idx != i {
+			return split, false, fmt.Errorf("store: envelope split of %s: idx %d where %d belongs (the split has a gap)", id, r.Idx, i)
+		}
+		split.Parts[i] = r.Amount
+	}
+	return split, true, nil
+}
+
+// EnvelopeSplit is ReadEnvelopeSplit on the store's connections.
+func (s *Store) EnvelopeSplit(ctx context.Context, id ID) (EnvelopeSplit, bool, error) {
+	return ReadEnvelopeSplit(ctx, s.db, id)
+}
+
 // EnvelopeParts is the split of the pool id as created: the amount of every
 // envelope, in idx order (the order they are handed out in). It is what a pool's
 // Redis create writes, so that Redis holds exactly the record's split. ErrNoParts
 // when there is none; an error when the rows are not idx 0..n-1.
 func (s *Store) EnvelopeParts(ctx context.Context, id ID) ([]int64, error) {
-	var rows []struct {
-		Idx    int   `db:"idx"`
-		Amount int64 `db:"amount"`
+	split, ok, err := s.EnvelopeSplit(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT idx, amount FROM promotion_envelope
- WHERE promo_id = ? AND promo_type = ? ORDER BY idx`, id.PromoID, id.Type); err != nil {
-		return nil, fmt.Errorf("store: envelope parts of %s: %w", id, err)
-	}
-	if len(rows) == 0 {
+	if !ok || len(split.Parts) == 0 {
 		return nil, fmt.Errorf("store: envelope parts of %s: %w", id, ErrNoParts)
 	}
-	parts := make([]int64, len(rows))
-	for i, r := range rows {
-		if r.Idx != i {
-			return nil, fmt.Errorf("store: envelope parts of %s: idx %d where %d was expected", id, r.Idx, i)
-		}
-		parts[i] = r.Amount
-	}
-	return parts, nil
+	return split.Parts, nil
 }

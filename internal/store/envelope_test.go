@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,38 @@ func TestListShowsThePoolsAmountLeftByTheRecord(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, p.ID()); err != nil || got.RemainingAmount != 50 {
 		t.Errorf("get: amount left %d (err %v), want 50", got.RemainingAmount, err)
+	}
+}
+
+// One reader serves every split: a pool's budget and parts in idx order; a
+// promotion that is no pool, or none, is no split; a split with a gap is an error,
+// from EnvelopeParts too.
+func TestEnvelopeSplitReadsBackOrRefusesAGap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t)
+	at := time.Now()
+	p := store.NewPromotion(poolSpec("SPLIT", 3, 60, 10), promo.Active, at)
+	if err := s.InsertPool(ctx, p, []int64{10, 20, 30}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, spec("NOPOOL", 3), at)
+	split, ok, err := store.ReadEnvelopeSplit(ctx, s.DB(), p.ID())
+	if err != nil || !ok || split.Amount != 60 || !slices.Equal(split.Parts, []int64{10, 20, 30}) {
+		t.Fatalf("split: %+v ok %v (err %v)", split, ok, err)
+	}
+	for _, id := range []store.ID{{PromoID: "NOPOOL", Type: 1}, {PromoID: "ABSENT", Type: 1}} {
+		if _, ok, err := s.EnvelopeSplit(ctx, id); ok || err != nil {
+			t.Errorf("%s: ok %v, %v; want no split", id, ok, err)
+		}
+	}
+	if _, err := s.DB().Exec(`DELETE FROM promotion_envelope WHERE promo_id = 'SPLIT' AND idx = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.EnvelopeSplit(ctx, p.ID()); err == nil || !strings.Contains(err.Error(), "gap") {
+		t.Errorf("a split with a gap: %v; want an error naming the gap", err)
+	}
+	if _, err := s.EnvelopeParts(ctx, p.ID()); err == nil || errors.Is(err, store.ErrNoParts) {
+		t.Errorf("EnvelopeParts of a split with a gap: %v; want an error other than ErrNoParts", err)
 	}
 }

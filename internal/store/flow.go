@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,7 +255,7 @@ type newFlow struct {
 	// ordinary promotion)
 	bucket, buckets int
 	// amount and parts: an envelope pool's item, the sum of its parts and their
-	// idx as grab_flow keeps them (partsColumn); both nil, NULL, for any other
+	// idx as grab_flow keeps them (flow.FormatParts); both nil, NULL, for any other
 	amount, parts any
 }
 
@@ -335,7 +334,7 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 		for _, it := range e.Items {
 			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, event: len(w.events) - 1, num: it.Num, shard: it.Shard, bucket: it.Bucket, buckets: max(it.Buckets, 1)}
 			if len(it.Parts) > 0 {
-				r.amount, r.parts = it.Amount, partsColumn(it.Parts)
+				r.amount, r.parts = it.Amount, flow.FormatParts(it.Parts)
 			}
 			w.rows = append(w.rows, r)
 		}
@@ -425,7 +424,7 @@ func (s *Store) GrabItems(ctx context.Context, requestID string) (pin, ip string
 		pin, ip = r.Pin, r.IP
 		it := flowItem(r.PromoID, r.Type, r.Num, r.Shard, r.Bucket, r.Buckets)
 		if r.Parts.Valid {
-			if it.Parts, err = parseParts(r.Parts.String); err != nil {
+			if it.Parts, err = flow.ParseParts(r.Parts.String); err != nil {
 				return "", "", nil, fmt.Errorf("grab items %s: %w", requestID, err)
 			}
 			it.Amount = r.Amount.Int64
@@ -453,30 +452,4 @@ func flowItem(promoID string, typ int, num int64, shard, bucket, buckets int) fl
 		it.Bucket, it.Buckets = bucket, buckets
 	}
 	return it
-}
-
-// partsColumn is grab_flow.parts of an envelope pool's item: its parts' idx,
-// comma-separated, in the order taken.
-func partsColumn(parts []int) string {
-	b := make([]byte, 0, 8*len(parts))
-	for i, p := range parts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(p), 10)
-	}
-	return string(b)
-}
-
-// parseParts reads partsColumn's form back.
-func parseParts(s string) ([]int, error) {
-	out := make([]int, 0, strings.Count(s, ",")+1)
-	for f := range strings.SplitSeq(s, ",") {
-		p, err := strconv.Atoi(f)
-		if err != nil || p < 0 {
-			return nil, fmt.Errorf("grab_flow.parts %q: want comma-separated part indexes", s)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }

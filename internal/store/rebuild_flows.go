@@ -121,7 +121,7 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	var amount int64
 	var envParts []int
 	if f.parts != nil {
-		if envParts, err = parseParts(string(f.parts)); err != nil {
+		if envParts, err = flow.ParseParts(string(f.parts)); err != nil {
 			return FlowRow{}, err
 		}
 		if f.amount != nil {

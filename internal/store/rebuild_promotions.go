@@ -2,12 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/flashsale/platform/internal/bucket"
+	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 )
@@ -125,23 +124,49 @@ func (s *Store) PendingChanges(ctx context.Context) ([]PendingChange, error) {
 // EnvelopePool is an envelope pool as the record holds it: its split, and which
 // of its parts the flow log says are handed out.
 type EnvelopePool struct {
-	Amount int64   // promotion.envelope_amount: the budget
-	Parts  []int64 // promotion_envelope's amounts, by idx: the order they are handed out in
+	EnvelopeSplit
 	// Held counts, per part, the GRAB rows naming it less those of them given
 	// back: a CANCEL row of a request gives back the parts its GRAB row took (with
 	// parts of its own or without: a CANCEL published after its ledger entry was
-	// gone names none). 1 for a part handed out, 0 for one left; above 1 the record
-	// is at odds with itself, which Odd lists for the caller to report.
+	// gone names none). 1 for a part handed out, 0 for one left; anything else the
+	// record is at odds with itself, which Odd lists for the caller to report.
 	Held []int
-	// Unknown counts the parts GRAB rows name that the split lacks.
+	// Unknown counts the parts GRAB rows name that the split lacks (less those
+	// given back).
 	Unknown int
 }
 
+// NewEnvelopePool is split with nothing handed out yet: the caller counts the
+// GRAB rows in with Hold and the GRAB rows of the requests that have a CANCEL
+// out with GiveBack.
+func NewEnvelopePool(split EnvelopeSplit) EnvelopePool {
+	return EnvelopePool{EnvelopeSplit: split, Held: make([]int, len(split.Parts))}
+}
+
+// Hold counts the parts a GRAB row took as handed out.
+func (p *EnvelopePool) Hold(parts []int) { p.count(parts, 1) }
+
+// GiveBack counts the parts a GRAB row took as back in the pool: its request has
+// a CANCEL row.
+func (p *EnvelopePool) GiveBack(parts []int) { p.count(parts, -1) }
+
+func (p *EnvelopePool) count(parts []int, by int) {
+	for _, i := range parts {
+		if i >= len(p.Held) {
+			p.Unknown += by
+			continue
+		}
+		p.Held[i] += by
+	}
+}
+
 // Left is the idx of the parts not handed out, in the order they are handed out.
+// A part given back more often than taken (Odd reports it) is left: its
+// requests' ledger entries all say returned.
 func (p EnvelopePool) Left() []int {
 	var out []int
 	for i, h := range p.Held {
-		if h == 0 {
+		if h <= 0 {
 			out = append(out, i)
 		}
 	}
@@ -158,17 +183,21 @@ func (p EnvelopePool) LeftAmount() int64 {
 }
 
 // Odd describes what in the record does not add up: a part held by more than one
-// grab, idx outside the split, a split that does not sum to the budget.
+// grab, or given back more often than taken, idx outside the split, a split that
+// does not sum to the budget.
 func (p EnvelopePool) Odd() []string {
 	var out []string
 	var sum int64
 	for i, h := range p.Held {
 		sum += p.Parts[i]
-		if h > 1 {
+		switch {
+		case h > 1:
 			out = append(out, fmt.Sprintf("part %d is held by %d grabs", i, h))
+		case h < 0:
+			out = append(out, fmt.Sprintf("part %d is given back %d times more than taken", i, -h))
 		}
 	}
-	if p.Unknown > 0 {
+	if p.Unknown != 0 {
 		out = append(out, fmt.Sprintf("%d parts named by GRAB rows are not in the split of %d", p.Unknown, len(p.Parts)))
 	}
 	if sum != p.Amount {
@@ -177,35 +206,17 @@ func (p EnvelopePool) Odd() []string {
 	return out
 }
 
-// EnvelopePool reads the pool of a promotion; ok is false when the promotion is
-// no pool (envelope_amount NULL) or not in the record. One scan of the pool's
-// GRAB rows that name parts, each with whether its request's CANCEL is there.
+// EnvelopePool reads the pool of a promotion, for verify; ok is false when the
+// promotion is no pool (envelope_amount NULL) or not in the record. One scan of
+// the pool's GRAB rows that name parts, each with whether its request's CANCEL is
+// there. (The rebuild counts the same from the pass over the flow log that builds
+// its ledger, so the two cannot disagree.)
 func (s *Store) EnvelopePool(ctx context.Context, id ID) (pool EnvelopePool, ok bool, err error) {
-	var amount sql.NullInt64
-	err = s.db.GetContext(ctx, &amount, `SELECT envelope_amount FROM promotion WHERE promo_id = ? AND promo_type = ?`, id.PromoID, id.Type)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && !amount.Valid) {
-		return pool, false, nil
+	split, ok, err := s.EnvelopeSplit(ctx, id)
+	if err != nil || !ok {
+		return pool, ok, err
 	}
-	if err != nil {
-		return pool, false, fmt.Errorf("store: envelope pool of %s: %w", id, err)
-	}
-	pool.Amount = amount.Int64
-	var split []struct {
-		Idx    int   `db:"idx"`
-		Amount int64 `db:"amount"`
-	}
-	if err := s.db.SelectContext(ctx, &split, `SELECT idx, amount FROM promotion_envelope
- WHERE promo_id = ? AND promo_type = ? ORDER BY idx`, id.PromoID, id.Type); err != nil {
-		return pool, false, fmt.Errorf("store: envelope pool of %s: split: %w", id, err)
-	}
-	pool.Parts = make([]int64, len(split))
-	for i, p := range split {
-		if p.Idx != i {
-			return pool, false, fmt.Errorf("store: envelope pool of %s: the split has no part %d", id, i)
-		}
-		pool.Parts[i] = p.Amount
-	}
-	pool.Held = make([]int, len(split))
+	pool = NewEnvelopePool(split)
 	rows, err := s.db.QueryContext(ctx, `SELECT g.parts, c.id IS NOT NULL FROM grab_flow g
  LEFT JOIN grab_flow c ON c.request_id = g.request_id AND c.kind = 'CANCEL' AND c.promo_id = g.promo_id AND c.promo_type = g.promo_type
  WHERE g.promo_id = ? AND g.promo_type = ? AND g.kind = 'GRAB' AND g.parts IS NOT NULL`, id.PromoID, id.Type)
@@ -222,17 +233,11 @@ func (s *Store) EnvelopePool(ctx context.Context, id ID) (pool EnvelopePool, ok 
 		if cancelled {
 			continue // taken and given back: the part counts neither way
 		}
-		parts, err := parseParts(text)
+		parts, err := flow.ParseParts(text)
 		if err != nil {
 			return pool, false, fmt.Errorf("store: envelope pool of %s: %w", id, err)
 		}
-		for _, p := range parts {
-			if p >= len(pool.Held) {
-				pool.Unknown++
-				continue
-			}
-			pool.Held[p]++
-		}
+		pool.Hold(parts)
 	}
 	if err := rows.Err(); err != nil {
 		return pool, false, fmt.Errorf("store: envelope pool of %s: flow log: %w", id, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -284,7 +285,7 @@ func (s Sources) readRecord(ctx context.Context, promos []Promotion, out map[str
 		}
 		for _, r := range rows {
 			k := promo.Key(r.PromoID, r.Type)
-			parts, err := parseParts(r.Parts.String)
+			parts, err := flow.ParseParts(r.Parts.String)
 			if err != nil {
 				return fmt.Errorf("read the flow log: event %s of %s: %w", r.EventID, k, err)
 			}
@@ -295,25 +296,8 @@ func (s Sources) readRecord(ctx context.Context, promos []Promotion, out map[str
 	return nil
 }
 
-// parseParts reads grab_flow.parts, the envelopes' idx comma-separated ("" for an
-// item of no pool).
-func parseParts(s string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		idx, err := strconv.Atoi(f)
-		if err != nil || idx < 0 {
-			return nil, fmt.Errorf("parts %q: want comma-separated envelope indexes", s)
-		}
-		out = append(out, idx)
-	}
-	return out, nil
-}
-
-// readSplits reads each pool's split from the record: its budget and its
-// envelopes' amounts by idx.
+// readSplits reads each pool's split from the record (store.ReadEnvelopeSplit):
+// its budget and its envelopes' amounts by idx.
 func (s Sources) readSplits(ctx context.Context, promos []Promotion, out map[string]Split) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -321,28 +305,11 @@ func (s Sources) readSplits(ctx context.Context, promos []Promotion, out map[str
 		if !p.IsPool() {
 			continue
 		}
-		var amount []sql.NullInt64
-		if err := s.DB.SelectContext(ctx, &amount, `SELECT envelope_amount FROM promotion WHERE promo_id = ? AND promo_type = ?`, p.PromoID, p.Type); err != nil {
+		split, ok, err := store.ReadEnvelopeSplit(ctx, s.DB, store.ID{PromoID: p.PromoID, Type: p.Type})
+		if err != nil {
 			return fmt.Errorf("read the pool of %s: %w", p.Key(), err)
 		}
-		var parts []struct {
-			Idx    int   `db:"idx"`
-			Amount int64 `db:"amount"`
-		}
-		if err := s.DB.SelectContext(ctx, &parts, `SELECT idx, amount FROM promotion_envelope WHERE promo_id = ? AND promo_type = ? ORDER BY idx`, p.PromoID, p.Type); err != nil {
-			return fmt.Errorf("read the split of %s: %w", p.Key(), err)
-		}
-		sp := Split{Found: len(amount) == 1 && amount[0].Valid}
-		if sp.Found {
-			sp.Amount = amount[0].Int64
-		}
-		for i, e := range parts {
-			if e.Idx != i {
-				return fmt.Errorf("read the split of %s: envelope idx %d where %d belongs (the split has a gap)", p.Key(), e.Idx, i)
-			}
-			sp.Parts = append(sp.Parts, e.Amount)
-		}
-		out[p.Key()] = sp
+		out[p.Key()] = Split{Found: ok, Amount: split.Amount, Parts: split.Parts}
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ import (
 // An envelope pool on a shard that is lost mid-sale, some envelopes granted and
 // some given back (one by a CANCEL that names no parts: published after its
 // ledger entry was gone), is rebuilt exactly: the same envelopes left (more than
-// one chunk of them), envAmount and envLeft, and every ledger entry with the
+// one chunk of them), envAmount, envLeft and envDigest, and every ledger entry with the
 // parts its grab took, so a cancel after the rebuild gives back exactly those.
 // verify then finds it clean, and names the envelope a planted ZREM took.
 func TestLostPoolIsRebuiltExactly(t *testing.T) {
@@ -56,9 +56,9 @@ func TestLostPoolIsRebuiltExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := rt.Take(t, shards[lostShard], pool)
-	if before.EnvAmount == 0 || len(before.Envelopes) <= lua.MaxEnvelopeStage || int64(len(before.Envelopes)) != before.Remaining {
-		t.Fatalf("before the loss: envAmount %d, %d envelopes left, remaining %d; want a pool of more than %d left",
-			before.EnvAmount, len(before.Envelopes), before.Remaining, lua.MaxEnvelopeStage)
+	if before.EnvAmount == 0 || before.EnvDigest != lua.EnvelopeDigest(split) || len(before.Envelopes) <= lua.MaxEnvelopeStage || int64(len(before.Envelopes)) != before.Remaining {
+		t.Fatalf("before the loss: envAmount %d, envDigest %q, %d envelopes left, remaining %d; want a pool of its split's digest, more than %d left",
+			before.EnvAmount, before.EnvDigest, len(before.Envelopes), before.Remaining, lua.MaxEnvelopeStage)
 	}
 	if e := before.Ledger[bare.rid]; e.State != lua.LedgerReturned || e.Parts == "" {
 		t.Fatalf("the bare cancel's ledger entry %+v; want returned with its parts", e)

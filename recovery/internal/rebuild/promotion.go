@@ -19,7 +19,7 @@ type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
 	EachFlow(ctx context.Context, id store.ID, fn func(store.FlowRow) error) error
 	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
-	EnvelopePool(ctx context.Context, id store.ID) (store.EnvelopePool, bool, error)
+	EnvelopeSplit(ctx context.Context, id store.ID) (store.EnvelopeSplit, bool, error)
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
 	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
 	PendingChanges(ctx context.Context) ([]store.PendingChange, error)
@@ -66,10 +66,16 @@ func stagingOf(key string) staging {
 // A bucket of a bucketed promotion is restored the same way from the rows whose
 // grab had a part on it (target.part), each counted for what that part took.
 //
-// An envelope pool is restored exactly (store.EnvelopePool): its sorted set holds
-// the parts of its split that no grab holds, envLeft their sum, remaining their
-// count; each ledger entry carries the parts its GRAB took, so a cancel after the
-// rebuild gives back exactly those.
+// An envelope pool is restored exactly: its sorted set holds the parts of its
+// split (store.EnvelopeSplit) that no grab holds, envLeft their sum, remaining
+// their count; each ledger entry carries the parts its GRAB took, so a cancel after
+// the rebuild gives back exactly those. Which parts are held is counted from the
+// same rows as the ledger (store.EnvelopePool's Hold and GiveBack): a GRAB row's
+// parts as it is read, its request's CANCEL giving them back where the ledger entry
+// is rewritten as returned. So a part is in the pool exactly when no G entry holds
+// it, whatever reaches the flow log while the rebuild reads it (a rollback's CANCEL
+// let through the fence, anything under --force): a second read of the record
+// could differ from the pass, and hand a part out twice or lose it.
 //
 // rowsRead (may be nil) is told how many flow rows were read so far, every
 // flowBatch rows: a promotion of tens of millions of grants takes minutes.
@@ -88,9 +94,9 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 		return out, err
 	}
 
-	t := flowTally{pins: map[string]int64{}, ips: map[string]int64{}}
+	t := flowTally{pins: map[string]int64{}, ips: map[string]int64{}, pool: pool}
 	req := &hset{w: w, key: st.req}
-	if err := readFlows(ctx, rec, tg, pool, &t, req, &out, rowsRead); err != nil {
+	if err := readFlows(ctx, rec, tg, splitOf(pool), &t, req, &out, rowsRead); err != nil {
 		return out, err
 	}
 	for chunk := range slices.Chunk(t.cancels, cancelLookup) {
@@ -108,8 +114,11 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 				continue
 			}
 			if part, ok, _ := tg.part(g); ok {
-				if err := putLedger(req, g, part, pool, true, cr.Reason); err != nil {
+				if err := putLedger(req, g, part, splitOf(pool), true, cr.Reason); err != nil {
 					return out, err
+				}
+				if pool != nil {
+					pool.GiveBack(g.Parts)
 				}
 			}
 		}
@@ -167,9 +176,11 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 
 // readFlows reads the promotion's flow log once, keeping the rows with a part on
 // the target's bucket (all of an ordinary promotion's). The rows go in batches to
-// two goroutines, one summing them into t and one staging the ledger entries of
-// the GRAB rows, so reading, summing and encoding share the machine's cores.
-func readFlows(ctx context.Context, rec Record, tg target, pool *store.EnvelopePool, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
+// two goroutines, one summing them into t (and a pool's held parts) and one
+// staging the ledger entries of the GRAB rows, with their parts' amounts from
+// split (nil for no pool), so reading, summing and encoding share the machine's
+// cores.
+func readFlows(ctx context.Context, rec Record, tg target, split *store.EnvelopeSplit, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	toTally, toLedger := make(chan []partRow, 4), make(chan []partRow, 4)
@@ -187,7 +198,7 @@ func readFlows(ctx context.Context, rec Record, tg target, pool *store.EnvelopeP
 		for batch := range toLedger {
 			for _, r := range batch {
 				if err == nil && !r.Cancel {
-					if err = putLedger(req, r.FlowRow, r.part, pool, false, ""); err != nil {
+					if err = putLedger(req, r.FlowRow, r.part, split, false, ""); err != nil {
 						cancel() // stops the read below
 					}
 				}
@@ -252,11 +263,13 @@ type partRow struct {
 // flowTally is what the flow log sums to: the contract's Σ GRAB − Σ CANCEL, per
 // bucket (promotion), pin and ip, and the CANCEL rows whose ledger entries are
 // rewritten. Each part counts only what it took: the stock with s, the pin with p,
-// the ip with i.
+// the ip with i. An envelope pool's GRAB rows hold their parts in pool (nil for no
+// pool); the caller gives back those of the cancelled requests.
 type flowTally struct {
 	granted, returned int64
 	pins, ips         map[string]int64
 	cancels           []store.FlowRow
+	pool              *store.EnvelopePool
 	badBucket         int // rows naming a bucket the promotion lacks (the reader's)
 }
 
@@ -269,8 +282,13 @@ func (t *flowTally) add(r partRow) {
 		}
 		t.cancels = append(t.cancels, store.FlowRow{RequestID: r.RequestID, Reason: r.Reason})
 		n = -n
-	} else if stock {
-		t.granted += n
+	} else {
+		if stock {
+			t.granted += n
+		}
+		if t.pool != nil {
+			t.pool.Hold(r.Parts)
+		}
 	}
 	if has(r.part, lua.PartPin) {
 		t.pins[r.Pin] += n
@@ -280,11 +298,12 @@ func (t *flowTally) add(r partRow) {
 	}
 }
 
-// putLedger stages the ledger entry of a GRAB row's part.
-func putLedger(req *hset, g store.FlowRow, part string, pool *store.EnvelopePool, cancelled bool, reason string) error {
+// putLedger stages the ledger entry of a GRAB row's part; of a pool's (split not
+// nil), with the parts it took.
+func putLedger(req *hset, g store.FlowRow, part string, split *store.EnvelopeSplit, cancelled bool, reason string) error {
 	e := ledgerEntry(g, part, cancelled, reason)
-	if pool != nil {
-		e.Amount, e.Parts = envelopeTake(g.Parts, pool.Parts)
+	if split != nil {
+		e.Amount, e.Parts = envelopeTake(g.Parts, split.Parts)
 	}
 	return req.putEntry(g.RequestID, e)
 }
@@ -294,8 +313,9 @@ func putLedger(req *hset, g store.FlowRow, part string, pool *store.EnvelopePool
 // field, value... A bucket's is as bucket.Create writes it: its share of the total,
 // the rate limit over K rounded up, and buckets = K.
 //
-// A pool's adds envAmount and envLeft (lua/README.md), as create.lua writes them,
-// envLeft the sum of the parts left.
+// A pool's adds envAmount, envLeft and envDigest (lua/README.md), as create.lua
+// writes them: envLeft the sum of the parts left, envDigest the split's
+// fingerprint, so a create of the same version with another split is EXISTS.
 func hashFields(tg target, remaining int64, pool *store.EnvelopePool) []any {
 	p, s, k := tg.p, tg.p.Spec, int64(tg.layout.K)
 	var rateLimit, windowMs int64
@@ -316,7 +336,7 @@ func hashFields(tg target, remaining int64, pool *store.EnvelopePool) []any {
 		fields = append(fields, "buckets", k)
 	}
 	if pool != nil {
-		fields = append(fields, "envAmount", pool.Amount, "envLeft", pool.LeftAmount())
+		fields = append(fields, "envAmount", pool.Amount, "envLeft", pool.LeftAmount(), "envDigest", lua.EnvelopeDigest(pool.Parts))
 	}
 	return fields
 }
@@ -389,9 +409,10 @@ func swap(ctx context.Context, c redis.UniversalClient, key string, st staging, 
 	return nil
 }
 
-// readPool reads the envelope pool the target is, nil for a promotion that is no
-// pool. A pool is of one bucket; a bucketed row naming one is restored as no pool,
-// with a warning (the record should never hold it).
+// readPool reads the split of the envelope pool the target is, with nothing
+// held yet (the pass over the flow log counts that); nil for a promotion that is
+// no pool. A pool is of one bucket; a bucketed row naming one is restored as no
+// pool, with a warning (the record should never hold it).
 func readPool(ctx context.Context, rec Record, tg target, out *Restored) (*store.EnvelopePool, error) {
 	if tg.p.Spec.Envelope == nil {
 		return nil, nil
@@ -400,16 +421,26 @@ func readPool(ctx context.Context, rec Record, tg target, out *Restored) (*store
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: an envelope pool in %d buckets; restored as no pool", out.Key, tg.layout.K))
 		return nil, nil
 	}
-	pool, ok, err := rec.EnvelopePool(ctx, tg.p.ID())
+	split, ok, err := rec.EnvelopeSplit(ctx, tg.p.ID())
 	if err != nil || !ok {
 		return nil, err
 	}
+	pool := store.NewEnvelopePool(split)
 	return &pool, nil
+}
+
+// splitOf is a pool's split, nil for no pool. The ledger goroutine reads it while
+// the summing one counts the pool's held parts.
+func splitOf(pool *store.EnvelopePool) *store.EnvelopeSplit {
+	if pool == nil {
+		return nil
+	}
+	return &pool.EnvelopeSplit
 }
 
 // envelopeTake is a pool ledger entry's a and e (lua.LedgerEntry) for the parts a
 // GRAB row took, with their amounts from the split. A row that names no parts, or
-// one the split lacks (store.EnvelopePool reports it), leaves both empty.
+// one the split lacks (store.EnvelopePool.Odd reports it), leaves both empty.
 func envelopeTake(parts []int, split []int64) (amount int64, members string) {
 	if len(parts) == 0 {
 		return 0, ""

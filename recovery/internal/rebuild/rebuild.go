@@ -6,8 +6,9 @@
 // restores the bucket it holds, its share of the total less what its GRAB rows
 // took, the pins and ips whose home it is, and the ledger entries of the parts it
 // held (bucket.go). An envelope pool is restored exactly: its sorted set of the
-// parts no grab holds, envAmount and envLeft, and ledger entries naming the parts
-// each grab took (promotion.go, store.EnvelopePool).
+// parts no grab holds, envAmount, envLeft and envDigest, and ledger entries naming the parts
+// each grab took, the held parts counted from the rows that build the ledger
+// (promotion.go).
 //
 // Order of a run, and why:
 //  1. Fence the shards (markers.go): grab-service answers UNAVAILABLE for their

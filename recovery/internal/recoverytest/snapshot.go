@@ -23,9 +23,10 @@ type Snapshot struct {
 	Pins, IPs        map[string]string
 	Ledger           map[string]lua.LedgerEntry // deadline zeroed: it only matters to open takes
 	Pending          int64
-	// An envelope pool's: envAmount, envLeft, and its sorted set as "score member"
-	// in order (empty for a promotion that is no pool).
+	// An envelope pool's: envAmount, envLeft, envDigest, and its sorted set as
+	// "score member" in order (empty for a promotion that is no pool).
 	EnvAmount, EnvLeft int64
+	EnvDigest          string
 	Envelopes          []string
 }
 
@@ -38,7 +39,7 @@ func Take(t testing.TB, c redis.UniversalClient, key string) Snapshot {
 		t.Fatalf("read %s: %v", key, err)
 	}
 	s := Snapshot{Remaining: h.Remaining, Total: h.Total, State: h.State, Ver: h.Ver, RateLimit: h.RateLimit, Ledger: map[string]lua.LedgerEntry{},
-		EnvAmount: h.EnvAmount, EnvLeft: h.EnvLeft}
+		EnvAmount: h.EnvAmount, EnvLeft: h.EnvLeft, EnvDigest: h.EnvDigest}
 	for _, z := range c.ZRangeWithScores(ctx, promo.EnvelopeKey(key), 0, -1).Val() {
 		s.Envelopes = append(s.Envelopes, fmt.Sprintf("%v %v", z.Score, z.Member))
 	}

@@ -34,7 +34,7 @@ func TestCompareBucketKeepsToItsHomes(t *testing.T) {
 		sides[bucket.Home(who, k)].ips[who] = strconv.FormatInt(n, 10)
 	}
 	for b := range k {
-		if c := compareBucket(l, b, shares[b], sides[b], counters); len(c.Drifts) != 0 || c.Key != l.Keys[b] || c.Shard != l.Shards[b] {
+		if c := compareBucket(l, b, shares[b], sides[b], counters, nil); len(c.Drifts) != 0 || c.Key != l.Keys[b] || c.Shard != l.Shards[b] {
 			t.Fatalf("bucket %d as the record says: %+v", b, c)
 		}
 	}
@@ -45,7 +45,7 @@ func TestCompareBucketKeepsToItsHomes(t *testing.T) {
 	sides[other].pins["pin-0"] = sides[home].pins["pin-0"]
 	delete(sides[home].pins, "pin-0")
 	for _, b := range []int{home, other} {
-		c := compareBucket(l, b, shares[b], sides[b], counters)
+		c := compareBucket(l, b, shares[b], sides[b], counters, nil)
 		if len(c.Drifts) != 1 || c.Drifts[0].Key != l.Keys[b] || c.Drifts[0].What != "pin" || c.Drifts[0].Who != "pin-0" {
 			t.Errorf("bucket %d: drifts %+v; want pin-0 alone, named %s", b, c.Drifts, l.Keys[b])
 		}

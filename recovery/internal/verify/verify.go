@@ -4,8 +4,10 @@
 // (internal/bucket) is checked bucket by bucket: each bucket's remaining against
 // its share less what its GRAB rows took plus what its CANCEL rows gave back, its
 // pins and ips against the nets of those whose home it is; a drift names the
-// bucket's key. An envelope pool's envAmount, envLeft and parts left are compared
-// with its split less the parts its flow log holds (store.EnvelopePool). It is fit
+// bucket's key. An envelope pool's remaining is compared with the number of its
+// parts left (q.lua takes one part per unit, and the rebuild writes that count),
+// and its envAmount, envLeft, envDigest and parts left with its split less the
+// parts its flow log holds (store.EnvelopePool). It is fit
 // to run as a periodic job: one summary line and exit 0 when clean, one line per
 // drift and exit 1 otherwise.
 //
@@ -73,8 +75,8 @@ type Deps struct {
 // Drift is one counter that differs. What is "promotion" (hash missing),
 // "remaining", "pin" or "ip", Who the pin or ip; or "request index", Redis and Record
 // the entries present and due on the shard, Who one of the missing keys; or, of an
-// envelope pool, "envAmount" or "envLeft", or "envelopes" (Redis and Record the
-// parts left, Who the first part that differs).
+// envelope pool, "envAmount" or "envLeft", "envDigest" (Who the two digests), or
+// "envelopes" (Redis and Record the parts left, Who the first part that differs).
 type Drift struct {
 	Key           string
 	Shard         int
@@ -88,6 +90,8 @@ func (d Drift) String() string {
 		return fmt.Sprintf("DRIFT  %s  shard %d  promotion missing from Redis (record: remaining %d)", d.Key, d.Shard, d.Record)
 	case "remaining", "envAmount", "envLeft":
 		return fmt.Sprintf("DRIFT  %s  shard %d  %s  redis=%d  record=%d", d.Key, d.Shard, d.What, d.Redis, d.Record)
+	case "envDigest":
+		return fmt.Sprintf("DRIFT  %s  shard %d  envDigest  %s (the hash's split is not the record's)", d.Key, d.Shard, d.Who)
 	case "envelopes":
 		return fmt.Sprintf("DRIFT  %s  shard %d  envelopes left  redis=%d  record=%d  (first difference: %s)", d.Key, d.Shard, d.Redis, d.Record, d.Who)
 	case "request index":
@@ -289,21 +293,21 @@ func check(ctx context.Context, shards []redis.UniversalClient, rec Record, p st
 	shares := bucket.Shares(p.Spec.Total, l.K)
 	out := make([]Checked, len(buckets))
 	for i, b := range buckets {
-		out[i] = compareBucket(l, b, shares[b], sides[i], counters)
-		if pool != nil && out[i].Open == 0 && len(sides[i].hash) > 0 {
-			out[i].Drifts = append(out[i].Drifts, comparePool(out[i].Key, out[i].Shard, sides[i], *pool)...)
-		}
+		out[i] = compareBucket(l, b, shares[b], sides[i], counters, pool)
 	}
 	return out, nil
 }
 
 // comparePool compares an envelope pool's Redis side with the record: envAmount
-// with the budget, envLeft with the sum of the parts left, and the parts left one
-// by one (the first that differs is named).
+// with the budget, envDigest with the split's, envLeft with the sum of the parts
+// left, and the parts left one by one (the first that differs is named).
 func comparePool(key string, shard int, side redisSide, pool store.EnvelopePool) []Drift {
 	var out []Drift
 	if n := parse(side.hash["envAmount"]); n != pool.Amount {
 		out = append(out, Drift{Key: key, Shard: shard, What: "envAmount", Redis: n, Record: pool.Amount})
+	}
+	if have, want := side.hash["envDigest"], lua.EnvelopeDigest(pool.Parts); have != want {
+		out = append(out, Drift{Key: key, Shard: shard, What: "envDigest", Who: fmt.Sprintf("redis=%q  record=%q", have, want)})
 	}
 	if n, want := parse(side.hash["envLeft"]), pool.LeftAmount(); n != want {
 		out = append(out, Drift{Key: key, Shard: shard, What: "envLeft", Redis: n, Record: want})
@@ -350,11 +354,16 @@ func firstPartDiffering(members []string, left []int, split []int64) string {
 
 // compareBucket compares bucket b's Redis counters with what the flow log says it
 // holds: its share less its net, the pins and ips whose home it is (every one of
-// an ordinary promotion).
-func compareBucket(l bucket.Layout, b int, share int64, side redisSide, counters store.FlowCounters) Checked {
+// an ordinary promotion). An envelope pool (pool not nil; a pool is of one bucket)
+// holds the number of its parts left as remaining, which is what q.lua takes from
+// and the rebuild writes, and is compared part by part (comparePool).
+func compareBucket(l bucket.Layout, b int, share int64, side redisSide, counters store.FlowCounters, pool *store.EnvelopePool) Checked {
 	key, shard := l.Keys[b], l.Shards[b]
 	out := Checked{Key: key, Shard: shard, Total: share}
 	wantRemaining := share - counters.ByBucket[b]
+	if pool != nil {
+		wantRemaining = int64(len(pool.Left()))
+	}
 	if len(side.hash) == 0 {
 		out.Drifts = append(out.Drifts, Drift{Key: key, Shard: shard, What: "promotion", Record: wantRemaining})
 		return out
@@ -369,6 +378,9 @@ func compareBucket(l bucket.Layout, b int, share int64, side redisSide, counters
 	}
 	out.Drifts = append(out.Drifts, compare(key, shard, "pin", side.pins, homed(counters.Pins, l.K, b))...)
 	out.Drifts = append(out.Drifts, compare(key, shard, "ip", side.ips, homed(counters.IPs, l.K, b))...)
+	if pool != nil {
+		out.Drifts = append(out.Drifts, comparePool(key, shard, side, *pool)...)
+	}
 	return out
 }
 
