@@ -34,6 +34,32 @@ func privateShards(t *testing.T) (*redis.Client, []redis.UniversalClient) {
 	return c, testenv.OneServer(c)
 }
 
+// builtShardsWithPromotion starts a redis-server of the test's own as every shard,
+// creates a live promotion of 5 units on shard, marks every shard built and returns
+// a fence that has read them (following gen, when given, as the pool's generations).
+func builtShardsWithPromotion(t *testing.T, shard int, gen func(int) uint64) (*redis.Client, []redis.UniversalClient, string, string, *Fence) {
+	t.Helper()
+	ctx := context.Background()
+	c, shards := privateShards(t)
+	id := idOnShard(shard)
+	key := promo.Key(id, 1)
+	now := time.Now()
+	if code, err := lua.Create(ctx, c, shard, key, lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1, RateWindowMs: 1000,
+		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+		t.Fatalf("create: %v %v", code, err)
+	}
+	f := NewFence(shards, func(context.Context) ([]string, error) { return []string{key}, nil },
+		prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for s := 0; s < ring.Shards; s++ {
+		c.Set(ctx, promo.BuiltKey(s), "built", 0)
+	}
+	if gen != nil {
+		f.FollowGenerations(gen)
+	}
+	f.Poll(ctx, time.Second)
+	return c, shards, id, key, f
+}
+
 // idOnShard is a promotion id whose key (type 1) lives on shard.
 func idOnShard(shard int) string {
 	for n := 0; ; n++ {
@@ -191,23 +217,10 @@ func (h *moveDuringTakes) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 func TestAGrabWhoseShardMovesDuringItsTakeIsUndone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, shards := privateShards(t)
 	const shard = 9
-	id := idOnShard(shard)
-	key := promo.Key(id, 1)
-	now := time.Now()
-	if code, err := lua.Create(ctx, c, shard, key, lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1, RateWindowMs: 1000,
-		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-		t.Fatalf("create: %v %v", code, err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f := NewFence(shards, func(context.Context) ([]string, error) { return []string{key}, nil }, prometheus.NewRegistry(), log)
-	for s := 0; s < ring.Shards; s++ {
-		c.Set(ctx, promo.BuiltKey(s), "built", 0)
-	}
 	var gen atomic.Uint64
-	f.FollowGenerations(func(int) uint64 { return gen.Load() })
-	f.Poll(ctx, time.Second)
+	c, shards, id, key, f := builtShardsWithPromotion(t, shard, func(int) uint64 { return gen.Load() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hook := &moveDuringTakes{key: key, gen: &gen}
 	c.AddHook(hook)
 	pub := &countingPublisher{}

@@ -43,21 +43,9 @@ func (r grabRecord) GrabItems(context.Context, string) (string, string, []flow.I
 func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, shards := privateShards(t)
 	const lost = 6
-	id := idOnShard(lost)
-	key := promo.Key(id, 1)
-	now := time.Now()
-	if code, err := lua.Create(ctx, c, lost, key, lua.AdminSpec{Ver: 1, Total: 5, MaxPerGrab: 1, RateWindowMs: 1000,
-		StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.Add(time.Hour).UnixMilli(), State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-		t.Fatalf("create: %v %v", code, err)
-	}
+	c, shards, id, _, f := builtShardsWithPromotion(t, lost, nil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f := NewFence(shards, func(context.Context) ([]string, error) { return []string{key}, nil }, prometheus.NewRegistry(), log)
-	for s := 0; s < ring.Shards; s++ {
-		c.Set(ctx, promo.BuiltKey(s), "built", 0)
-	}
-	f.Poll(ctx, time.Second)
 	rec := grabRecord{pin: "p", ip: "1.1.1.1", items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}}
 	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: ackPublisher{}, Record: rec, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
