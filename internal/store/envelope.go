@@ -74,8 +74,8 @@ type EnvelopeSplit struct {
 // promo-admin's create (EnvelopeParts), the rebuild, verify and the checker (which
 // reads with a connection of its own). ok is false when the promotion is no pool
 // (envelope_amount NULL) or not in the record; an error when the split's rows are
-// not idx 0..n-1. A split never changes once written, so the two reads need no
-// transaction.
+// not idx 0..n-1. The two reads need no transaction: a split changes only with
+// a create that is discarded and made again, which no reader of a landed pool sees.
 func ReadEnvelopeSplit(ctx context.Context, db sqlx.QueryerContext, id ID) (split EnvelopeSplit, ok bool, err error) {
 	var amount sql.NullInt64
 	err = sqlx.GetContext(ctx, db, &amount, `SELECT envelope_amount FROM promotion WHERE promo_id = ? AND promo_type = ?`, id.PromoID, id.Type)
