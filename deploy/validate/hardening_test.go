@@ -285,12 +285,7 @@ func TestKafkaSASL(t *testing.T) {
 	for _, b := range composeWant.Kafka {
 		name := strings.TrimSuffix(b, ":9092")
 		s := p.Services[name]
-		env := map[string]string{}
-		for k, v := range s.Environment {
-			if v != nil {
-				env[k] = *v
-			}
-		}
+		env := serviceEnv(s.Environment)
 		brokerScript = strings.Join(append(slices.Clone([]string(s.Entrypoint)), s.Command...), " ")
 		for _, e := range CheckKafkaBroker(env, brokerScript, []string{"SASL_SSL", "SASL_PLAINTEXT"}) {
 			errs.Addf("compose %s: %s", name, e)
@@ -319,10 +314,7 @@ func TestKafkaSASL(t *testing.T) {
 		errs.Addf("no StatefulSet kafka")
 	} else {
 		c := o.obj.(*appsv1.StatefulSet).Spec.Template.Spec.Containers[0]
-		env := map[string]string{}
-		for _, e := range c.Env {
-			env[e.Name] = e.Value
-		}
+		env := containerEnv(c.Env)
 		for _, e := range CheckKafkaBroker(env, strings.Join(c.Args, " "), []string{"SASL_SSL"}) {
 			errs.Addf("%s: %s", o.where(), e)
 		}
@@ -332,10 +324,7 @@ func TestKafkaSASL(t *testing.T) {
 	}
 	for _, o := range objs {
 		for _, c := range podContainers(o) {
-			env := map[string]string{}
-			for _, e := range c.Env {
-				env[e.Name] = e.Value
-			}
+			env := containerEnv(c.Env)
 			all := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
 			if strings.HasPrefix(c.Image, "flashsale/") {
 				if _, ok := env[KafkaUserEnv]; !ok || env[KafkaTLSEnv] != "true" || env[KafkaCAEnv] == "" || !slices.Contains(KafkaUsers, env[KafkaUserEnv]) {
@@ -390,12 +379,7 @@ func TestKafkaACLs(t *testing.T) {
 	var errs Errs
 	for _, b := range composeWant.Kafka {
 		name := strings.TrimSuffix(b, ":9092")
-		env := map[string]string{}
-		for k, v := range p.Services[name].Environment {
-			if v != nil {
-				env[k] = *v
-			}
-		}
+		env := serviceEnv(p.Services[name].Environment)
 		for _, e := range CheckKafkaAuthorizer(env) {
 			errs.Addf("compose %s: %s", name, e)
 		}
@@ -413,10 +397,7 @@ func TestKafkaACLs(t *testing.T) {
 	if o := find(objs, "StatefulSet", "kafka"); o == nil {
 		errs.Addf("no StatefulSet kafka")
 	} else {
-		env := map[string]string{}
-		for _, e := range podContainers(*o)[0].Env {
-			env[e.Name] = e.Value
-		}
+		env := containerEnv(podContainers(*o)[0].Env)
 		for _, e := range CheckKafkaAuthorizer(env) {
 			errs.Addf("%s: %s", o.where(), e)
 		}
@@ -685,4 +666,25 @@ func TestImagesNameAVersion(t *testing.T) {
 	if err := errs.Err(); err != nil {
 		t.Error(err)
 	}
+}
+
+// serviceEnv is a compose service's environment with its values set (a variable
+// listed without a value is left out).
+func serviceEnv(m types.MappingWithEquals) map[string]string {
+	env := map[string]string{}
+	for k, v := range m {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	return env
+}
+
+// containerEnv is a container's literal env values by name (valueFrom ones are "").
+func containerEnv(vars []corev1.EnvVar) map[string]string {
+	env := map[string]string{}
+	for _, e := range vars {
+		env[e.Name] = e.Value
+	}
+	return env
 }

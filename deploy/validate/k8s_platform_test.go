@@ -96,10 +96,7 @@ func checkPlatform(errs *Errs, t *testing.T, objs []object) {
 		if deref(ss.Spec.Replicas, 1) != 3 {
 			errs.Addf("%s: want 3 nodes", k.where())
 		}
-		env := map[string]string{}
-		for _, e := range ss.Spec.Template.Spec.Containers[0].Env {
-			env[e.Name] = e.Value
-		}
+		env := containerEnv(ss.Spec.Template.Spec.Containers[0].Env)
 		for key, want := range map[string]string{
 			"KAFKA_DEFAULT_REPLICATION_FACTOR": "3", "KAFKA_MIN_INSYNC_REPLICAS": "2",
 			"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "3", "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
