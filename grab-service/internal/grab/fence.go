@@ -286,19 +286,20 @@ func (f *Fence) Status() []FencedShard {
 // generations are the client generations of the groups' shards, read before a
 // take: movedDuring then tells whether a take may have run on a server the fence
 // has not judged.
-func (s *Grabber) generations(gs []group) []uint64 {
-	out := make([]uint64, len(gs))
-	for i, g := range gs {
-		out[i] = s.Fence.gen(g.shard)
+// They are by shard, in an array the grab keeps on its stack (nothing allocated
+// per grab).
+func (s *Grabber) generations(gs []group) (gens [ring.Shards]uint64) {
+	for _, g := range gs {
+		gens[g.shard] = s.Fence.gen(g.shard)
 	}
-	return out
+	return gens
 }
 
 // movedDuring reports whether a group's shard moved to another server since gens
 // were read (generations).
-func (s *Grabber) movedDuring(gs []group, gens []uint64) bool {
-	for i, g := range gs {
-		if s.Fence.gen(g.shard) != gens[i] {
+func (s *Grabber) movedDuring(gs []group, gens *[ring.Shards]uint64) bool {
+	for _, g := range gs {
+		if s.Fence.gen(g.shard) != gens[g.shard] {
 			return true
 		}
 	}

@@ -123,7 +123,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		s.Metrics.fallOvers.Inc()
 		replies, errs = s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
 	}
-	if s.movedDuring(gs, gens) {
+	if s.movedDuring(gs, &gens) {
 		// A shard's client moved to another server (a promoted replica) while the
 		// takes were out: a take sent after the move ran on a server no one has
 		// judged whole, which may sell what the record already granted. Nothing is
