@@ -252,7 +252,9 @@ wait_ready() {
 	local name="$1" secs="$2" quiet="${3:-}" i
 	[[ -n "$quiet" ]] || printf 'stack: waiting for %s on %s ' "$name" "$(addr "$name")" >&2
 	for ((i = 0; i < secs * 4; i++)); do
-		if ! alive "$name"; then
+		# ours, not alive: until redis-server retitles itself during its start, its
+		# command line does not carry host:port yet, and a busy machine stretches that.
+		if ! ours "$name"; then
 			[[ -n "$quiet" ]] || printf ' died\n' >&2
 			log_tail "$name"
 			die "$name exited during start"
