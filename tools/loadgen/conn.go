@@ -24,6 +24,7 @@ type conn struct {
 	host    string // host:port
 	timeout time.Duration
 	c       net.Conn
+	io      io.ReadWriter // c's reads and writes (rawio_linux.go)
 	r       *bufio.Reader
 	stop    func() bool // ends the context.AfterFunc that closes c when the run's context ends
 	req     []byte
@@ -39,7 +40,7 @@ func (k *conn) close() {
 	if k.c != nil {
 		k.stop()
 		_ = k.c.Close()
-		k.c, k.reused = nil, false
+		k.c, k.io, k.reused = nil, nil, false
 	}
 }
 
@@ -49,11 +50,11 @@ func (k *conn) dial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	k.c = c
+	k.c, k.io = c, socketIO(c)
 	if k.r == nil {
-		k.r = bufio.NewReaderSize(c, 4096)
+		k.r = bufio.NewReaderSize(k.io, 4096)
 	} else {
-		k.r.Reset(c)
+		k.r.Reset(k.io)
 	}
 	k.stop = context.AfterFunc(ctx, func() { _ = c.Close() })
 	return nil
@@ -103,7 +104,7 @@ func (k *conn) do(ctx context.Context, c Call) Answer {
 // connection stays open, and whether any byte of it came.
 func (k *conn) roundTrip() (status int, keep, got bool, err error) {
 	_ = k.c.SetDeadline(time.Now().Add(k.timeout))
-	if _, err = k.c.Write(k.req); err != nil {
+	if _, err = k.io.Write(k.req); err != nil {
 		return 0, false, false, err
 	}
 	for {

@@ -79,7 +79,12 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 	var done atomic.Int64
 	stopBar := Progress(cfg.Label, cfg.Calls, &done)
 	answers := make([]Answer, cfg.Calls)
-	next := make(chan int, cfg.Concurrency)
+	// Workers take the next call's index from a counter rather than from a channel
+	// a feeding goroutine fills: every receive from that channel made the blocked
+	// feeder runnable, which woke a second thread to run it, which went back to
+	// sleep, a futex round trip per call (74 against 52 µs of CPU per request
+	// against grab-service's hot phase).
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for w := 0; w < cfg.Concurrency; w++ {
@@ -91,7 +96,11 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 				k = newConn(host, cfg.Timeout)
 				defer k.close()
 			}
-			for i := range next {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= cfg.Calls {
+					return
+				}
 				var a Answer
 				if lean {
 					a = k.do(ctx, gen(i))
@@ -117,15 +126,6 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 			}
 		}()
 	}
-feed:
-	for i := 0; i < cfg.Calls; i++ {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
 	wg.Wait()
 	stopBar()
 	return answers

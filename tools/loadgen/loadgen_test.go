@@ -164,3 +164,41 @@ func TestRunStopsWhenTheContextEnds(t *testing.T) {
 		t.Errorf("%d answers of a run cut at 120 ms", sent)
 	}
 }
+
+// TestRunGivesUpOnASilentServer: a server that reads the request and never answers
+// costs a call its Timeout, no more, and the call is not sent again.
+func TestRunGivesUpOnASilentServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var requests atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					requests.Add(1)
+				}
+				time.Sleep(2 * time.Second)
+			}()
+		}
+	}()
+	start := time.Now()
+	answers := Run(context.Background(), Config{BaseURL: "http://" + ln.Addr().String(), Concurrency: 1, Calls: 1, Timeout: 100 * time.Millisecond},
+		func(int) Call { return Call{Method: "POST", Path: "/", Body: []byte(`{}`)} }, nil)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a call with a 100 ms timeout took %s", took)
+	}
+	if a := answers[0]; a.Result != "TRANSPORT_ERROR" || a.Status != 0 {
+		t.Errorf("answer %+v, want a TRANSPORT_ERROR", a)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests sent, want 1", n)
+	}
+}
