@@ -59,8 +59,8 @@ func allDrills() []drill {
 		{"hostile", "hostile-input storm", true, hostileDrill, false},
 		{"kafka", "Kafka broker killed mid-sale, back after a pause", true, kafkaDrill, false},
 		{"crash", "grab-service (now and then the flow sink too) SIGKILLed mid-load, restarted", true, crashDrill, false},
-		// The same two faults at saturation: batches of grabs share one script call
-		// per shard, so a crash or a lost broker hits many grabs in flight at once.
+		// The same two faults at saturation: grabs share pipelines, one round trip
+		// per shard for many, so a crash or a lost broker hits many grabs in flight at once.
 		{"kafka-sat", "the Kafka drill at saturation (no pace: the stack's peak)", true, kafkaDrill, true},
 		{"crash-sat", "the crash drill at saturation (no pace: the stack's peak)", true, crashDrill, true},
 		{"redis", "a Redis shard SIGKILLed, back empty, rebuilt under load", true, redisDrill, false},
