@@ -63,7 +63,7 @@ func Defaults() Config {
 	}
 }
 
-// consumer is the group's side of the topic (*kafka.Reader).
+// consumer is the group's side of the topic (*groupReader).
 type consumer interface {
 	FetchMessage(ctx context.Context) (kafka.Message, error)
 	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
@@ -86,39 +86,18 @@ type Sink struct {
 	log    *slog.Logger
 }
 
-// New builds the sink; it joins the group on the first fetch.
+// New builds the sink; it starts joining the group at once.
 func New(cfg Config, rec Record, m *Metrics, log *slog.Logger) (*Sink, error) {
 	if cfg.MaxBatch < 1 || cfg.MaxWait <= 0 || cfg.Backoff.Min <= 0 || cfg.Backoff.Max < cfg.Backoff.Min {
 		return nil, fmt.Errorf("flow sink: bad batch or backoff settings %+v", cfg)
 	}
-	rc := kafka.ReaderConfig{
-		Brokers: cfg.Brokers, GroupID: cfg.Group, Topic: cfg.Topic,
-		// A fetch returns as soon as anything is there: the sooner an event is
-		// stored, the less a broker that loses data (the local kfake) can lose.
-		// Waiting for 16 KiB per fetch saved little CPU here and doubled the lag.
-		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond,
-		QueueCapacity: 2 * cfg.MaxBatch,
-		// Synchronous commits: an offset is committed when CommitMessages returns, never later.
-		CommitInterval: 0,
-		// A new group reads everything Kafka still holds: nothing acknowledged is skipped.
-		StartOffset:       kafka.FirstOffset,
-		HeartbeatInterval: time.Second, SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
-		// After a lost coordinator (a broker restart) the group is rejoined within a
-		// second, not kafka-go's default 5 s during which nothing reaches MySQL.
-		JoinGroupBackoff:      time.Second,
-		WatchPartitionChanges: true,
-		Dialer:                cfg.Auth.Dialer(10 * time.Second),
-		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
-			log.Warn("kafka reader", "msg", fmt.Sprintf(format, args...))
-		}),
-	}
-	// kafka-go panics on a bad config; check first so bad flags are an error.
-	if err := rc.Validate(); err != nil {
+	reader, err := newGroupReader(cfg, log)
+	if err != nil {
 		return nil, fmt.Errorf("flow sink: %w", err)
 	}
 	return &Sink{
 		cfg: cfg, rec: rec, m: m, log: log,
-		reader: kafka.NewReader(rc),
+		reader: reader,
 		dead: &kafka.Writer{
 			Addr: kafka.TCP(cfg.Brokers...), Topic: cfg.DeadLetterTopic, Balancer: &kafka.Hash{}, Transport: cfg.Auth.Transport(nil),
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond,
