@@ -36,6 +36,7 @@ func run(logger *slog.Logger) error {
 	fs.DurationVar(&cfg.ReconcileSweepEvery, "reconcile-sweep-every", cfg.ReconcileSweepEvery,
 		"how often a reconciler pass scans every shard's whole keyspace for pending takes, rather than visiting the promotions MySQL lists")
 	fs.DurationVar(&cfg.AnswerTimeout, "answer-timeout", cfg.AnswerTimeout, "bound on a grab or cancel, end to end")
+	fs.BoolVar(&cfg.FoldClaim, "fold-claim", cfg.FoldClaim, "claim a requestId in its take's own script call when the ring puts both on one shard")
 	fs.IntVar(&cfg.Workers, "shard-workers", cfg.Workers, "pipelines in flight per shard")
 	fs.IntVar(&cfg.MaxBatch, "shard-batch", cfg.MaxBatch, "most script calls coalesced into one pipeline (1 = no coalescing)")
 	fs.IntVar(&cfg.RefusalCacheSize, "refusal-cache-size", cfg.RefusalCacheSize, "most promotions the local SOLD_OUT/STOPPED/ENDED/NOT_FOUND cache holds")

@@ -24,10 +24,13 @@ const (
 	// CodeBucketed: the item's hash is one of another number of buckets than the
 	// item said (an ordinary item says one); GrabReply.Buckets is the real count.
 	CodeBucketed Code = 13
+	// CodeClaimed: a call that claims (GrabCall.Claim) found the requestId's index
+	// entry already there; it checked, charged and wrote nothing.
+	CodeClaimed Code = 14
 )
 
 var codeNames = [...]string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED",
-	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED"}
+	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED", "CLAIMED"}
 
 // String gives the contract name of the code.
 func (c Code) String() string {

@@ -53,6 +53,18 @@ type GrabCall struct {
 	// Outbox is the shard's state outbox the call records its changes in; empty
 	// is StateOutboxKey (tests sharing servers keep their own).
 	Outbox string
+	// Claim, when set, is the requestId's claim, made by this call: its index
+	// entry must be on this shard. The entry is written with the take (OK), and a
+	// requestId that holds one already answers CodeClaimed.
+	Claim *GrabClaim
+}
+
+// GrabClaim is the request index entry a grab claims its requestId with
+// (promo.RequestIndexKey) and the entry's time to live.
+type GrabClaim struct {
+	IndexKey   string
+	Entry      []byte
+	TTLSeconds int64
 }
 
 // GrabReply is q.lua's answer. Index is the 0-based item concerned (0 for OK).
@@ -110,6 +122,13 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	keys, err := itemKeysAndOutbox(hashKeys, c.Outbox)
 	if err != nil {
 		return nil, nil, fmt.Errorf("grab %s: %w", c.RequestID, err)
+	}
+	if cl := c.Claim; cl != nil {
+		if cl.IndexKey == "" || len(cl.Entry) == 0 || cl.TTLSeconds < 1 {
+			return nil, nil, fmt.Errorf("grab %s: a claim needs its index key, entry and a positive time to live", c.RequestID)
+		}
+		keys = append(keys, cl.IndexKey)
+		args = append(args, cl.Entry, cl.TTLSeconds)
 	}
 	return keys, args, nil
 }
@@ -198,7 +217,7 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 			return GrabReply{}, err
 		}
 		r.Buckets = int(n)
-	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded:
+	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded, CodeClaimed:
 	default:
 		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))
 	}

@@ -8,6 +8,9 @@
 --   [6(i-1)+5] {C_..}:pending        zset requestId scored by deadlineMs
 --   [6(i-1)+6] {C_..}:env            an envelope pool's parts left (zset), else absent
 --   [6n+1]     the shard's state outbox (state.lua, lua.StateOutboxKey)
+--   [6n+2]     optional: the requestId's request index entry R_<requestId>, when
+--              the ring places it on this shard and the grab has no other shard:
+--              the claim is made here, in the take's call (README "The claim")
 -- ARGV:
 --   [1] nowMs  [2] requestId  [3] bodyHash  [4] pin  [5] ip
 --   [6] deadlineMs (when the reconciler may look at an uncommitted take)
@@ -21,6 +24,8 @@
 --           "spi1", an ordinary item. A part without s neither checks nor takes stock;
 --           the rate window is charged on parts with p only. n (with p, as "spn" or
 --           "pn") says the grab counts the ip nowhere: allowed only while perIp is 0.
+--   last two, with the index key: the request index entry to claim with, and its
+--           time to live in seconds
 -- Returns {code, index, ...}; index is the 0-based item concerned:
 --   {0 OK, 0, remaining after item 1, ..., remaining after item n, changes... [, envelopes]}
 --                                      (-1 for a part that takes no stock); then a
@@ -50,15 +55,29 @@
 --   {13 BUCKETED, index, buckets}      the hash is one of buckets buckets (field
 --                                      buckets, 1 when absent) and the item said
 --                                      otherwise: ask again with the layout
+--   {14 CLAIMED, 0}                    with the index key only: the requestId holds
+--                                      an index entry already; nothing was checked,
+--                                      charged or written (claim it the usual way)
+-- With the index key, the entry is written (SET EX) only with the take (OK):
+-- a refused grab leaves no claim behind.
 -- The check phase writes nothing but the rate windows of the items it has passed
 -- (an attempt counts even when a later check refuses it). Malformed arguments
 -- raise a script error before any write.
 
-local n = (#KEYS - 1) / 6
-if #KEYS < 7 or #KEYS % 6 ~= 1 or (#ARGV ~= 7 + n and #ARGV ~= 7 + 2 * n) then
-  error('q.lua: want 6 KEYS per item, then the outbox, and ARGV 7 + one num per item (+ one part per item)')
+-- nk and na are the item KEYS with the outbox, and the ARGV, less the claim's.
+local nk, na, claimKey, claimEntry, claimTTL = #KEYS, #ARGV, nil, nil, nil
+if nk % 6 == 2 then
+  claimKey, claimEntry, claimTTL = KEYS[nk], ARGV[na - 1], tonumber(ARGV[na])
+  nk, na = nk - 1, na - 2
+  if not claimTTL or claimTTL < 1 or not claimEntry or claimEntry == '' then
+    error('q.lua: a claim wants its entry and a positive time to live')
+  end
 end
-local outbox = KEYS[#KEYS]
+local n = (nk - 1) / 6
+if nk < 7 or nk % 6 ~= 1 or (na ~= 7 + n and na ~= 7 + 2 * n) then
+  error('q.lua: want 6 KEYS per item, then the outbox (then the index key), and ARGV 7 + one num per item (+ one part per item) (+ the claim)')
+end
+local outbox = KEYS[nk]
 local now = tonumber(ARGV[1])
 local rid, bodyHash, pin, ip = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local deadline = tonumber(ARGV[6])
@@ -76,7 +95,7 @@ end
 -- wantK is the bucket count the caller believes the item's promotion has (nil:
 -- not checked); whole is true for an ordinary item ("spi" of one bucket).
 local stock, pins, ips, noIP, wantK, letters = {}, {}, {}, {}, {}, {}
-if #ARGV == 7 + n then
+if na == 7 + n then
   for i = 1, n do
     stock[i], pins[i], ips[i], noIP[i], wantK[i], letters[i] = true, true, true, false, 1, 'spi'
   end
@@ -116,6 +135,12 @@ local function envelopeOf(entry)
     end
   end
   return out
+end
+
+-- A requestId claimed already is a resend (or a reuse): the caller claims it the
+-- usual way, which tells which, and grabs again.
+if claimKey and redis.call('EXISTS', claimKey) == 1 then
+  return {14, 0}
 end
 
 -- The ledger of every item first: a replay must take nothing and waste nothing.
@@ -252,6 +277,9 @@ for i = 1, n do
   end
   redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
   redis.call('ZADD', KEYS[b + 5], deadline, rid)
+end
+if claimKey then
+  redis.call('SET', claimKey, claimEntry, 'EX', claimTTL)
 end
 for _, key in ipairs(soldOut) do
   out[#out + 1] = announce(outbox, key, key, 'SOLD_OUT', now)

@@ -398,7 +398,7 @@ func TestCodeStrings(t *testing.T) {
 		}
 	}
 	check("Code", []string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED", "NOT_STARTED",
-		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED"}, func(i int) string { return Code(i).String() })
+		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED", "CLAIMED"}, func(i int) string { return Code(i).String() })
 	check("AdminCode", []string{"OK", "ALREADY_APPLIED", "EXISTS", "NOT_FOUND", "STALE", "STOPPED", "BELOW_GRANTED", "FENCED"},
 		func(i int) string { return AdminCode(i).String() })
 	check("CommitCode", []string{"COMMITTED", "NOT_FOUND", "RETURNED"}, func(i int) string { return CommitCode(i).String() })

@@ -31,11 +31,43 @@ type claim struct {
 	// requestId are (a fall-over compares raw before it rewrites the entry).
 	raw   string
 	items []flow.Item
+	// fold is the claim the take's q.lua call makes (foldsClaim); created says
+	// whether it did, once the take has answered.
+	fold *lua.GrabClaim
+}
+
+// indexEntry is the request index entry a grab claims its requestId with.
+func (s *Grabber) indexEntry(req Request, hash string, items []flow.Item) (flow.RequestIndex, []byte) {
+	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, ClaimedMs: s.Clock().UnixMilli()}
+	return idx, idx.AppendJSON(make([]byte, 0, 192))
+}
+
+// foldsClaim reports whether a grab's claim can be made by its take's own q.lua
+// call, in the same step: one shard holds all its items, and the ring puts the
+// requestId's index entry on that shard too (a checkout may derive its requestIds
+// so: docs/CONTRACT.md, "Request index"), with no hold and no part of a bucketed
+// promotion, whose claims do more than q.lua's. A round trip to another shard less.
+func (s *Grabber) foldsClaim(req Request, gs []group) bool {
+	if !s.cfg.FoldClaim || len(gs) != 1 || req.HoldSeconds > 0 {
+		return false
+	}
+	for _, p := range gs[0].parts {
+		if p != "" {
+			return false
+		}
+	}
+	return gs[0].shard == s.ring.Shard(promo.RequestIndexKey(req.RequestID))
+}
+
+// foldedClaim is the claim a take will make (foldsClaim): not created until it has.
+func (s *Grabber) foldedClaim(req Request, hash string, items []flow.Item) claim {
+	idx, b := s.indexEntry(req, hash, items)
+	return claim{claimedAt: time.UnixMilli(idx.ClaimedMs), raw: string(b), items: items,
+		fold: &lua.GrabClaim{IndexKey: promo.RequestIndexKey(req.RequestID), Entry: b, TTLSeconds: int64(flow.RequestIndexTTL.Seconds())}}
 }
 
 func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
-	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, ClaimedMs: s.Clock().UnixMilli()}
-	b := idx.AppendJSON(make([]byte, 0, 192))
+	idx, b := s.indexEntry(req, hash, items)
 	ttl := int64(flow.RequestIndexTTL.Seconds())
 	var old string
 	var err error

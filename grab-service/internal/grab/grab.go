@@ -2,6 +2,7 @@ package grab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -72,21 +73,45 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	// The items for the claim (the request index entry names where the takes are,
 	// not what a pool handed out: the ledger entries say that) and the event.
 	hash, items := req.bodyHash(), flowItems(req.Items, gs, nil)
-	c := s.claim(ctx, req, hash, items)
-	if res, done := s.checkClaim(req, c); done {
-		return res, nil
+	res, err := s.claimAndTake(ctx, req, gs, hash, items, now, deadline, snap.RateFactorPermille(), s.foldsClaim(req, gs))
+	if errors.Is(err, errClaimApart) {
+		return s.claimAndTake(ctx, req, gs, hash, items, now, deadline, snap.RateFactorPermille(), false)
 	}
-	if err := s.Fault("after-claim"); err != nil {
-		return Result{}, err
-	}
-	if !c.created { // takes where the claim says (buckets.go)
-		if res, wait := s.followClaim(req, c, s.Clock()); wait {
+	return res, err
+}
+
+// errClaimApart: a take that carried its claim found the requestId claimed already
+// (a resend, or a reuse) or its promotion in buckets, and did nothing; the grab goes
+// again with its claim made apart, the way that tells what the claim holds.
+var errClaimApart = errors.New("the claim must be made apart from the take")
+
+// claimAndTake claims the requestId, takes, publishes and commits. With fold the
+// claim is made by the take's own q.lua call (foldsClaim), else first, on its own.
+func (s *Grabber) claimAndTake(ctx context.Context, req Request, gs []group, hash string, items []flow.Item,
+	now, deadline time.Time, factor int64, fold bool) (Result, error) {
+	rid := req.RequestID
+	var c claim
+	if fold {
+		s.Metrics.claims.WithLabelValues("folded").Inc()
+		c = s.foldedClaim(req, hash, items)
+	} else {
+		s.Metrics.claims.WithLabelValues("apart").Inc()
+		c = s.claim(ctx, req, hash, items)
+		if res, done := s.checkClaim(req, c); done {
 			return res, nil
 		}
-		gs = s.groups(req.Items, req.Pin, req.IP)
-		items = flowItems(req.Items, gs, nil)
-		if res, fenced := s.fenceRefusal(rid, gs); fenced {
-			return res, nil
+		if err := s.Fault("after-claim"); err != nil {
+			return Result{}, err
+		}
+		if !c.created { // takes where the claim says (buckets.go)
+			if res, wait := s.followClaim(req, c, s.Clock()); wait {
+				return res, nil
+			}
+			gs = s.groups(req.Items, req.Pin, req.IP)
+			items = flowItems(req.Items, gs, nil)
+			if res, fenced := s.fenceRefusal(rid, gs); fenced {
+				return res, nil
+			}
 		}
 	}
 	// The generations are read before the fence's last word on the shards: a move
@@ -98,7 +123,17 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		}
 		return res, nil
 	}
-	replies, errs := s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
+	replies, errs := s.take(ctx, req, hash, gs, now, deadline, factor, c.fold)
+	if c.fold != nil {
+		switch {
+		case errs[0] != nil, replies[0].Code == lua.CodeOK:
+			c.created = true // written with the take (or maybe, when unanswered)
+		case replies[0].Code == lua.CodeClaimed, replies[0].Code == lua.CodeBucketed:
+			return Result{}, errClaimApart
+		default: // refused: no claim was written, so none is released or waited for
+			c.claimedAt = time.Time{}
+		}
+	}
 	tried := make([]uint32, len(req.Items))
 	for attempt := 1; attempt < attemptBound(req.Items) && s.mayFallOver(c, s.Clock()) && s.fallOver(req, gs, replies, errs, tried, now); attempt++ {
 		if !s.undo(req, took(gs, replies)) {
@@ -121,7 +156,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 			return refusal(rid, Unavailable, 0, "another send of this requestId is moving its takes, or its index shard did not answer; nothing was taken by this one; retry with the same requestId"), nil
 		}
 		s.Metrics.fallOvers.Inc()
-		replies, errs = s.take(ctx, req, hash, gs, now, deadline, snap.RateFactorPermille())
+		replies, errs = s.take(ctx, req, hash, gs, now, deadline, factor, nil)
 	}
 	if s.movedDuring(gs, &gens) {
 		// A shard's client moved to another server (a promoted replica) while the
@@ -182,15 +217,16 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 	return out, nil
 }
 
-// take runs one q.lua per shard, shards in parallel.
-func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group, now, deadline time.Time, factor int64) ([]lua.GrabReply, []error) {
+// take runs one q.lua per shard, shards in parallel; fold, when set, is the claim
+// the one shard's call makes with its take (foldsClaim).
+func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group, now, deadline time.Time, factor int64, fold *lua.GrabClaim) ([]lua.GrabReply, []error) {
 	replies := make([]lua.GrabReply, len(gs))
 	errs := make([]error, len(gs))
 	fanout.Each(gs, func(i int, g group) {
 		call := lua.GrabCall{
 			NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
 			RequestID: req.RequestID, BodyHash: hash, Pin: req.Pin, IP: req.IP,
-			RateFactorPermille: factor, Outbox: s.cfg.StateOutboxKey,
+			RateFactorPermille: factor, Outbox: s.cfg.StateOutboxKey, Claim: fold,
 		}
 		for k, key := range g.keys {
 			it := req.Items[g.idx[k]]

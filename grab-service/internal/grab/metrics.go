@@ -17,6 +17,7 @@ type Metrics struct {
 	redisErrors  *prometheus.CounterVec
 	redisBatch   prometheus.Histogram
 	fallOvers    prometheus.Counter
+	claims       *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg.
@@ -26,6 +27,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		fallOvers: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "bucket_fall_overs_total", Help: "Grab attempts sent again to other buckets (a bucket sold out, or a layout learned)."}),
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "claims_total", Help: "RequestId claims by how they were made: in the take's own script call (folded) or on their own (apart)."}, []string{"how"}),
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "grabs_total", Help: "Grab answers by result."}, []string{"result"}),
 		grabLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub,
@@ -53,6 +56,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
 	}
 	reg.MustRegister(m.grabs, m.grabLatency, m.cancels, m.kafkaLatency, m.kafkaErrors, m.rollbacks,
-		m.shortCircuit, m.reconciled, m.overdue, m.redisLatency, m.redisErrors, m.redisBatch, m.fallOvers)
+		m.shortCircuit, m.reconciled, m.overdue, m.redisLatency, m.redisErrors, m.redisBatch, m.fallOvers, m.claims)
 	return m
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// record lists (Deps.PromotionKeys): a sweep's cost grows with every key of the
 	// shard, the request index's month of entries included (reconcile.go).
 	ReconcileSweepEvery time.Duration
+	// FoldClaim lets a grab whose requestId's index entry is on its one shard be
+	// claimed by its take's own q.lua call (claim.go, foldsClaim).
+	FoldClaim bool
 	// Workers per shard, calls per pipeline, and the bounded queue in front of them.
 	Workers, MaxBatch, Queue int
 	// HoldsKey is the sorted set of held grants on each shard (holds.go); tests
@@ -80,6 +83,7 @@ func Defaults() Config {
 		RedisTimeout:        time.Second,
 		ReconcileMatch:      "{C_*}:pending",
 		ReconcileSweepEvery: 10 * time.Minute,
+		FoldClaim:           true,
 		Workers:             4,
 		MaxBatch:            64,
 		Queue:               4096,

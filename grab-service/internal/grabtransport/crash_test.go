@@ -19,7 +19,10 @@ var errKilled = errors.New("process killed at the fault point")
 // crashAt makes the grab path stop dead at point, as a
 // process killed there would: nothing after the point runs, no clean-up either.
 func crashAt(point string) envOpt {
-	return func(_ *grab.Config, d *grab.Deps) {
+	return func(cfg *grab.Config, d *grab.Deps) {
+		if point == "after-claim" {
+			cfg.FoldClaim = false // a claim made with the take has no moment after it
+		}
 		d.Fault = func(p string) error {
 			if p == point {
 				return errKilled

@@ -20,7 +20,8 @@ func TestResendWhileTheFirstIsInFlight(t *testing.T) {
 	t.Parallel()
 	stall, resume := make(chan struct{}), make(chan struct{})
 	var stalled atomic.Bool
-	e := newEnv(t, func(_ *grab.Config, d *grab.Deps) {
+	e := newEnv(t, func(cfg *grab.Config, d *grab.Deps) {
+		cfg.FoldClaim = false // the first send stalls between its claim and its take
 		d.Fault = func(p string) error {
 			if p == "after-claim" && stalled.CompareAndSwap(false, true) { // the first send only
 				close(stall)
