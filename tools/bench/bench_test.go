@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/tools/loadgen"
 )
 
@@ -28,7 +30,9 @@ func TestGrabBodyIsTheContractsGrabRequest(t *testing.T) {
 	if err := dec.Decode(&req); err != nil {
 		t.Fatal(err)
 	}
-	if req.RequestID != "b1-123456" || req.Pin != "p23456" || req.IP != "198.18.243.207" ||
+	// The requestId is derived beside the promotion (docs/CONTRACT.md).
+	if req.RequestID != promo.RequestIDBeside("b1-123456", promo.Key("sale-1", 1)) ||
+		ring.Default.Shard(promo.RequestIndexKey(req.RequestID)) != ring.Default.Shard(promo.Key("sale-1", 1)) || req.Pin != "p23456" || req.IP != "198.18.243.207" ||
 		len(req.Items) != 1 || req.Items[0].PromoID != "sale-1" || req.Items[0].Type != 1 || req.Items[0].Num != 1 {
 		t.Fatalf("have %+v", req)
 	}

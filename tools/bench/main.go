@@ -43,6 +43,7 @@ func main() {
 	flag.DurationVar(&o.dur, "duration", 2*time.Second, "length of one measured run (a warm-up precedes each)")
 	flag.StringVar(&levels, "levels", "1,2,4,8,16,32,64,128,256,512", "concurrency levels of the spread table")
 	flag.IntVar(&o.hotShard, "hot-shard", 0, "shard of the hot promotion (0..15)")
+	flag.BoolVar(&randomRequestIDs, "random-request-ids", false, "send requestIds as they come, not derived beside their promotion (docs/CONTRACT.md)")
 	flag.Float64Var(&o.peak, "peak", 0, "peak GRANTED/s for the latency scenario, instead of this run's hot and spread runs (to run it alone)")
 	flag.IntVar(&o.recoveryRows, "recovery-rows", 1_000_000, "flow rows the recovery scenario rebuilds from")
 	flag.StringVar(&o.recoveryBin, "recovery-bin", "", "the recovery binary (default bin/recovery beside bin/bench)")
@@ -133,7 +134,8 @@ func run(ctx context.Context, o options) error {
 	}
 	b := &bench{options: o, st: st, id: runID(), token: env("FLASHSALE_CHECKOUT_TOKEN", "dev-checkout-token"),
 		admin: newAdmin(st.Admin, env("FLASHSALE_ADMIN_TOKEN", "dev-admin-token")), tally: newTally(),
-		res: &results{Started: time.Now().UTC(), LoadStart: loadAverage(), Conc: o.conc, Duration: o.dur, Command: command()}}
+		res: &results{Started: time.Now().UTC(), LoadStart: loadAverage(), Conc: o.conc, Duration: o.dur, Command: command(),
+			RandomRequestIDs: randomRequestIDs}}
 	for _, addr := range st.Redis {
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: max(o.conc*2, 16)})
 		defer c.Close()

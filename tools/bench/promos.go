@@ -115,9 +115,11 @@ func grabBody(run, id string, n int64) []byte {
 func buyerBody(run, id string, n, pin, ipn int64, net string) []byte {
 	b := make([]byte, 0, 160)
 	b = append(b, `{"requestId":"`...)
-	b = append(b, run...)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, n, 10)
+	rid := run + "-" + strconv.FormatInt(n, 10)
+	if !randomRequestIDs {
+		rid = promo.RequestIDBeside(rid, promo.Key(id, 1))
+	}
+	b = append(b, rid...)
 	b = append(b, `","pin":"p`...)
 	b = strconv.AppendInt(b, pin, 10)
 	b = append(b, `","ip":"`...)
@@ -130,6 +132,11 @@ func buyerBody(run, id string, n, pin, ipn int64, net string) []byte {
 	b = append(b, `","type":1,"num":1}]}`...)
 	return b
 }
+
+// randomRequestIDs (--random-request-ids) sends requestIds as they come. By
+// default the bench derives them beside the grab's promotion, as a checkout
+// service following docs/CONTRACT.md ("A requestId beside its promotion") does.
+var randomRequestIDs bool
 
 // pinPool is the size of the buyer pool: many pins, each grabbing now and then.
 const pinPool = 100_000

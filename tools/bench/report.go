@@ -167,9 +167,19 @@ func (res *results) header() []string {
 			"so every figure is a ratio against a baseline measured in the same run on the same machine. "+
 			"Each run: a warm-up, then about %s of load at the stated concurrency over keep-alive connections; "+
 			"in scenarios 1, 2, 3 and 6 each side is run %d times, the two sides taking turns, and the medians compared; scenario 7 reports the run of median p99/p50 of %d.", res.Machine.Cores, res.Duration, rounds, rounds),
+		res.requestIDs(),
 		fmt.Sprintf("Load average (1 min) %s at the start, %s at the end: on %d cores, anything well above the stack's own work "+
 			"is other programs competing for the same cores, and every rate here is lower for it.", res.LoadStart, res.LoadEnd, res.Machine.Cores),
 	}
+}
+
+// requestIDs says how the run's grabs name themselves, which decides whether
+// their claims take a round trip of their own.
+func (res *results) requestIDs() string {
+	if res.RandomRequestIDs {
+		return "RequestIds as they come (`--random-request-ids`): 15 grabs in 16 claim theirs on another shard than their take's, a round trip of its own."
+	}
+	return "RequestIds derived beside their promotion, as docs/CONTRACT.md recommends to checkout services (\"A requestId beside its promotion\"): each grab's claim is made by its take's own q.lua call. `--random-request-ids` sends them as they come."
 }
 
 // markdown is the report: printed, written to latest.md, and pasted into

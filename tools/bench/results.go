@@ -13,6 +13,7 @@ import (
 type results struct {
 	Started, Finished time.Time
 	Command           string
+	RandomRequestIDs  bool   // --random-request-ids
 	LoadStart         string // 1-minute load average when the run started and ended
 	LoadEnd           string
 	Machine           machine

@@ -141,6 +141,12 @@ func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
 		req.Items = append(req.Items, checker.Item{PromoID: s.PromoID, Type: s.Type, Num: n})
 		items = append(items, map[string]any{"promoId": s.PromoID, "type": s.Type, "num": n})
 	}
+	if rnd.IntN(2) == 0 {
+		// Half the buyers' checkouts derive their requestIds beside the first
+		// promotion (docs/CONTRACT.md): single-shard grabs of them are claimed in
+		// the take's own script call, the others on their own, both under the faults.
+		req.RequestID = promo.RequestIDBeside(req.RequestID, promo.Key(req.Items[0].PromoID, req.Items[0].Type))
+	}
 	req.Grab = checker.Unknown
 	l.mu.Lock()
 	l.reqs = append(l.reqs, req)
