@@ -58,6 +58,15 @@ func TestGrabClaims(t *testing.T) {
 		t.Error("a refused grab left its claim behind")
 	}
 
+	// An index that lost an entry its ledger holds gets it back with the replay.
+	rdb.Del(ctx, first.Claim.IndexKey)
+	if r := mustGrab(t, first); r.Code != CodeDuplicate {
+		t.Fatalf("a replay whose claim was lost: %v, want DUPLICATE", r.Code)
+	}
+	if n := rdb.Exists(ctx, first.Claim.IndexKey).Val(); n != 1 {
+		t.Error("a replay whose claim was lost did not claim again")
+	}
+
 	bad := claimed("r4")
 	bad.Claim.TTLSeconds = 0
 	if _, err := Grab(ctx, rdb, bad); err == nil {

@@ -58,8 +58,9 @@
 --   {14 CLAIMED, 0}                    with the index key only: the requestId holds
 --                                      an index entry already; nothing was checked,
 --                                      charged or written (claim it the usual way)
--- With the index key, the entry is written (SET EX) only with the take (OK):
--- a refused grab leaves no claim behind.
+-- With the index key, the entry is written (SET EX) only with the take (OK), or
+-- with a DUPLICATE (the index had lost it), as a claim made apart would be: a
+-- refused grab leaves no claim behind.
 -- The check phase writes nothing but the rate windows of the items it has passed
 -- (an attempt counts even when a later check refuses it). Malformed arguments
 -- raise a script error before any write.
@@ -150,6 +151,9 @@ for i = 1, n do
     local entry = cjson.decode(raw)
     if entry.h ~= bodyHash then
       return {2, i - 1}
+    end
+    if claimKey then -- the index lost an entry the ledger holds: claimed again
+      redis.call('SET', claimKey, claimEntry, 'EX', claimTTL)
     end
     local out, envelopes, any = {1, i - 1, entry.s}, {}, false
     for j = 1, n do -- what each item's entry handed out, for the replay's answer

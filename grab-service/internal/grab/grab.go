@@ -126,8 +126,8 @@ func (s *Grabber) claimAndTake(ctx context.Context, req Request, gs []group, has
 	replies, errs := s.take(ctx, req, hash, gs, now, deadline, factor, c.fold)
 	if c.fold != nil {
 		switch {
-		case errs[0] != nil, replies[0].Code == lua.CodeOK:
-			c.created = true // written with the take (or maybe, when unanswered)
+		case errs[0] != nil, replies[0].Code == lua.CodeOK, replies[0].Code == lua.CodeDuplicate:
+			c.created = true // written with the take or the replay (or maybe, when unanswered)
 		case replies[0].Code == lua.CodeClaimed, replies[0].Code == lua.CodeBucketed:
 			return Result{}, errClaimApart
 		default: // refused: no claim was written, so none is released or waited for
