@@ -38,14 +38,16 @@ import (
 // the error to dead-letter the event.
 //
 // The statements are prepared once (flowStmts) and reused on every connection:
-// the INSERT in row counts of powers of two up to flowBucketMax, a batch written
-// as the fewest of them (a batch of 300 rows: 256 + 32 + 8 + 4); the lookup, and
-// the one UPDATE of the batch's promotions, padded to the next power of two by
-// repeating their last request id or promotion. Building one statement per batch
-// instead would have MySQL parse and plan a statement of up to 6,656 placeholders
-// every batch (the driver prepares what it sends with arguments), and cost a
-// round trip more to prepare it; on this machine a round trip costs the sink more
-// CPU than writing a row.
+// the INSERT in every row count below flowInsertStep and every multiple of it up
+// to flowBucketMax, so that a batch of up to flowBucketMax rows is written in at
+// most two statements (300 rows: 288 + 12); the lookup, and the one UPDATE of the
+// batch's promotions, padded to the next power of two by repeating their last
+// request id or promotion. Row counts of powers of two alone took four or five
+// INSERTs, a round trip each, for a batch of a few hundred rows. Building one
+// statement per batch instead would have MySQL parse and plan a statement of up
+// to 8,704 placeholders every batch (the driver prepares what it sends with
+// arguments), and cost a round trip more to prepare it; on this machine a round
+// trip costs the sink more CPU than writing a row.
 func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written int, err error) {
 	if len(events) == 0 {
 		return 0, nil
@@ -92,9 +94,12 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 		}
 	}
 	for rows := w.fresh; len(rows) > 0; {
-		b := bits.Len(uint(min(len(rows), flowBucketMax))) - 1 // the largest bucket that fits
-		chunk := rows[:1<<b]
-		rows = rows[len(chunk):]
+		n := min(len(rows), flowBucketMax) // the largest statement that fits
+		if n >= flowInsertStep {
+			n -= n % flowInsertStep
+		}
+		chunk := rows[:n]
+		rows = rows[n:]
 		args := w.args[:0]
 		for _, r := range chunk {
 			args = append(args, w.events[r.event][:]...)
@@ -102,7 +107,7 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			args = append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard), int64(r.bucket), int64(r.buckets), r.amount, r.parts)
 		}
 		w.args = args
-		if _, err := tx.StmtContext(ctx, st.insert[b]).ExecContext(ctx, args...); err != nil {
+		if _, err := tx.StmtContext(ctx, st.insert[n]).ExecContext(ctx, args...); err != nil {
 			return 0, fmt.Errorf("insert flows: %d rows from %s %s: %w", len(chunk), chunk[0].key.kind, chunk[0].key.requestID, err)
 		}
 	}
@@ -141,13 +146,15 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 // insertChunk bounds the rows of one INSERT elsewhere (owed.go).
 const insertChunk = 500
 
-// flowBuckets is how many sizes InsertFlows' statements come in: 1, 2, 4, ...
-// flowBucketMax rows (request ids for the lookup). The largest INSERT carries
+// flowBuckets is how many sizes the lookup comes in: 1, 2, 4, ... flowBucketMax
+// request ids. The INSERT comes in 1 ... flowInsertStep-1 rows and every multiple
+// of flowInsertStep up to flowBucketMax (47 statements); the largest carries
 // 17 × 512 = 8,704 placeholders, well under MySQL's 65,535.
 // The UPDATE of remaining comes in 1, 2, 4, ... flowPromoMax promotions.
 const (
 	flowBuckets      = 10
 	flowBucketMax    = 1 << (flowBuckets - 1)
+	flowInsertStep   = 16
 	flowPromoBuckets = 7
 	flowPromoMax     = 1 << (flowPromoBuckets - 1)
 )
@@ -166,9 +173,9 @@ const (
 type flowStmts struct {
 	mu     sync.Mutex
 	ready  bool
-	insert [flowBuckets]*sql.Stmt      // insert[b] writes 1<<b rows
-	lookup [flowBuckets]*sql.Stmt      // lookup[b] looks up 1<<b request ids
-	update [flowPromoBuckets]*sql.Stmt // update[b] nets 1<<b promotions
+	insert [flowBucketMax + 1]*sql.Stmt // insert[n] writes n rows (nil: no statement of n rows)
+	lookup [flowBuckets]*sql.Stmt       // lookup[b] looks up 1<<b request ids
+	update [flowPromoBuckets]*sql.Stmt  // update[b] nets 1<<b promotions
 	// spare is the scratch of the last batch, for the next: sequential batches (the
 	// flow sink's) reuse one, grown once, which a sync.Pool would drop at every GC.
 	spare atomic.Pointer[flowBatch]
@@ -189,11 +196,16 @@ func (s *Store) flowStatements(ctx context.Context) (*flowStmts, error) {
 		return st, nil
 	}
 	var err error
+	for n := 1; n <= flowBucketMax && err == nil; n++ {
+		if n < flowInsertStep || n%flowInsertStep == 0 {
+			f.insert[n], err = prepare(`INSERT INTO grab_flow (` + flowColumns + `) VALUES ` + placeholders(n, rowColumns))
+		}
+	}
 	for b := range flowBuckets {
-		n := 1 << b
-		if f.insert[b], err = prepare(`INSERT INTO grab_flow (` + flowColumns + `) VALUES ` + placeholders(n, rowColumns)); err != nil {
+		if err != nil {
 			break
 		}
+		n := 1 << b
 		if f.lookup[b], err = prepare(`SELECT request_id, kind, promo_id, promo_type FROM grab_flow WHERE request_id IN (` +
 			strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + `)`); err != nil {
 			break
@@ -229,7 +241,7 @@ func (f *flowStmts) closeLocked() {
 			_ = st.Close()
 		}
 	}
-	f.insert, f.lookup, f.update, f.ready = [flowBuckets]*sql.Stmt{}, [flowBuckets]*sql.Stmt{}, [flowPromoBuckets]*sql.Stmt{}, false
+	f.insert, f.lookup, f.update, f.ready = [flowBucketMax + 1]*sql.Stmt{}, [flowBuckets]*sql.Stmt{}, [flowPromoBuckets]*sql.Stmt{}, false
 }
 
 // placeholders is n rows of cols placeholders each: (?, ?), (?, ?).
