@@ -68,8 +68,9 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 			return degradeCapped(rid, snap.DegradeMaxPerSecond, wait), nil
 		}
 	}
-	// The claim lands before any take, so a requestId without a claim holds nothing
-	// and the short-circuit may answer for it (claim.go).
+	// The claim lands before any take, or with it in one q.lua call (foldsClaim), so
+	// a requestId without a claim holds nothing and the short-circuit may answer for
+	// it (claim.go).
 	// The items for the claim (the request index entry names where the takes are,
 	// not what a pool handed out: the ledger entries say that) and the event.
 	hash, items := req.bodyHash(), flowItems(req.Items, gs, nil)
@@ -81,8 +82,10 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 }
 
 // errClaimApart: a take that carried its claim found the requestId claimed already
-// (a resend, or a reuse) or its promotion in buckets, and did nothing; the grab goes
-// again with its claim made apart, the way that tells what the claim holds.
+// (a resend, or a reuse) or its promotion in buckets, and took nothing (a take of
+// several items may have charged the rate windows of those before, as a fall-over
+// does); the grab goes again with its claim made apart, the way that tells what the
+// claim holds and follows buckets.
 var errClaimApart = errors.New("the claim must be made apart from the take")
 
 // claimAndTake claims the requestId, takes, publishes and commits. With fold the
