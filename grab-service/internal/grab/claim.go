@@ -60,9 +60,10 @@ func (s *Grabber) foldsClaim(req Request, gs []group) bool {
 }
 
 // foldedClaim is the claim a take will make (foldsClaim): not created until it has.
+// It keeps no raw entry: only a fall-over rewrites one, and a folded grab has none.
 func (s *Grabber) foldedClaim(req Request, hash string, items []flow.Item) claim {
 	idx, b := s.indexEntry(req, hash, items)
-	return claim{claimedAt: time.UnixMilli(idx.ClaimedMs), raw: string(b), items: items,
+	return claim{claimedAt: time.UnixMilli(idx.ClaimedMs), items: items,
 		fold: &lua.GrabClaim{IndexKey: promo.RequestIndexKey(req.RequestID), Entry: b, TTLSeconds: int64(flow.RequestIndexTTL.Seconds())}}
 }
 

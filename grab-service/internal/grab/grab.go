@@ -95,10 +95,10 @@ func (s *Grabber) claimAndTake(ctx context.Context, req Request, gs []group, has
 	rid := req.RequestID
 	var c claim
 	if fold {
-		s.Metrics.claims.WithLabelValues("folded").Inc()
+		s.Metrics.claimsFolded.Inc()
 		c = s.foldedClaim(req, hash, items)
 	} else {
-		s.Metrics.claims.WithLabelValues("apart").Inc()
+		s.Metrics.claimsApart.Inc()
 		c = s.claim(ctx, req, hash, items)
 		if res, done := s.checkClaim(req, c); done {
 			return res, nil
