@@ -34,6 +34,9 @@ type actorKey struct{}
 
 // ActorFrom is the actor Require let through; false outside a guarded route.
 func ActorFrom(ctx context.Context) (Actor, bool) {
+	if s := scopeOf(ctx); s != nil && s.hasActor {
+		return s.actor, true
+	}
 	a, ok := ctx.Value(actorKey{}).(Actor)
 	return a, ok
 }
@@ -67,10 +70,16 @@ func (ts Tokens) Require(next http.Handler, roles ...Role) http.Handler {
 			return
 		}
 		for _, want := range roles {
-			if actor.Role == want {
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
+			if actor.Role != want {
+				continue
+			}
+			if s := scopeOf(r.Context()); s != nil { // kept in the request's scope: no copy of the request
+				s.actor, s.hasActor = actor, true
+				next.ServeHTTP(w, r)
 				return
 			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
+			return
 		}
 		WriteError(r.Context(), errForbidden, w)
 	})

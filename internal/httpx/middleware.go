@@ -1,53 +1,13 @@
 package httpx
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-type ctxKey int
-
-const requestIDKey ctxKey = 0
-
-// RequestID returns the request id WithRequestID stored in ctx.
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
-
-// WithRequestID echoes a sane X-Request-Id or makes one, on the response and in ctx.
-// Wrapping twice is harmless: an inner layer keeps the id the outer one chose.
-func WithRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if RequestID(r.Context()) != "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		id := r.Header.Get("X-Request-Id")
-		if len(id) == 0 || len(id) > 128 || !printable(id) {
-			b := make([]byte, 8)
-			_, _ = rand.Read(b)
-			id = hex.EncodeToString(b)
-		}
-		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
-	})
-}
-
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
 
 // RouteMetrics counts requests by route and status code and times them.
 type RouteMetrics struct {
@@ -72,23 +32,33 @@ func NewRouteMetrics(reg prometheus.Registerer, service string) *RouteMetrics {
 	return m
 }
 
-// Wrap instruments next under the route label.
+// Wrap instruments next under the route label. The latency series is bound once,
+// and a counter once per status code the route answers: a label lookup hashes its
+// values and takes the vector's lock, on every request.
 func (m *RouteMetrics) Wrap(route string, next http.Handler) http.Handler {
+	latency := m.latency.WithLabelValues(route)
+	var byCode [600]atomic.Pointer[prometheus.Counter] // by status code; net/http writes 100-599
+	count := func(code int) {
+		if code < 0 || code >= len(byCode) {
+			m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+			return
+		}
+		c := byCode[code].Load()
+		if c == nil {
+			bound := m.requests.WithLabelValues(route, strconv.Itoa(code))
+			c = &bound
+			byCode[code].Store(c)
+		}
+		(*c).Inc()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		sw, ok := w.(*statusWriter) // the scope's (Serve), else one of its own
+		if !ok {
+			sw = &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		}
 		next.ServeHTTP(sw, r)
-		m.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
-		m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		count(sw.status)
+		latency.Observe(time.Since(start).Seconds())
 	})
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
 }

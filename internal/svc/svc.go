@@ -166,13 +166,17 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 	return ts, nil
 }
 
+// handlerDeadline bounds the context of every request (httpx.Serve): past the
+// server's WriteTimeout the answer can no longer be written.
+const handlerDeadline = 10 * time.Second
+
 // Server is an http.Server with every timeout set, so a slow or silent client
 // cannot hold a connection forever; it gives every request an id and logs the
 // failed and the slow ones.
 func Server(addr string, h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:              addr,
-		Handler:           httpx.WithRequestID(httpx.AccessLog(log, withDeadline(h, handlerDeadline))),
+		Handler:           httpx.Serve(log, handlerDeadline, h),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: 2 * time.Second,
 		ReadTimeout:       5 * time.Second,

@@ -1,10 +1,8 @@
-package svc
+package httpx
 
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -12,30 +10,11 @@ import (
 	"time"
 )
 
-// A handler waiting on a dependency that never answers (a frozen MySQL) must be
-// released by its request's deadline rather than hold its goroutine forever: every
-// request context carries one, no later than the server's WriteTimeout.
-func TestServerBoundsEveryRequestContext(t *testing.T) {
-	t.Parallel()
-	var left time.Duration
-	var ok bool
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var d time.Time
-		d, ok = r.Context().Deadline()
-		left = time.Until(d)
-	})
-	srv := Server("127.0.0.1:0", h, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	srv.Handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
-	if !ok || left <= 0 || left > srv.WriteTimeout {
-		t.Fatalf("request context deadline: set %v, %s left; want at most the WriteTimeout %s", ok, left, srv.WriteTimeout)
-	}
-}
-
-// serveOnce runs h behind withDeadline(d) for one request whose own context is
-// parent, as net/http gives each request a context of the connection's.
+// serveOnce runs h behind Serve with deadline d for one request whose own context
+// is parent, as net/http gives each request a context of the connection's.
 func serveOnce(parent context.Context, d time.Duration, h http.HandlerFunc) {
 	r := httptest.NewRequest("GET", "/", nil).WithContext(parent)
-	withDeadline(h, d).ServeHTTP(httptest.NewRecorder(), r)
+	Serve(nil, d, h).ServeHTTP(httptest.NewRecorder(), r)
 }
 
 // The deadline is armed only when waited on, and then it works as
@@ -87,9 +66,9 @@ func TestRequestDeadlineUnwatchedArmsNothing(t *testing.T) {
 	t.Parallel()
 	parent, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var dc *deadlineCtx
+	var dc *scope
 	serveOnce(parent, time.Hour, func(_ http.ResponseWriter, r *http.Request) {
-		dc = r.Context().(*deadlineCtx)
+		dc = r.Context().(*scope)
 		pd, _ := parent.Deadline()
 		if d, ok := r.Context().Deadline(); !ok || !d.Equal(pd) {
 			t.Errorf("deadline %v %v; want the connection's earlier %v", d, ok, pd)
@@ -123,27 +102,27 @@ func TestRequestDeadlineChildrenNeedNoGoroutine(t *testing.T) {
 }
 
 // BenchmarkRequestDeadline compares the lazily armed deadline with a timer armed
-// for every request (context.WithTimeout, what withDeadline did before), on a
+// for every request (context.WithTimeout, what the deadline middleware did before), on a
 // handler that never waits on its context, as a sold-out answer does, under a
-// cancellable parent as net/http gives: go test -bench RequestDeadline ./internal/svc
+// cancellable parent as net/http gives: go test -bench RequestDeadline ./internal/httpx
 func BenchmarkRequestDeadline(b *testing.B) {
 	nothing := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	eager := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), handlerDeadline)
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
 		nothing.ServeHTTP(w, r.WithContext(ctx))
 	})
 	for _, c := range []struct {
 		name string
 		h    http.Handler
-	}{{"lazy", withDeadline(nothing, handlerDeadline)}, {"timer", eager}} {
+	}{{"lazy", Serve(nil, 10*time.Second, nothing)}, {"timer", WithRequestID(eager)}} {
 		b.Run(c.name, func(b *testing.B) {
 			conn, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			r := httptest.NewRequest("POST", "/v1/grab", nil).WithContext(conn)
 			b.ReportAllocs()
 			for b.Loop() {
-				c.h.ServeHTTP(nil, r)
+				c.h.ServeHTTP(discard{}, r)
 			}
 		})
 	}
@@ -151,3 +130,10 @@ func BenchmarkRequestDeadline(b *testing.B) {
 
 // testKey is the key of the test's context value.
 type testKey struct{}
+
+// discard is a ResponseWriter that keeps nothing but its header.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) WriteHeader(int)             {}
