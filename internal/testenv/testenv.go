@@ -87,8 +87,8 @@ func SwitchDeadline() time.Duration { return Deadline(time.Second) }
 // detector), where it measures the code rather than a machine busy with every other
 // package; the general -race run checks the same behaviour with twenty times the
 // room: the race detector slows this code five to ten times, and the machine is
-// shared by every package at once (five times was missed by a 100,000-entry ban
-// list taking 11 s there, and 0.3 s in the strict step).
+// shared by every package at once (a 100,000-entry ban list took over five times
+// its bound there, while the strict step kept it).
 func Deadline(bound time.Duration) time.Duration {
 	if os.Getenv("FLASHSALE_STRICT_TIMING") == "1" {
 		return bound
