@@ -3,17 +3,34 @@ package lua
 import (
 	"context"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
-func TestCommit(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name string
-		// setup runs on two fresh promotions a, b and returns the keys to commit.
-		setup     func(t *testing.T, a, b string) []string
-		want      CommitCode
-		wantState []string // ledger state of "r1" on a and b afterwards ("" = none)
-	}{
+// commitCase is a commit of "r1" on two fresh promotions a and b.
+type commitCase struct {
+	name string
+	// setup runs on two fresh promotions a, b and returns the keys to commit.
+	setup     func(t *testing.T, a, b string) []string
+	want      CommitCode
+	wantState []string // ledger state of "r1" on a and b afterwards ("" = none)
+}
+
+// check says whether a and b are as the case wants them after its commit: state,
+// counters and pending membership all follow the entry's state.
+func (tc commitCase) check(t *testing.T, a, b string) {
+	t.Helper()
+	for i, k := range []string{a, b} {
+		if s, w := stateOf(t, k), expect(tc.wantState[i], nums[i]); s != w {
+			t.Errorf("%s, promotion %d: have %+v, want %+v", tc.name, i, s, w)
+		}
+	}
+}
+
+func commitCases() []commitCase {
+	return []commitCase{
 		{"pending becomes committed", func(t *testing.T, a, b string) []string {
 			putStates(t, [2]string{a, b}, [2]string{LedgerPending})
 			return []string{a}
@@ -71,24 +88,95 @@ func TestCommit(t *testing.T) {
 			return []string{a}
 		}, CommitNotFound, []string{"", ""}},
 	}
-	for _, tc := range cases {
+}
+
+// twoPromotions creates the fresh promotions a and b of a commit case.
+func twoPromotions(t *testing.T) (a, b string) {
+	a, b = promoKey(t, "a"), promoKey(t, "b")
+	mustCreate(t, a, baseSpec())
+	mustCreate(t, b, baseSpec())
+	return a, b
+}
+
+func TestCommit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range commitCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a, b := promoKey(t, "a"), promoKey(t, "b")
-			mustCreate(t, a, baseSpec())
-			mustCreate(t, b, baseSpec())
+			a, b := twoPromotions(t)
 			keys := tc.setup(t, a, b)
 			have, err := Commit(context.Background(), rdb, "r1", keys)
 			if err != nil || have != tc.want {
 				t.Fatalf("have %v %v, want %v", have, err, tc.want)
 			}
-			for i, k := range []string{a, b} {
-				// State, counters and pending membership all follow the entry's state.
-				if s, w := stateOf(t, k), expect(tc.wantState[i], nums[i]); s != w {
-					t.Errorf("promotion %d: have %+v, want %+v", i, s, w)
-				}
-			}
+			tc.check(t, a, b)
 		})
+	}
+}
+
+// Every case of TestCommit in one batch call, on promotions of its own: each
+// request is decided alone, whatever its neighbours answer, as in a call of its own.
+func TestCommitBatch(t *testing.T) {
+	t.Parallel()
+	cases := commitCases()
+	var calls []CommitCall
+	var promos [][2]string
+	for _, tc := range cases {
+		a, b := twoPromotions(t)
+		calls = append(calls, CommitCall{RequestID: "r1", Keys: tc.setup(t, a, b)})
+		promos = append(promos, [2]string{a, b})
+	}
+	codes, err := ParseCommits(queueCommitsNow(t, calls), len(calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range cases {
+		if codes[i] != tc.want {
+			t.Errorf("%s: have %v, want %v", tc.name, codes[i], tc.want)
+		}
+		tc.check(t, promos[i][0], promos[i][1])
+	}
+}
+
+// queueCommitsNow runs QueueCommits in a pipeline of its own.
+func queueCommitsNow(t *testing.T, calls []CommitCall) *redis.Cmd {
+	t.Helper()
+	p := rdb.Pipeline()
+	cmd := QueueCommits(context.Background(), p, calls)
+	_, _ = p.Exec(context.Background())
+	return cmd
+}
+
+// A batch whose arguments are malformed, or one of whose requests holds an entry
+// in no known state, fails whole before any write: the requests before it in the
+// batch are not committed either.
+func TestCommitBatchFailsWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoPromotions(t)
+	putStates(t, [2]string{a, b}, [2]string{LedgerPending, LedgerPending})
+	ka, kb := promo.Keys(a), promo.Keys(b)
+	keys := append(ka[:], kb[:]...)
+	for _, args := range [][]any{
+		{"r1", 1, "r1", 2},   // three items for two promotions
+		{"r1", 1, "r1"},      // a request without its count
+		{"r1", 0, "r1", 2},   // a request of no items
+		{"r1", 1, "", 1},     // an empty requestId
+		{"r1", 1.5, "r1", 1}, // half an item
+	} {
+		if err := commitScript.Run(ctx, rdb, keys, args...).Err(); err == nil {
+			t.Errorf("args %v: accepted", args)
+		}
+	}
+	// r2's entry on b is corrupt; r1 on a comes first in the batch and stays P.
+	if err := rdb.HSet(ctx, kb[3], "r2", `{"s":"Z","h":"x"}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseCommits(queueCommitsNow(t, []CommitCall{{"r1", []string{a}}, {"r2", []string{b}}}), 2); err == nil {
+		t.Fatal("a batch with an unknown ledger state committed")
+	}
+	if s, w := stateOf(t, a), expect(LedgerPending, nums[0]); s != w {
+		t.Errorf("the request before the corrupt one: have %+v, want %+v", s, w)
 	}
 }
 
@@ -106,6 +194,14 @@ func TestCommitInvalid(t *testing.T) {
 	}
 	if _, err := ParseCommit(QueueCommit(context.Background(), rdb.Pipeline(), "", []string{k})); err == nil {
 		t.Error("queued an invalid commit")
+	}
+	for _, c := range []CommitCall{{"", []string{k}}, {"r1", nil}, {"r1", []string{k, k}}} {
+		if c.Validate() == nil {
+			t.Errorf("%+v: valid", c)
+		}
+		if _, err := ParseCommits(queueCommitsNow(t, []CommitCall{{"r1", []string{k}}, c}), 2); err == nil {
+			t.Errorf("%+v: queued in a batch", c)
+		}
 	}
 }
 

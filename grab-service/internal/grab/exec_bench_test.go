@@ -81,6 +81,82 @@ func BenchmarkShardGrab(b *testing.B) {
 	}
 }
 
+// BenchmarkShardCommit is the commit of coalesced grabs: each its own commit.lua
+// call in the shared pipeline (one-each, as before batching) against one call for
+// all the pipeline's commits (batched, shardExec.commit), with the redis-server's
+// CPU per commit. The takes are made before the timer.
+// go test -bench ShardCommit -run ^$ ./internal/grab
+func BenchmarkShardCommit(b *testing.B) {
+	client := testenv.StartRedis(b, testenv.Volatile).Client()
+	if err := lua.Load(context.Background(), client); err != nil {
+		b.Fatal(err)
+	}
+	key := benchPromotion(b, client)
+	var seq int
+	for _, batched := range []bool{false, true} {
+		name := "one-each"
+		if batched {
+			name = "batched"
+		}
+		b.Run(name+"/inflight=64", func(b *testing.B) {
+			rids := takes(b, client, key, &seq, b.N)
+			e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
+			defer e.close()
+			var next atomic.Int64
+			cpu := redisCPU(b, client)
+			b.ResetTimer()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					call := lua.CommitCall{RequestID: rids[next.Add(1)-1], Keys: []string{key}}
+					var code lua.CommitCode
+					var err error
+					if batched {
+						code, err = e.commit(ctx, call)
+					} else {
+						code, err = lua.ParseCommit(e.do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+							return lua.QueueCommit(ctx, p, call.RequestID, call.Keys)
+						}))
+					}
+					if err != nil || code != lua.CommitCommitted {
+						b.Fatalf("commit %s: %v %v", call.RequestID, code, err)
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric((redisCPU(b, client)-cpu)*1e6/float64(b.N), "redis-us/op")
+		})
+	}
+}
+
+// takes makes n takes on key in pipelines of 256, and returns their requestIds.
+func takes(b *testing.B, c *redis.Client, key string, seq *int, n int) []string {
+	ctx := context.Background()
+	rids := make([]string, 0, n)
+	for len(rids) < n {
+		p := c.Pipeline()
+		var cmds []*redis.Cmd
+		for i := 0; i < 256 && len(rids) < n; i++ {
+			*seq++
+			rid := fmt.Sprintf("c%d", *seq)
+			now := time.Now().UnixMilli()
+			cmds = append(cmds, lua.QueueGrab(ctx, p, lua.GrabCall{NowMs: now, DeadlineMs: now + 3_600_000, RequestID: rid, BodyHash: "h",
+				Pin: rid, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}))
+			rids = append(rids, rid)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, cmd := range cmds {
+			if r, err := lua.ParseGrab(cmd); err != nil || r.Code != lua.CodeOK {
+				b.Fatalf("take: %+v %v", r, err)
+			}
+		}
+	}
+	return rids
+}
+
 // redisCPU is the CPU the redis-server has spent (user + system), in seconds.
 func redisCPU(b *testing.B, c *redis.Client) float64 {
 	info, err := c.Info(context.Background(), "cpu").Result()

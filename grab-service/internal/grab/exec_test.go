@@ -2,6 +2,10 @@ package grab
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
@@ -104,4 +109,82 @@ func TestShardExecReloadsScriptsAfterAFlush(t *testing.T) {
 	if h, _, err := lua.ReadHash(ctx, c, key); err != nil || h.Remaining != 8 {
 		t.Fatalf("remaining %d (%v): the grab ran twice or not at all", h.Remaining, err)
 	}
+}
+
+// The commits a pipeline carries are one commit.lua call, and each still gets its
+// own answer: committed, not found, or returned, as in a call of its own. A flushed
+// script cache is loaded again for them as for any call.
+func TestShardExecCommitsInOneCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := testenv.StartRedis(t, testenv.Volatile).Client()
+	const key, grabs, maxBatch = "C_batched_1", 40, 16
+	now := time.Now().UnixMilli()
+	if code, err := lua.Create(ctx, c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1,
+		StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+		t.Fatalf("create: %v %v", code, err)
+	}
+	want := map[string]lua.CommitCode{"never-taken": lua.CommitNotFound}
+	for i := range grabs {
+		rid := fmt.Sprint("r", i)
+		if r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
+			Pin: rid, IP: "1.1.1.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}); err != nil || r.Code != lua.CodeOK {
+			t.Fatalf("grab %s: %+v %v", rid, r, err)
+		}
+		want[rid] = lua.CommitCommitted
+	}
+	if r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: "r7", Pin: "r7", Mode: lua.ReturnAbort, NowMs: now, Keys: []string{key}}); err != nil || r.Code != lua.ReturnReturned {
+		t.Fatalf("abort r7: %+v %v", r, err)
+	}
+	want["r7"] = lua.CommitReturned
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigResetStat(ctx)
+
+	// No worker runs until every commit is queued, so the pipelines are full ones.
+	e := newShardExec(0, c, 0, maxBatch, len(want), 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	defer e.close()
+	var wg sync.WaitGroup
+	for rid, code := range want {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if have, err := e.commit(ctx, lua.CommitCall{RequestID: rid, Keys: []string{key}}); err != nil || have != code {
+				t.Errorf("commit %s: %v %v, want %v", rid, have, err, code)
+			}
+		}()
+	}
+	for len(e.jobs) < len(want) {
+		time.Sleep(time.Millisecond)
+	}
+	go e.loop()
+	wg.Wait()
+
+	pipelines := (len(want) + maxBatch - 1) / maxBatch
+	stats := c.Info(ctx, "commandstats").Val()
+	// One call per pipeline, and the first pipeline's twice: answered NOSCRIPT,
+	// then run once the scripts are loaded again.
+	if calls := commandCalls(t, stats, "evalsha"); calls != pipelines+1 {
+		t.Fatalf("%d commits in %d EVALSHA calls, want %d:\n%s", len(want), calls, pipelines+1, stats)
+	}
+	// Left pending: only the abort, which waits for its record (return.lua).
+	if pending := c.ZRange(ctx, promo.Keys(key)[4], 0, -1).Val(); !slices.Equal(pending, []string{"r7"}) {
+		t.Fatalf("pending after the commits: %v, want the aborted r7 alone", pending)
+	}
+}
+
+// commandCalls is the calls= figure of a command in INFO commandstats.
+func commandCalls(t *testing.T, stats, command string) int {
+	t.Helper()
+	for _, line := range strings.Split(stats, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
 }

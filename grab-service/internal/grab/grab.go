@@ -513,9 +513,7 @@ func (s *Grabber) commit(ctx context.Context, req Request, gs []group) bool {
 	ok := make([]bool, len(gs))
 	fanout.Each(gs, func(i int, g group) {
 		for attempt := 0; attempt < 2 && !ok[i]; attempt++ {
-			code, err := lua.ParseCommit(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-				return lua.QueueCommit(ctx, p, req.RequestID, g.keys)
-			}))
+			code, err := s.execs[g.shard].commit(ctx, lua.CommitCall{RequestID: req.RequestID, Keys: g.keys})
 			if err != nil {
 				s.logErr("commit failed", err, "requestId", req.RequestID, "shard", g.shard, "attempt", attempt)
 				continue
