@@ -33,27 +33,31 @@ func TestSCRAMAgainstABrokerThatRequiresIt(t *testing.T) {
 		}
 		return a
 	}
-	write := func(a kafkaauth.Auth) error {
+	// The bound on the one attempt: the SCRAM exchange (thousands of hash rounds on
+	// each side) is CPU work the race detector and a loaded machine slow many times,
+	// so the write that must succeed has a long one; the refused writes fail either
+	// way, by the broker's refusal or by the bound, and keep a short one.
+	write := func(a kafkaauth.Auth, within time.Duration) error {
 		w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "t", Transport: a.Transport(nil), MaxAttempts: 1,
-			BatchTimeout: time.Millisecond, WriteTimeout: 3 * time.Second}
+			BatchTimeout: time.Millisecond, WriteTimeout: within}
 		defer w.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), within+2*time.Second)
 		defer cancel()
 		return w.WriteMessages(ctx, kafka.Message{Value: []byte("x")})
 	}
 	good := auth("SCRAM-SHA-256", "grab-secret-0123")
-	if err := write(good); err != nil {
+	if err := write(good, 30*time.Second); err != nil {
 		t.Fatalf("with the credentials: %v", err)
 	}
-	if err := write(auth("SCRAM-SHA-256", "wrong")); err == nil {
+	if err := write(auth("SCRAM-SHA-256", "wrong"), 3*time.Second); err == nil {
 		t.Error("a wrong password produced")
 	}
-	if err := write(kafkaauth.Auth{}); err == nil {
+	if err := write(kafkaauth.Auth{}, 3*time.Second); err == nil {
 		t.Error("no SASL produced to a broker that requires it")
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "t", Partition: 0, Dialer: good.Dialer(3 * time.Second), MaxWait: 100 * time.Millisecond})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: "t", Partition: 0, Dialer: good.Dialer(30 * time.Second), MaxWait: 100 * time.Millisecond})
 	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if m, err := r.ReadMessage(ctx); err != nil || string(m.Value) != "x" {
 		t.Fatalf("consume with the credentials: %q %v", m.Value, err)
