@@ -41,7 +41,7 @@ func TestAwaitServingWaitsForEveryLiveInstance(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		served, err = AwaitServing(ctx, c, shard, 5*time.Second, time.Millisecond)
+		served, err = AwaitServing(ctx, c, shard, 30*time.Second, time.Millisecond) // a bound on the wait, ended by the reports below
 	}()
 	time.Sleep(50 * time.Millisecond)
 	select {
