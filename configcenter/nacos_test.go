@@ -98,8 +98,10 @@ func doc(grabEnabled bool, blocked ...string) string {
 	return fmt.Sprintf(`{"grabEnabled":%v,"kafkaDegrade":false,"degradeRateFactor":1,"methodLimits":{"grab":0,"cancel":0},"blockedPromotions":%s}`, grabEnabled, b)
 }
 
-// startupWithin bounds connecting and the first read; only changes carry the 1 s bound.
-const startupWithin = 10 * time.Second
+// startupWithin bounds connecting and the first read (and a reconnection); only
+// changes carry the 1 s bound. It is a bound on a wait, not a speed: the SDK's
+// start-up is CPU work the race detector and a loaded machine slow many times.
+const startupWithin = 30 * time.Second
 
 func TestNacosStartupReadAndChangesReachEveryInstance(t *testing.T) {
 	t.Parallel()
