@@ -116,14 +116,16 @@ func Within(t Fataler, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// Recv receives from c, failing the test after 5 s rather than hanging it.
+// Recv receives from c, failing the test after 30 s rather than hanging it. The
+// bound guards against a hang, not a slow sender: a goroutine a loaded machine
+// runs late (the race detector, every package at once) may take seconds.
 func Recv[T any](t testing.TB, c <-chan T) T {
 	t.Helper()
 	select {
 	case v := <-c:
 		return v
-	case <-time.After(5 * time.Second):
-		t.Fatal("nothing received within 5s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing received within 30s")
 	}
 	var zero T
 	return zero
