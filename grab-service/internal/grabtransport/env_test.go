@@ -71,11 +71,16 @@ func (r *recorder) events() []flow.Event {
 type clock struct {
 	mu     sync.Mutex
 	offset time.Duration
+	frozen bool      // the clock stands at at, moved by advance and rewind only
+	at     time.Time // when frozen
 }
 
 func (c *clock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.frozen {
+		return c.at
+	}
 	return time.Now().Add(c.offset)
 }
 
@@ -84,13 +89,31 @@ func (c *clock) now() time.Time {
 // so a slow machine cannot stretch the steps past it.
 func (c *clock) rewind(at time.Time) {
 	c.mu.Lock()
-	c.offset = time.Until(at)
+	if c.frozen {
+		c.at = at
+	} else {
+		c.offset = time.Until(at)
+	}
+	c.mu.Unlock()
+}
+
+// freeze stops the clock at at: from then on it moves only by advance and rewind,
+// so a test whose steps must be a given time of the service's clock apart (a
+// cache's life, a stale keep) has them exactly that far apart, however slowly
+// the machine runs between them.
+func (c *clock) freeze(at time.Time) {
+	c.mu.Lock()
+	c.frozen, c.at = true, at
 	c.mu.Unlock()
 }
 
 func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
-	c.offset += d
+	if c.frozen {
+		c.at = c.at.Add(d)
+	} else {
+		c.offset += d
+	}
 	c.mu.Unlock()
 }
 

@@ -45,13 +45,16 @@ func TestStartGate(t *testing.T) {
 
 	// 100 ms before the start the cache takes a fresh NOT_STARTED (the last entry
 	// has lapsed by then); the clock reaches the start well within its RefusalTTL.
-	e.clock.advance(start.Add(-100 * time.Millisecond).Sub(e.clock.now()))
+	// The clock stands still between the steps: however slow the machine, the grabs
+	// before the start are made before it, and the cached NOT_STARTED is 100 ms old,
+	// not lapsed, at the start.
+	e.clock.freeze(start.Add(-100 * time.Millisecond))
 	for i := range 2 {
 		if a := e.grabAttempt(grabBody(fmt.Sprintf("gate-before-%d", i), "gate-pin-b", "10.8.0.1", id, 1), "1"); a.res.Result != grab.NotStarted {
 			t.Fatalf("100 ms before the start: %d %s", a.status, a.raw)
 		}
 	}
-	e.clock.advance(start.Sub(e.clock.now()))
+	e.clock.rewind(start)
 	if a := e.grabAttempt(grabBody("gate-open", "gate-pin-open", "10.8.0.1", id, 1), "1"); a.res.Result != grab.Granted {
 		t.Fatalf("at the start instant: %d %s, want GRANTED", a.status, a.raw)
 	}
