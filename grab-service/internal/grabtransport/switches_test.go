@@ -86,7 +86,7 @@ func (e *env) followNacos() *onCall {
 			e.t.Errorf("follow: %v", err)
 		}
 	})
-	testenv.Within(e.t, 10*time.Second, "the first switches document in force", func() bool { return e.switches.Load().MD5 == first })
+	testenv.Within(e.t, 30*time.Second, "the first switches document in force", func() bool { return e.switches.Load().MD5 == first }) // a start-up: no 1 s bound
 	return oc
 }
 
