@@ -38,7 +38,7 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 
 	// The sink writes the GRAB of "late": its CANCEL is then written and forgotten.
 	grabLate := flowEvent(flow.Grab, "late", "O", 2)
-	grabLate.OccurredAt = flow.Stamp(time.Now().Add(-time.Second)) // the GRAB its CANCEL gave back
+	grabLate.OccurredAt = before(t, late, time.Second) // the GRAB its CANCEL gave back
 	if _, err := s.InsertFlows(ctx, []flow.Event{grabLate}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	grabTwo := flowEvent(flow.Grab, "two", "P", 3)
-	grabTwo.OccurredAt = flow.Stamp(time.Now().Add(-time.Second)) // before its CANCEL
+	grabTwo.OccurredAt = before(t, two, time.Second) // before its CANCEL
 	if _, err := s.InsertFlows(ctx, []flow.Event{grabTwo}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,4 +107,16 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 	if _, err := s.SettleOwedCancels(ctx, time.Second); err != nil || owed(t, s) != 0 {
 		t.Fatalf("a copy older than keep is still owed (%v)", err)
 	}
+}
+
+// before is the stamp d before ev's own: a GRAB made before its CANCEL however long
+// the steps between their making took (d before now could be after a CANCEL made
+// more than d ago on a slow machine, and read as a later, fresh grant).
+func before(t *testing.T, ev flow.Event, d time.Duration) string {
+	t.Helper()
+	at, err := time.Parse(flow.TimeFormat, ev.OccurredAt)
+	if err != nil {
+		t.Fatalf("the stamp of %s %s: %v", ev.Kind, ev.RequestID, err)
+	}
+	return flow.Stamp(at.Add(-d))
 }
