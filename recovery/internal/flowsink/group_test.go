@@ -3,6 +3,7 @@ package flowsink_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,13 +32,21 @@ func TestSinksShareTheGroupAcrossRebalances(t *testing.T) {
 	db := rt.OpenStore(t)
 	suffix := testenv.Suffix()
 	promo := "group-" + suffix
-	const events = 1500
+	// Events flow until the first member has left and the second has consumed some
+	// (1,500 at least, about 1,000 a second): on a slow machine the members' joins
+	// and the leave may come after 1.5 s, and a flow that had ended by then left
+	// the second member nothing to consume.
+	const atLeast = 1500
+	var handedOver, flowEnded atomic.Bool // the first member left and the second consumed; the flow stopped
+	var events int64
 	produced := make(chan error, 1)
 	go func() {
+		defer flowEnded.Store(true)
 		w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 			BatchTimeout: time.Millisecond}
 		defer w.Close()
-		for i := 0; i < events; i += 50 { // about 1,000 events a second for 1.5 s
+		giveUp := time.Now().Add(2 * time.Minute)
+		for i := int64(0); i < atLeast || (!handedOver.Load() && time.Now().Before(giveUp)); i += 50 {
 			var msgs []kafka.Message
 			for j := i; j < i+50; j++ {
 				e := flow.Event{EventID: fmt.Sprintf("e-%s-%d", suffix, j), Kind: flow.Grab, RequestID: fmt.Sprintf("group-%s-%d", suffix, j),
@@ -48,6 +57,7 @@ func TestSinksShareTheGroupAcrossRebalances(t *testing.T) {
 				produced <- err
 				return
 			}
+			events = i + 50
 			time.Sleep(50 * time.Millisecond)
 		}
 		produced <- nil
@@ -58,6 +68,11 @@ func TestSinksShareTheGroupAcrossRebalances(t *testing.T) {
 	mB, _ := rt.RunSink(t, brokers, "sink-group", db) // a second member: the group rebalances
 	time.Sleep(500 * time.Millisecond)
 	stopA() // the first leaves: its partitions go to the second
+	// The flow ends by itself only on an error, or after two minutes.
+	for testutil.ToFloat64(mB.Consumed) == 0 && !flowEnded.Load() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	handedOver.Store(true)
 	if err := <-produced; err != nil {
 		t.Fatalf("produce: %v", err)
 	}
