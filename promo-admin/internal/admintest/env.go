@@ -72,7 +72,7 @@ func (c *Clock) Rewind(at time.Time) {
 	c.mu.Unlock()
 }
 
-// Options shape an Env; zero values take the local stack and short timeouts.
+// Options shape an Env; zero values take the local stack and the tests' timeouts.
 type Options struct {
 	RedisAddrs []string // 16 entries; default the local stack's shards
 	DSN        string   // default a fresh throwaway database
@@ -110,7 +110,9 @@ func Start(t testing.TB, o Options) *Env {
 		o.Service.Now = clock.Now
 	}
 	if o.Service.RedisTimeout == 0 {
-		o.Service.RedisTimeout = time.Second
+		// A shard a test stops refuses at once, so this bound only decides how long
+		// a loaded machine may take over a healthy call; the grace well exceeds it.
+		o.Service.RedisTimeout = 5 * time.Second
 	}
 	if o.Service.RepairGrace == 0 {
 		o.Service.RepairGrace = 10 * time.Second
