@@ -27,6 +27,10 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
+// pollWithin bounds a test's fence poll: it guards against a hang, as a poll cut
+// short decides nothing and leaves a shard fenced; every shard polled here answers.
+const pollWithin = 30 * time.Second
+
 // privateShards starts a redis-server of the test's own and returns it as every
 // logical shard, so a test may set markers or lose data without touching the stack.
 func privateShards(t *testing.T) (*redis.Client, []redis.UniversalClient) {
@@ -56,7 +60,7 @@ func builtShardsWithPromotion(t *testing.T, shard int, gen func(int) uint64) (*r
 	if gen != nil {
 		f.FollowGenerations(gen)
 	}
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	return c, shards, id, key, f
 }
 
@@ -81,7 +85,7 @@ func TestFenceFollowsTheMarkers(t *testing.T) {
 
 	// A server without markers: the shard the record has a promotion on is fenced;
 	// every other shard had nothing to lose and is marked built.
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	for s := 0; s < ring.Shards; s++ {
 		if have, want := f.Fenced(s), s == lost; have != want {
 			t.Fatalf("shard %d fenced %v, want %v", s, have, want)
@@ -91,12 +95,12 @@ func TestFenceFollowsTheMarkers(t *testing.T) {
 		}
 	}
 	c.Set(ctx, promo.BuiltKey(lost), "rebuilt", 0)
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	if f.Fenced(lost) {
 		t.Fatal("a built shard stays fenced")
 	}
 	c.Set(ctx, promo.FenceKey(lost), "rebuild", time.Minute)
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	if !f.Fenced(lost) {
 		t.Fatal("the fence marker did not fence")
 	}
@@ -125,7 +129,7 @@ func TestFenceFollowsTheMarkers(t *testing.T) {
 	}
 
 	c.Del(ctx, promo.FenceKey(lost))
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	if f.Fenced(lost) {
 		t.Fatal("the fence did not lift")
 	}
@@ -154,11 +158,11 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 	every := func(context.Context) ([]string, error) { return onEvery, nil }
 
 	f := NewFence(testenv.OneServer(m), none, prometheus.NewRegistry(), log)
-	f.Poll(ctx, time.Second) // an empty record: the fence marks every shard built on the master
+	f.Poll(ctx, pollWithin) // an empty record: the fence marks every shard built on the master
 	replica.FailOverFrom(master)
 
 	f = NewFence(testenv.OneServer(r), every, prometheus.NewRegistry(), log)
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	for s := range ring.Shards {
 		if !f.Fenced(s) {
 			t.Fatalf("shard %d on the promoted replica is open", s)
@@ -171,14 +175,14 @@ func TestFenceFencesAPromotedReplica(t *testing.T) {
 	if err := shardmark.MarkBuilt(ctx, r, 2, "bin/recovery rebuild", 0, false); err != nil {
 		t.Fatal(err)
 	}
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	if f.Fenced(2) || !f.Fenced(3) {
 		t.Fatalf("after shard 2's rebuild: shard 2 fenced %v (want open), shard 3 fenced %v (want fenced)", f.Fenced(2), f.Fenced(3))
 	}
 	// A shard of which the record holds nothing had nothing to lose: its marker is
 	// written anew for this server and the shard opens, as a lost one does.
 	f = NewFence(testenv.OneServer(r), none, prometheus.NewRegistry(), log)
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	if st, err := shardmark.Read(ctx, r, 3); f.Fenced(3) || err != nil || st.Built != shardmark.Whole {
 		t.Fatalf("a promoted shard the record holds nothing of: fenced %v, markers %+v (%v); want open and marked for this server", f.Fenced(3), st, err)
 	}
@@ -245,7 +249,7 @@ func TestAGrabWhoseShardMovesDuringItsTakeIsUndone(t *testing.T) {
 	if !f.Fenced(shard) {
 		t.Fatal("a moved shard is open before its new server was read")
 	}
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	res, err = svc.Grab(ctx, Request{RequestID: "moved-1", Pin: "p", IP: "1.1.1.1", Items: []Item{{PromoID: id, Type: 1, Num: 1}}})
 	if err != nil || res.Result != Granted {
 		t.Fatalf("the retry once the new server is judged: %+v %v; want GRANTED", res, err)

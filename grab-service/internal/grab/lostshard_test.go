@@ -212,7 +212,7 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 	for range 2 {
 		go func() { later <- m.lost(read) }()
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) { // a hang guard
 		m.mu.Lock()
 		joined := m.next != nil && m.next.waiters == 2
 		m.mu.Unlock()
@@ -256,7 +256,7 @@ func TestNotFoundFloodSharesMarkerReads(t *testing.T) {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := NewFence(shards, func(context.Context) ([]string, error) { return nil, nil }, prometheus.NewRegistry(), log)
-	f.Poll(ctx, time.Second)
+	f.Poll(ctx, pollWithin)
 	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: ackPublisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
 	if err != nil {

@@ -61,7 +61,8 @@ func TestConcurrentReconcilersSettleEachGrabAsAWhole(t *testing.T) {
 	var grabs []*open
 	// Takes come due over the run in no order, so an instance often reaches a
 	// request by a take other than its anchor while another instance settles it.
-	// The run starts a second from now, once the grabs are written.
+	// The run starts at start, a second from now, once the grabs are written: the
+	// instances' clock reads start when the run begins, however long the writes took.
 	start := time.Now().Add(time.Second)
 	spread := func(int) time.Time { return start.Add(time.Duration(rng.IntN(300)) * time.Millisecond) }
 	for i := range requests {
@@ -87,6 +88,7 @@ func TestConcurrentReconcilersSettleEachGrabAsAWhole(t *testing.T) {
 	}
 
 	time.Sleep(time.Until(start))
+	run := time.Now()
 	// The record catches up in a random order while the instances run passes.
 	landing := make(chan struct{})
 	go func() {
@@ -99,7 +101,7 @@ func TestConcurrentReconcilersSettleEachGrabAsAWhole(t *testing.T) {
 		}
 	}()
 	margin := Defaults().ReconcileMargin
-	clock := func() time.Time { return time.Now().Add(margin) }
+	clock := func() time.Time { return start.Add(time.Since(run)).Add(margin) }
 	var wg sync.WaitGroup
 	for i := range 3 {
 		view := rec
@@ -109,7 +111,7 @@ func TestConcurrentReconcilersSettleEachGrabAsAWhole(t *testing.T) {
 			for done := false; !done; {
 				select {
 				case <-landing:
-					done = time.Since(start) > 400*time.Millisecond // every take due, every view caught up
+					done = time.Since(run) > 400*time.Millisecond // every take due, every view caught up
 				default:
 				}
 				if _, err := svc.Reconcile(ctx); err != nil {
