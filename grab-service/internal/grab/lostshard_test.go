@@ -220,7 +220,7 @@ func TestMarkerReadsAnswerOnlyFromAReadStartedLater(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the two later callers did not wait for a next read within 5s")
+			t.Fatal("the two later callers did not wait for a next read within 30 s")
 		}
 	}
 	release <- false // read 1: whole
