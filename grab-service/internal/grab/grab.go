@@ -110,15 +110,14 @@ func (s *Grabber) claimAndTake(ctx context.Context, req Request, gs []group, has
 			if res, wait := s.followClaim(req, c, s.Clock()); wait {
 				return res, nil
 			}
-			gs = s.groups(req.Items, req.Pin, req.IP)
+			gs = s.groups(req.Items, req.Pin, req.IP) // asked of the fence below
 			items = flowItems(req.Items, gs, nil)
-			if res, fenced := s.fenceRefusal(rid, gs); fenced {
-				return res, nil
-			}
 		}
 	}
 	// The generations are read before the fence's last word on the shards: a move
-	// after it is seen once the takes are back (movedDuring, below).
+	// after it is seen once the takes are back (movedDuring, below). grab() asked
+	// the fence before any Redis call, so a lost shard's grabs cost none; this asks
+	// again after the claim's round trip, and of the shards the claim named.
 	gens := s.generations(gs)
 	if res, fenced := s.fenceRefusal(rid, gs); fenced {
 		if c.created {
