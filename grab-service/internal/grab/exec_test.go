@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,29 +160,13 @@ func TestShardExecCommitsInOneCall(t *testing.T) {
 	wg.Wait()
 
 	pipelines := (len(want) + maxBatch - 1) / maxBatch
-	stats := c.Info(ctx, "commandstats").Val()
 	// One call per pipeline, and the first pipeline's twice: answered NOSCRIPT,
 	// then run once the scripts are loaded again.
-	if calls := commandCalls(t, stats, "evalsha"); calls != pipelines+1 {
-		t.Fatalf("%d commits in %d EVALSHA calls, want %d:\n%s", len(want), calls, pipelines+1, stats)
+	if calls := testenv.CommandCalls(t, c); calls["evalsha"] != int64(pipelines+1) {
+		t.Fatalf("%d commits in %d EVALSHA calls, want %d: %v", len(want), calls["evalsha"], pipelines+1, calls)
 	}
 	// Left pending: only the abort, which waits for its record (return.lua).
 	if pending := c.ZRange(ctx, promo.Keys(key)[4], 0, -1).Val(); !slices.Equal(pending, []string{"r7"}) {
 		t.Fatalf("pending after the commits: %v, want the aborted r7 alone", pending)
 	}
-}
-
-// commandCalls is the calls= figure of a command in INFO commandstats.
-func commandCalls(t *testing.T, stats, command string) int {
-	t.Helper()
-	for _, line := range strings.Split(stats, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
-			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	return 0
 }
