@@ -178,22 +178,17 @@ func (s *stackCtl) startGrabInstance() (*instance, error) {
 		return nil, fmt.Errorf("read the stack grab-service's command line (pid %d): %v", pid, err)
 	}
 	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Its own ports for the API and for the ops listener (/metrics, the probes),
+	// which the stack's instance holds.
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	replaced := false
-	for i := 1; i < len(args)-1; i++ {
-		if args[i] == "--listen" || args[i] == "-listen" {
-			args[i+1] = addr
-			replaced = true
-		}
+	ops, err := freeAddr()
+	if err != nil {
+		return nil, err
 	}
-	if !replaced {
-		args = append(args, "--listen", addr)
-	}
+	args = withFlag(withFlag(args, "listen", addr), "ops-listen", ops)
 	logf, err := os.OpenFile(filepath.Join(s.root, ".run/logs/drill-grab-service-2.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -214,6 +209,28 @@ func (s *stackCtl) startGrabInstance() (*instance, error) {
 	}
 	fmt.Fprintf(s.log, "drill: second grab-service pid %d on %s\n", cmd.Process.Pid, addr)
 	return in, nil
+}
+
+// freeAddr is a loopback address no one listens on now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// withFlag sets --name to value in a command line: in place when it is there (as
+// --name value or -name value), else appended.
+func withFlag(args []string, name, value string) []string {
+	for i := 1; i < len(args)-1; i++ {
+		if args[i] == "--"+name || args[i] == "-"+name {
+			args[i+1] = value
+			return args
+		}
+	}
+	return append(args, "--"+name, value)
 }
 
 // stop signals the instance and waits up to grace for it to exit (then kills it).
