@@ -8,34 +8,38 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func commitArgs(requestID string, keys []string) ([]string, error) {
-	if requestID == "" {
-		return nil, errors.New("commit: empty requestId")
+// commitArgs is commit.lua's KEYS and ARGV for calls: every call's item keys in
+// order, and the pairs requestId, item count.
+func commitArgs(calls []CommitCall) ([]string, []any, error) {
+	var keys []string
+	args := make([]any, 0, 2*len(calls))
+	for _, c := range calls {
+		if c.RequestID == "" {
+			return nil, nil, errors.New("commit: empty requestId")
+		}
+		k, err := itemKeys(c.Keys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("commit %s: %w", c.RequestID, err)
+		}
+		keys = append(keys, k...)
+		args = append(args, c.RequestID, len(c.Keys))
 	}
-	k, err := itemKeys(keys)
-	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", requestID, err)
-	}
-	return k, nil
+	return keys, args, nil
 }
 
 // QueueCommit queues commit.lua for the promotions keys (hash keys, promo.Key) of
 // one shard. EVALSHA only: Load the scripts first, and again after NOSCRIPT.
 func QueueCommit(ctx context.Context, p redis.Pipeliner, requestID string, keys []string) *redis.Cmd {
-	k, err := commitArgs(requestID, keys)
-	if err != nil {
-		return errCmd(ctx, err)
-	}
-	return commitScript.EvalSha(ctx, p, k, requestID)
+	return QueueCommits(ctx, p, []CommitCall{{RequestID: requestID, Keys: keys}})
 }
 
 // Commit marks the take of requestID committed (P -> G) on every promotion of keys.
 func Commit(ctx context.Context, c redis.Scripter, requestID string, keys []string) (CommitCode, error) {
-	k, err := commitArgs(requestID, keys)
+	k, args, err := commitArgs([]CommitCall{{RequestID: requestID, Keys: keys}})
 	if err != nil {
 		return 0, err
 	}
-	return ParseCommit(commitScript.Run(ctx, c, k, requestID))
+	return ParseCommit(commitScript.Run(ctx, c, k, args...))
 }
 
 // ParseCommit reads commit.lua's reply to one request.
@@ -54,27 +58,14 @@ type CommitCall struct {
 	Keys      []string
 }
 
-// Validate says what is wrong with the call, before it joins a batch that one
-// malformed call would fail whole.
-func (c CommitCall) Validate() error {
-	_, err := commitArgs(c.RequestID, c.Keys)
-	return err
-}
-
 // QueueCommits queues one commit.lua for a batch of requests on one shard, each
 // decided alone (ParseCommits gives a code per call): one script call for what a
 // pipeline of one call each did, at a fifth less of the shard's CPU per commit
-// (BenchmarkShardCommit in grab-service).
+// (BenchmarkShardCommit in grab-service). A malformed call fails the whole batch.
 func QueueCommits(ctx context.Context, p redis.Pipeliner, calls []CommitCall) *redis.Cmd {
-	var keys []string
-	args := make([]any, 0, 2*len(calls))
-	for _, c := range calls {
-		k, err := commitArgs(c.RequestID, c.Keys)
-		if err != nil {
-			return errCmd(ctx, err)
-		}
-		keys = append(keys, k...)
-		args = append(args, c.RequestID, len(c.Keys))
+	keys, args, err := commitArgs(calls)
+	if err != nil {
+		return errCmd(ctx, err)
 	}
 	return commitScript.EvalSha(ctx, p, keys, args...)
 }

@@ -4,8 +4,7 @@
 --
 -- KEYS: 6 per item, in promo.Keys order (hash, pins, ips, req, pending, env),
 --       repeated: the first request's items, then the next request's...
--- ARGV: [1] requestId, every item being its; or, for a batch, pairs:
---       requestId, its number of items (in KEYS order; they sum to #KEYS / 6)
+-- ARGV: pairs requestId, its number of items (in KEYS order; they sum to #KEYS / 6)
 -- Returns one code per request, in ARGV order:
 --   0 COMMITTED  every entry is now G (P entries became G and left pending;
 --                G entries stay G)
@@ -18,27 +17,22 @@
 -- arguments, or an entry in a state other than P G A X C R, raise a script
 -- error before any write of any request.
 
-if #KEYS == 0 or #KEYS % 6 ~= 0 or #ARGV == 0 or (#ARGV > 1 and #ARGV % 2 ~= 0) then
-  error('commit.lua: want 6 KEYS per item and ARGV requestId, or pairs requestId, items')
+if #KEYS == 0 or #KEYS % 6 ~= 0 or #ARGV == 0 or #ARGV % 2 ~= 0 then
+  error('commit.lua: want 6 KEYS per item and ARGV pairs requestId, items')
 end
 
 -- requests[r] = {requestId, first item, last item}
-local requests, items = {}, #KEYS / 6
-if #ARGV == 1 then
-  requests[1] = {ARGV[1], 1, items}
-else
-  local first = 1
-  for a = 1, #ARGV, 2 do
-    local count = tonumber(ARGV[a + 1])
-    if not count or count < 1 or count % 1 ~= 0 then
-      error('commit.lua: a request has a positive whole number of items')
-    end
-    requests[#requests + 1] = {ARGV[a], first, first + count - 1}
-    first = first + count
+local requests, first = {}, 1
+for a = 1, #ARGV, 2 do
+  local count = tonumber(ARGV[a + 1])
+  if not count or count < 1 or count % 1 ~= 0 then
+    error('commit.lua: a request has a positive whole number of items')
   end
-  if first - 1 ~= items then
-    error('commit.lua: the requests\' items do not add up to the KEYS')
-  end
+  requests[#requests + 1] = {ARGV[a], first, first + count - 1}
+  first = first + count
+end
+if first - 1 ~= #KEYS / 6 then
+  error('commit.lua: the requests\' items do not add up to the KEYS')
 end
 
 -- Read every request's entries before writing any: a bad entry anywhere then
