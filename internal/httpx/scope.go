@@ -22,8 +22,7 @@ const SlowRequest = time.Second
 type scope struct {
 	context.Context // the request's own: its values, and its cancellation once armed
 	id              string
-	actor           Actor
-	hasActor        bool
+	actor           Actor // Require's; the zero Actor (no role) outside a guarded route
 	w               statusWriter
 
 	deadline time.Time // zero: none of the scope's own
