@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
@@ -69,7 +70,9 @@ func TestDockerfile(t *testing.T) {
 			args[kv.Key] = *kv.Value
 		}
 	}
-	// Base images are pinned; the Go image is at least the go.mod's Go.
+	// Base images are pinned by tag and digest and supported; the Go image's Go is at
+	// least the go.mod's.
+	goImage := ""
 	for _, s := range stages {
 		img := s.BaseName
 		for k, v := range args {
@@ -78,8 +81,13 @@ func TestDockerfile(t *testing.T) {
 		if _, ok := byName[img]; ok {
 			continue
 		}
-		if !strings.Contains(img, ":") || strings.HasSuffix(img, ":latest") || strings.Contains(img, "$") {
-			t.Errorf("stage %s: base image %q must be pinned to a version", s.Name, img)
+		if strings.HasPrefix(img, "golang:") {
+			goImage = img
+		}
+		for _, err := range []error{CheckImagePinned(img), CheckAlpineSupported(img, time.Now())} {
+			if err != nil {
+				t.Errorf("stage %s: %v", s.Name, err)
+			}
 		}
 	}
 	goMod, err := os.ReadFile(Path("go.mod"))
@@ -90,8 +98,9 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if semver.Compare("v"+args["GO_VERSION"], "v"+mf.Go.Version) < 0 {
-		t.Errorf("GO_VERSION %s is older than go.mod's go %s", args["GO_VERSION"], mf.Go.Version)
+	_, tag, _ := splitImage(goImage)
+	if goVersion, _, _ := strings.Cut(tag, "-"); semver.Compare("v"+goVersion, "v"+mf.Go.Version) < 0 {
+		t.Errorf("the build stage's Go (%q) is older than go.mod's go %s", goImage, mf.Go.Version)
 	}
 	// The build stage copies files that exist.
 	for _, s := range stages {

@@ -11,33 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-var (
-	digestRe  = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
-	versionRe = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*([-+._][A-Za-z0-9]+)*$`)
-)
-
-// CheckImageRef: an image names its version. Pinned by digest (name[:tag]@sha256:...)
-// is always right; otherwise it has a tag, never latest, and with versioned the tag
-// is a version (7.4.6-alpine, v2.53.3), not a moving name (stable, dev).
-func CheckImageRef(ref string, versioned bool) error {
-	if digestRe.MatchString(ref) {
-		return nil
-	}
-	name, tag := ref, ""
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		name, tag = ref[:i], ref[i+1:]
-	}
-	switch {
-	case name == "" || tag == "":
-		return fmt.Errorf("image %q has no tag: it runs whatever latest is on the day", ref)
-	case tag == "latest":
-		return fmt.Errorf("image %q: latest is no version", ref)
-	case versioned && !versionRe.MatchString(tag):
-		return fmt.Errorf("image %q: tag %q is not a version", ref, tag)
-	}
-	return nil
-}
-
 // KafkaUsers are the SCRAM users the brokers create when they first format their logs:
 // the brokers' own, and one per client.
 var KafkaUsers = []string{"broker", "grab-service", "promo-admin", "flow-sink", "recovery", "kafka-exporter"}

@@ -623,51 +623,6 @@ func checkMySQLExporter(errs *Errs, where, cmd string) {
 	}
 }
 
-// Every image names a version (or a digest): compose, the manifests, the shards'
-// generator and kustomization's tags; the runbook says how to pin digests.
-func TestImagesNameAVersion(t *testing.T) {
-	p, err := loadCompose(t, composeEnv(t), "*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errs Errs
-	for _, s := range p.Services {
-		// The services' own images are built here, tagged $TAG (.env).
-		if err := CheckImageRef(s.Image, !strings.HasPrefix(s.Image, "flashsale/")); err != nil {
-			errs.Addf("compose %s: %v", s.Name, err)
-		}
-	}
-	if err := CheckImageRef(k8sgen.RedisImage, true); err != nil {
-		errs.Addf("k8sgen.RedisImage: %v", err)
-	}
-	for _, o := range loadManifests(t) {
-		for _, c := range podContainers(o) {
-			if strings.HasPrefix(c.Image, "flashsale/") {
-				continue // kustomization.yaml sets their tags
-			}
-			if err := CheckImageRef(c.Image, true); err != nil {
-				errs.Addf("%s container %s: %v", o.where(), c.Name, err)
-			}
-		}
-	}
-	for _, img := range loadKustomization(t).Images {
-		ref := img.Name + ":" + img.NewTag
-		if img.Digest != "" {
-			ref = img.Name + "@" + img.Digest
-		}
-		if err := CheckImageRef(ref, true); err != nil {
-			errs.Addf("kustomization.yaml: %v", err)
-		}
-	}
-	runbook, _ := os.ReadFile(Path("deploy", "RUNBOOK.md"))
-	if !runbookAnchors(t)["pinning-images-by-digest"] || !strings.Contains(string(runbook), "imagetools inspect") {
-		errs.Addf("deploy/RUNBOOK.md needs a section \"Pinning images by digest\" with the command (docker buildx imagetools inspect)")
-	}
-	if err := errs.Err(); err != nil {
-		t.Error(err)
-	}
-}
-
 // serviceEnv is a compose service's environment with its values set (a variable
 // listed without a value is left out).
 func serviceEnv(m types.MappingWithEquals) map[string]string {

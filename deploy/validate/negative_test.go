@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -135,19 +136,73 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 }
 
 func TestImageCheckRefusesMovingTags(t *testing.T) {
-	for _, ok := range []string{"redis:7.4.6-alpine", "prom/prometheus:v2.53.3", "apache/kafka:3.9.0",
-		"registry.example.com:5000/redis:7.4.6", "redis@sha256:" + strings.Repeat("ab", 32), "redis:7.4.6@sha256:" + strings.Repeat("0f", 32)} {
+	digest := "@sha256:" + strings.Repeat("0f", 32)
+	for _, ok := range []string{"redis:8.10.2-alpine3.23", "prom/prometheus:v2.53.5", "apache/kafka:3.9.0",
+		"registry.example.com:5000/redis:7.4.6", "redis@sha256:" + strings.Repeat("ab", 32), "redis:7.4.6" + digest} {
 		if err := CheckImageRef(ok, true); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"redis", "redis:latest", "registry.example.com:5000/redis", "redis:alpine", "grafana/grafana-oss:main", "redis@sha256:abc"} {
+	for _, bad := range []string{"redis", "redis:latest", "registry.example.com:5000/redis", "redis:alpine", "grafana/grafana:main", "redis@sha256:abc", "redis:7.4.6@sha256:abc", "@sha256:" + strings.Repeat("ab", 32)} {
 		if err := CheckImageRef(bad, true); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
 	}
 	if err := CheckImageRef("flashsale/grab-service:dev", false); err != nil {
 		t.Errorf("a locally built image's tag refused: %v", err)
+	}
+}
+
+func TestImagePinNeedsTagAndDigest(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("0f", 32)
+	for _, ok := range []string{"redis:8.10.2-alpine3.23" + digest, "registry.example.com:5000/prom/prometheus:v2.53.5" + digest, "danielqsj/kafka-exporter" + digest} {
+		if err := CheckImagePinned(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"redis:8.10.2-alpine3.23", "redis" + digest, "redis:latest" + digest, "redis:8.10.2@sha256:0f0f", "danielqsj/kafka-exporter:v1.9.0", "prom/prometheus" + digest} {
+		if err := CheckImagePinned(bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+func TestRedisImageCheckRefusesTheLuaCVE(t *testing.T) {
+	for _, ok := range []string{"redis:7.2.11", "redis:7.4.6-alpine", "redis:7.4.11-alpine3.21", "redis:8.0.4", "redis:8.2.2-bookworm", "redis:8.4.0", "redis:8.10.2-alpine3.23@sha256:" + strings.Repeat("0f", 32)} {
+		if err := CheckRedisImage(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	// 7.2.5-alpine was the image before this check; 7.0 and 6.2 are below the minimum.
+	for _, bad := range []string{"redis:7.2.5-alpine", "redis:7.2.10", "redis:7.4.5", "redis:8.0.3", "redis:8.2.1-alpine", "redis:7.0.15", "redis:6.2.20", "redis:7.4", "redis:alpine"} {
+		if err := CheckRedisImage(bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+func TestAlpineCheckRefusesUnsupportedReleases(t *testing.T) {
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	for _, c := range []struct {
+		ref, today string
+		ok         bool
+	}{
+		{"alpine:3.24.2", "2026-12-03", true},
+		{"alpine:3.20", "2026-03-31", true},
+		{"alpine:3.20", "2026-04-01", false}, // the day its support ended
+		{"redis:8.10.2-alpine3.23", "2027-10-31", true},
+		{"redis:8.10.2-alpine3.23", "2027-11-01", false},
+		{"redis:7.4.11-alpine3.21", "2026-12-03", false},
+		{"redis:7.4.6-alpine", "2026-01-01", false}, // which release? the tag hides it
+		{"alpine:3", "2026-01-01", false},
+		{"alpine:3.18", "2026-01-01", false},  // older than the table
+		{"alpine:3.30.1", "2026-01-01", true}, // newer than the table
+		{"golang:1.26.8-bookworm", "2026-12-03", true},
+		{"prom/prometheus:v2.53.5", "2026-12-03", true},
+	} {
+		if err := CheckAlpineSupported(c.ref, day(c.today)); (err == nil) != c.ok {
+			t.Errorf("%s on %s: err %v, want ok=%v", c.ref, c.today, err, c.ok)
+		}
 	}
 }
 

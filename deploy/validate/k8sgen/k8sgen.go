@@ -17,7 +17,7 @@ import (
 const Namespace = "flashsale"
 
 // RedisImage is the image of every shard server (the compose file's).
-const RedisImage = "redis:7.4.6-alpine"
+const RedisImage = "redis:8.10.2-alpine3.23@sha256:3811787313eba226a2ef38658c6ccb91cd5e110edc89c37767de373120a0e5a0"
 
 // RedisExporterACL is the rules of the exporter's Redis user (the compose file's):
 // connection, INFO, and the slow log and latency reads; no key, no channel, no CONFIG.
