@@ -271,3 +271,25 @@ func checkGrafanaMounts(errs *Errs, vols []types.ServiceVolumeConfig) {
 		errs.Addf("grafana: %s must be mounted at %s (the provider's path)", DashboardDir, path)
 	}
 }
+
+// The Redis servers replace the image's entrypoint, which is what drops root in the
+// image; so compose names the image's redis user itself.
+func TestComposeRedisIsNotRoot(t *testing.T) {
+	p, err := loadCompose(t, composeEnv(t), "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range p.Services {
+		if name, _, _ := splitImage(s.Image); name != "redis" {
+			continue
+		}
+		n++
+		if uid, _, _ := strings.Cut(s.User, ":"); uid == "" || uid == "0" || uid == "root" {
+			t.Errorf("compose %s runs redis-server as root (user %q)", s.Name, s.User)
+		}
+	}
+	if n != 32 {
+		t.Errorf("%d Redis services, want 16 masters and 16 replicas", n)
+	}
+}
