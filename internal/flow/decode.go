@@ -38,6 +38,8 @@ func decodeJSON(b []byte, e *Event) bool {
 			return d.str(&e.Reason)
 		case "bodyHash":
 			return d.str(&e.BodyHash)
+		case "holdUntil":
+			return d.int64(&e.HoldUntil)
 		}
 		return false
 	}) {

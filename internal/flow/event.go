@@ -17,6 +17,10 @@ type Kind string
 const (
 	Grab   Kind = "GRAB"   // qualification granted
 	Cancel Kind = "CANCEL" // qualification returned (cancel, or rollback of an unacknowledged grab)
+	// Confirm: a held grant was confirmed (paid): its hold is lifted for good. It
+	// moves no stock; the record keeps it so a rebuilt shard restores only the holds
+	// still open.
+	Confirm Kind = "CONFIRM"
 )
 
 // TimeFormat is RFC 3339 in UTC with milliseconds, as the contract asks.
@@ -56,6 +60,10 @@ type Event struct {
 	// (GRAB events). The record stores it so a rebuilt ledger tells a replay from a
 	// reused requestId exactly as the lost one did; optional for older producers.
 	BodyHash string `json:"bodyHash,omitempty"`
+	// HoldUntil is when a held grant stops holding (unix ms; GRAB events of a grab
+	// with holdSeconds): unless a CONFIRM of the request comes first, the platform
+	// returns it then. Left out for a grant without a hold.
+	HoldUntil int64 `json:"holdUntil,omitempty"`
 }
 
 // Stamp formats t as the contract's occurredAt.
@@ -73,7 +81,7 @@ func Decode(b []byte) (Event, error) {
 	if e.EventID == "" || e.RequestID == "" || len(e.Items) == 0 {
 		return e, fmt.Errorf("decode flow event %q: eventId, requestId and items are required", e.EventID)
 	}
-	if e.Kind != Grab && e.Kind != Cancel {
+	if e.Kind != Grab && e.Kind != Cancel && e.Kind != Confirm {
 		return e, fmt.Errorf("decode flow event %q: unknown kind %q", e.EventID, e.Kind)
 	}
 	if _, err := time.Parse(time.RFC3339, e.OccurredAt); err != nil {
@@ -105,6 +113,10 @@ type RequestIndex struct {
 	// it that finds no take may be racing the first one still in flight. A rebuilt
 	// entry has none (0), its grab long over.
 	ClaimedMs int64 `json:"at,omitempty"`
+	// HoldUntilMs is the hold's deadline (unix ms) of a grab with holdSeconds, as
+	// the claim registered it; 0 without a hold. A confirm reads it to know the grant
+	// was held; a rebuilt entry carries it from the record.
+	HoldUntilMs int64 `json:"hu,omitempty"`
 }
 
 // RequestIndexTTL is how long an index entry lives after its claim.

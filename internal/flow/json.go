@@ -32,6 +32,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		b = append(b, `,"bodyHash":`...)
 		b = jsonx.AppendString(b, e.BodyHash)
 	}
+	if e.HoldUntil != 0 {
+		b = append(b, `,"holdUntil":`...)
+		b = strconv.AppendInt(b, e.HoldUntil, 10)
+	}
 	return append(b, '}')
 }
 
@@ -49,6 +53,10 @@ func (x RequestIndex) AppendJSON(b []byte) []byte {
 	if x.ClaimedMs != 0 {
 		b = append(b, `,"at":`...)
 		b = strconv.AppendInt(b, x.ClaimedMs, 10)
+	}
+	if x.HoldUntilMs != 0 {
+		b = append(b, `,"hu":`...)
+		b = strconv.AppendInt(b, x.HoldUntilMs, 10)
 	}
 	return append(b, '}')
 }

@@ -41,6 +41,12 @@ func (e Event) validate() error {
 	if at.Before(minOccurred) || at.After(maxOccurred) {
 		return fmt.Errorf("occurredAt %s out of range", e.OccurredAt)
 	}
+	switch {
+	case e.HoldUntil != 0 && e.Kind != Grab:
+		return errors.New("holdUntil is a GRAB's")
+	case e.HoldUntil != 0 && (e.HoldUntil < minOccurred.UnixMilli() || e.HoldUntil > maxOccurred.UnixMilli()):
+		return fmt.Errorf("holdUntil %d out of range", e.HoldUntil)
+	}
 	for i, it := range e.Items {
 		switch {
 		case !promo.ValidPromoID(it.PromoID):

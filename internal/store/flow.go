@@ -58,7 +58,7 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 	}
 	w := st.batch()
 	defer st.release(w)
-	if err := w.rowsOf(events); err != nil || len(w.rows) == 0 {
+	if err := w.rowsOf(events); err != nil || len(w.rows) == 0 && len(w.holds) == 0 {
 		return 0, err
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
@@ -135,6 +135,11 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 		w.args = args
 		if _, err := tx.StmtContext(ctx, st.update[b]).ExecContext(ctx, args...); err != nil {
 			return 0, fmt.Errorf("insert flows: remaining of %d promotions from %s: %w", len(promos), promos[0].id, err)
+		}
+	}
+	for _, h := range w.holds {
+		if err := writeHold(ctx, tx, h); err != nil {
+			return 0, err
 		}
 	}
 	if err := commit(ctx, tx); err != nil {
@@ -283,6 +288,7 @@ type flowBatch struct {
 	delta   map[ID]int64
 	promos  []promoDelta
 	args    []any
+	holds   []holdWrite // the batch's GRABs with a hold, and its CONFIRMs
 }
 
 type promoDelta struct {
@@ -307,7 +313,8 @@ func (f *flowStmts) release(w *flowBatch) {
 	clear(w.fresh)
 	clear(w.promos)
 	clear(w.args)
-	w.rows, w.events, w.ids, w.fresh, w.promos, w.args = w.rows[:0], w.events[:0], w.ids[:0], w.fresh[:0], w.promos[:0], w.args[:0]
+	clear(w.holds)
+	w.rows, w.events, w.ids, w.fresh, w.promos, w.args, w.holds = w.rows[:0], w.events[:0], w.ids[:0], w.fresh[:0], w.promos[:0], w.args[:0], w.holds[:0]
 	clear(w.seen)
 	clear(w.present)
 	clear(w.delta)
@@ -326,6 +333,13 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 		if err != nil {
 			return fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, err)
 		}
+		indexShard := ring.Default.Shard(promo.RequestIndexKey(e.RequestID)) // migration 0003
+		if e.Kind == flow.Confirm || e.HoldUntil != 0 {
+			w.holds = append(w.holds, holdWrite{requestID: e.RequestID, indexShard: indexShard, untilMs: e.HoldUntil, confirmedAt: at.UTC(), confirm: e.Kind == flow.Confirm})
+		}
+		if e.Kind == flow.Confirm {
+			continue // it moves no stock: no grab_flow row
+		}
 		kind, ok := kindArg[e.Kind]
 		if !ok {
 			kind = string(e.Kind) // MySQL refuses it, as it did
@@ -336,7 +350,6 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 		} else {
 			reason = e.Reason
 		}
-		indexShard := ring.Default.Shard(promo.RequestIndexKey(e.RequestID)) // migration 0003
 		requestID := any(e.RequestID)
 		w.events = append(w.events, [eventColumns]any{e.EventID, kind, requestID, e.Pin, e.IP, at.UTC(), hash, reason, int64(indexShard)})
 		if _, ok := w.seen[e.RequestID]; !ok {

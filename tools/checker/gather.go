@@ -327,6 +327,9 @@ func ReadTopic(ctx context.Context, brokers []string, wanted map[string]bool) (m
 	out := map[string][]Row{}
 	for _, p := range parts {
 		if err := readPartition(ctx, brokers[0], p, func(offset int64, e flow.Event) {
+			if e.Kind == flow.Confirm {
+				return // a hold confirmed: it moves no stock, and the log has no row of it
+			}
 			for _, it := range e.Items {
 				k := promo.Key(it.PromoID, it.Type)
 				if wanted == nil || wanted[k] {

@@ -212,7 +212,7 @@ func (s *Grabber) mayFallOver(c claim, now time.Time) bool {
 // one c last saw (moved false otherwise: another send moved the takes). A cancel
 // and the reconciler find a request's takes there.
 func (s *Grabber) reclaim(ctx context.Context, req Request, hash string, items []flow.Item, c *claim) (moved bool, err error) {
-	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items}
+	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, HoldUntilMs: c.holdUntilMs}
 	if !c.claimedAt.IsZero() {
 		idx.ClaimedMs = c.claimedAt.UnixMilli()
 	}

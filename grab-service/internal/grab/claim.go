@@ -31,14 +31,22 @@ type claim struct {
 	// requestId are (a fall-over compares raw before it rewrites the entry).
 	raw   string
 	items []flow.Item
+	// holdUntilMs is the hold's deadline the entry carries (0: no hold); the GRAB
+	// event carries it into the record.
+	holdUntilMs int64
 	// fold is the claim the take's q.lua call makes (foldsClaim); created says
 	// whether it did, once the take has answered.
 	fold *lua.GrabClaim
 }
 
 // indexEntry is the request index entry a grab claims its requestId with.
+// A held grab's entry carries its hold's deadline, counted from the same clock read.
 func (s *Grabber) indexEntry(req Request, hash string, items []flow.Item) (flow.RequestIndex, []byte) {
-	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, ClaimedMs: s.Clock().UnixMilli()}
+	now := s.Clock()
+	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, ClaimedMs: now.UnixMilli()}
+	if req.HoldSeconds > 0 {
+		idx.HoldUntilMs = s.holdDeadline(now, req.HoldSeconds).UnixMilli()
+	}
 	return idx, idx.AppendJSON(make([]byte, 0, 192))
 }
 
@@ -72,10 +80,9 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	ttl := int64(flow.RequestIndexTTL.Seconds())
 	var old string
 	var err error
-	if req.HoldSeconds > 0 { // the claim and its hold in one step (holds.go)
-		deadline := s.holdDeadline(s.Clock(), req.HoldSeconds).UnixMilli()
+	if idx.HoldUntilMs > 0 { // the claim and its hold in one step (holds.go)
 		old, err = s.onIndexShard(ctx, req.RequestID, func(p redis.Pipeliner) *redis.Cmd {
-			return lua.QueueClaimHold(ctx, p, promo.RequestIndexKey(req.RequestID), s.cfg.HoldsKey, b, ttl, deadline, req.RequestID)
+			return lua.QueueClaimHold(ctx, p, promo.RequestIndexKey(req.RequestID), s.cfg.HoldsKey, b, ttl, idx.HoldUntilMs, req.RequestID)
 		}).Text()
 	} else {
 		// NX with GET: set when absent, and either way answer what was there.
@@ -83,7 +90,7 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	}
 	switch {
 	case errors.Is(err, redis.Nil):
-		return claim{created: true, claimedAt: time.UnixMilli(idx.ClaimedMs), raw: string(b), items: items}
+		return claim{created: true, claimedAt: time.UnixMilli(idx.ClaimedMs), raw: string(b), items: items, holdUntilMs: idx.HoldUntilMs}
 	case err != nil:
 		return claim{err: err}
 	}
@@ -91,7 +98,7 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 	if json.Unmarshal([]byte(old), &prev) != nil || prev.BodyHash != idx.BodyHash {
 		return claim{reused: true}
 	}
-	c := claim{raw: old, items: prev.Items}
+	c := claim{raw: old, items: prev.Items, holdUntilMs: prev.HoldUntilMs}
 	if prev.ClaimedMs > 0 {
 		c.claimedAt = time.UnixMilli(prev.ClaimedMs)
 	}

@@ -192,6 +192,7 @@ func (s *Grabber) claimAndTake(ctx context.Context, req Request, gs []group, has
 	}
 	ev := s.event(flow.Grab, req.RequestID, req.Pin, req.IP, items, now, "")
 	ev.BodyHash = hash // the record keeps the ledger's body hash, for an exact rebuild
+	ev.HoldUntil = c.holdUntilMs
 	if err := s.publish(ctx, ev); err != nil {
 		s.logErr("grab event not acknowledged; rolling back", err, "requestId", rid)
 		return rolledBack(rid, s.abort(req, gs, taken, false)), nil

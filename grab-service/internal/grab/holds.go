@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -64,9 +65,11 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	confirmed := Result{RequestID: rid, Result: Confirmed, Message: "the grant stands; its hold is lifted"}
 	expired := Result{RequestID: rid, Result: AlreadyReturned, Message: "the hold ran out before the confirm; the grant was returned"}
 	unavailable := Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the confirm"}
-	// The hold's removal and a look at the expiring set, in one pipeline.
-	var removed *redis.Cmd
+	// The hold's deadline, its removal and a look at the expiring set, in one pipeline.
+	var deadline, removed *redis.Cmd
 	expiring := s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
+		deadline = redis.NewCmd(ctx, "zscore", s.cfg.HoldsKey, rid)
+		_ = p.Process(ctx, deadline)
 		removed = redis.NewCmd(ctx, "zrem", s.cfg.HoldsKey, rid)
 		_ = p.Process(ctx, removed)
 		c := redis.NewCmd(ctx, "zscore", expiringKey(s.cfg.HoldsKey), rid)
@@ -80,6 +83,18 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 		s.logErr("confirm: holds unreadable", err, "requestId", rid)
 		return unavailable, nil
 	} else if n == 1 {
+		// The hold is lifted; the grant stands once the record has the CONFIRM, or
+		// the hold goes back and the checkout retries.
+		if !s.recordConfirm(ctx, idx, rid) {
+			until, _ := deadline.Float64()
+			err := s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
+				c := redis.NewCmd(ctx, "zadd", s.cfg.HoldsKey, "nx", until, rid)
+				_ = p.Process(ctx, c)
+				return c
+			}).Err()
+			s.logErr("confirm: the hold could not be put back; the grant stands without one, open in the record", err, "requestId", rid)
+			return Result{RequestID: rid, Result: Unavailable, Message: "the confirm was not recorded; the hold stands; retry the confirm"}, nil
+		}
 		return confirmed, nil
 	}
 	switch err := expiring.Err(); {
@@ -110,7 +125,25 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	case slices.ContainsFunc(states, func(st string) bool { return st != lua.LedgerCommitted }):
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "the grant was returned"}, nil
 	}
+	// A held grant confirmed before: its CONFIRM again (the record keeps the first),
+	// for a confirm whose publish a crash cut off between the hold's removal and
+	// its answer.
+	if idx.HoldUntilMs > 0 && !s.recordConfirm(ctx, idx, rid) {
+		return unavailable, nil
+	}
 	return confirmed, nil
+}
+
+// recordConfirm publishes the CONFIRM of a held grant and reports whether it was
+// acknowledged: a rebuilt shard then restores no hold for it (docs/CONTRACT.md,
+// "Holds").
+func (s *Grabber) recordConfirm(ctx context.Context, idx flow.RequestIndex, rid string) bool {
+	ev := s.event(flow.Confirm, rid, idx.Pin, idx.IP, idx.Items, s.Clock(), "")
+	if err := s.publish(ctx, ev); err != nil {
+		s.logErr("confirm: CONFIRM not acknowledged", err, "requestId", rid)
+		return false
+	}
+	return true
 }
 
 // expireHolds returns the holds due on every shard not fenced (reconcile.go runs

@@ -46,9 +46,25 @@ type recorder struct {
 	inFlight atomic.Int64 // publishes waiting for Kafka's answer
 	mu       sync.Mutex
 	acked    []flow.Event
+	refused  flow.Kind // events of this kind are refused, as by Kafka down
+}
+
+// refuse makes publishes of kind fail (""; none) from now on.
+func (r *recorder) refuse(kind flow.Kind) {
+	r.mu.Lock()
+	r.refused = kind
+	r.mu.Unlock()
 }
 
 func (r *recorder) Publish(ctx context.Context, events ...flow.Event) error {
+	r.mu.Lock()
+	refused := r.refused
+	r.mu.Unlock()
+	for _, e := range events {
+		if refused != "" && e.Kind == refused {
+			return fmt.Errorf("test: %s events refused", refused)
+		}
+	}
 	r.inFlight.Add(1)
 	err := r.inner.Publish(ctx, events...)
 	r.inFlight.Add(-1)

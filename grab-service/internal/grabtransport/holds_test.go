@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -193,5 +195,116 @@ func TestHoldsReturnedOnceAcrossPassesAndCrashes(t *testing.T) {
 		if a := e.grab(body); a.status != http.StatusBadRequest || a.err.Field != "holdSeconds" {
 			t.Fatalf("holdSeconds %v: %d %s, want 400 naming holdSeconds", bad, a.status, a.raw)
 		}
+	}
+}
+
+// The record keeps what a rebuild needs of the holds: a held GRAB carries its hold's
+// deadline (the one registered on the shard), a confirm is a CONFIRM event, and in
+// MySQL exactly the holds neither confirmed nor returned are open, each at its
+// deadline. A grant without a hold leaves no trace there.
+func TestHoldsInTheRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.promotion("record", spec{total: 10, maxPerGrab: 1})
+	for _, rid := range []string{"open", "paid", "gone"} {
+		e.heldGrab(t, rid, "pin-"+rid, id, 120)
+	}
+	if a := e.grab(grabBody("plain", "pin-plain", "10.9.0.9", id, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("plain grab: %s", a.raw)
+	}
+	if a := e.confirm("paid", "pin-paid"); a.res.Result != grab.Confirmed {
+		t.Fatalf("confirm: %s", a.raw)
+	}
+	if a := e.confirm("plain", "pin-plain"); a.res.Result != grab.Confirmed {
+		t.Fatalf("confirm of a grant without a hold: %s", a.raw)
+	}
+	if a := e.cancel("gone", "pin-gone"); a.res.Result != grab.Returned {
+		t.Fatalf("cancel: %s", a.raw)
+	}
+	deadline := func(rid string) int64 {
+		ms, err := e.shard(promo.RequestIndexKey(e.rid(rid))).ZScore(ctx, e.cfg.HoldsKey, e.rid(rid)).Result()
+		if err != nil {
+			t.Fatalf("hold of %s: %v", rid, err)
+		}
+		return int64(ms)
+	}
+	openUntil := deadline("open")
+	confirms := map[string]int{}
+	for _, ev := range e.pub.events() {
+		switch {
+		case ev.Kind == flow.Grab && ev.RequestID == e.rid("open") && ev.HoldUntil != openUntil:
+			t.Errorf("the GRAB of open carries holdUntil %d; its hold's deadline is %d", ev.HoldUntil, openUntil)
+		case ev.Kind == flow.Grab && ev.RequestID == e.rid("plain") && ev.HoldUntil != 0:
+			t.Errorf("a GRAB without a hold carries holdUntil %d", ev.HoldUntil)
+		case ev.Kind == flow.Confirm:
+			confirms[ev.RequestID]++
+		}
+	}
+	if len(confirms) != 1 || confirms[e.rid("paid")] == 0 {
+		t.Fatalf("CONFIRM events %v, want paid's alone", confirms)
+	}
+	// Every event into the record, twice (a redelivery changes nothing).
+	for range 2 {
+		if _, err := e.db.InsertFlows(ctx, e.pub.events()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := map[string]int64{}
+	for shard := range 16 {
+		holds, err := e.db.OpenHolds(ctx, shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range holds {
+			if strings.HasSuffix(h.RequestID, "-"+e.suffix) {
+				open[h.RequestID] = h.UntilMs
+				if want := ring.Default.Shard(promo.RequestIndexKey(h.RequestID)); shard != want {
+					t.Errorf("%s's hold is on index shard %d, its index entry on %d", h.RequestID, shard, want)
+				}
+			}
+		}
+	}
+	if len(open) != 1 || open[e.rid("open")] != openUntil {
+		t.Fatalf("open holds in the record %v, want %s until %d alone", open, e.rid("open"), openUntil)
+	}
+}
+
+// A confirm the record did not take keeps nothing: the checkout is told to retry,
+// the hold stays at its deadline, and unpaid it runs out as any other; a confirm
+// that Kafka takes on the retry stands.
+func TestConfirmNotAcknowledgedKeepsTheHold(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.promotion("unacked", spec{total: 10, maxPerGrab: 1})
+	e.heldGrab(t, "late", "pin-late", id, 60)
+	e.heldGrab(t, "retry", "pin-retry", id, 60)
+	holds := func(rid string) (float64, error) {
+		return e.shard(promo.RequestIndexKey(e.rid(rid))).ZScore(ctx, e.cfg.HoldsKey, e.rid(rid)).Result()
+	}
+	before, _ := holds("late")
+	e.pub.refuse(flow.Confirm)
+	for _, rid := range []string{"late", "retry"} {
+		if a := e.confirm(rid, "pin-"+rid); a.status != http.StatusServiceUnavailable || a.res.Result != grab.Unavailable {
+			t.Fatalf("confirm of %s with its CONFIRM refused: %d %s, want 503 UNAVAILABLE", rid, a.status, a.raw)
+		}
+		if after, err := holds(rid); err != nil || rid == "late" && after != before {
+			t.Fatalf("the hold of %s after a refused confirm: %v %v, want it back at %v", rid, after, err, before)
+		}
+	}
+	e.pub.refuse("")
+	if a := e.confirm("retry", "pin-retry"); a.res.Result != grab.Confirmed {
+		t.Fatalf("the retried confirm: %s", a.raw)
+	}
+	e.past(60)
+	if n := e.reconcile().HoldsExpired; n != 1 {
+		t.Fatalf("a pass past the holds returned %d, want the unconfirmed one", n)
+	}
+	if got := e.expiredCancels(); len(got) != 1 || got[e.rid("late")] != 1 {
+		t.Fatalf("PAYMENT_EXPIRED cancels %v, want late's alone", got)
+	}
+	if h := e.hash(id); h.Remaining != 9 {
+		t.Fatalf("remaining %d, want 9 (the confirmed grant stands)", h.Remaining)
 	}
 }

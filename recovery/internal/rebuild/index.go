@@ -10,6 +10,7 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
 )
 
 // restoreIndex writes back the request index entries that lived on the shard
@@ -37,4 +38,26 @@ func restoreIndex(ctx context.Context, c redis.UniversalClient, rec Record, shar
 		return n, fmt.Errorf("restore the request index: %w", err)
 	}
 	return n, nil
+}
+
+// restoreHolds puts back on the shard's holds set the holds of the grants whose
+// index entries live there and that the record shows neither confirmed nor
+// returned, each at its own deadline: the reconciler returns the ones due at its
+// next pass, and a confirm still finds the others. ZADD NX: a hold a grab has
+// registered since the server came back stays as it is. It returns the holds written.
+func restoreHolds(ctx context.Context, c redis.UniversalClient, rec Record, shard, batch int) (int, error) {
+	holds, err := rec.OpenHolds(ctx, shard)
+	if err != nil {
+		return 0, fmt.Errorf("restore the holds: %w", err)
+	}
+	w := newPipe(ctx, c, batch)
+	for _, h := range holds {
+		if err := w.do("ZADD", lua.HoldsKey, "NX", h.UntilMs, h.RequestID); err != nil {
+			return 0, fmt.Errorf("restore the holds: %w", err)
+		}
+	}
+	if err := w.flush(); err != nil {
+		return 0, fmt.Errorf("restore the holds: %w", err)
+	}
+	return len(holds), nil
 }

@@ -239,15 +239,18 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 	if err := c.Del(ctx, promo.BuiltKey(shard)).Err(); err != nil {
 		return ss, fmt.Errorf("drop the built marker: %w", err)
 	}
-	// The request index entries are keys of their own: restored alongside the
-	// promotions, so the two reads of the record overlap.
+	// The request index entries and their open holds are keys of their own: restored
+	// alongside the promotions, so the reads of the record overlap.
 	ictx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var indexed int
+	var indexed, held int
 	index := make(chan error, 1)
 	go func() {
 		var err error
 		indexed, err = restoreIndex(ictx, c, d.Record, shard, o.Batch, time.Now())
+		if err == nil {
+			held, err = restoreHolds(ictx, c, d.Record, shard, o.Batch)
+		}
 		index <- err
 	}()
 	err := restorePromotions(ctx, d, o, c, ts, bar, &ss)
@@ -255,7 +258,7 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 		cancel()
 	}
 	ierr := <-index
-	ss.Index = indexed
+	ss.Index, ss.Holds = indexed, held
 	if err := errors.Join(err, ierr); err != nil {
 		return ss, err
 	}

@@ -453,3 +453,86 @@ func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
 	}
 	return nil
 }
+
+// A rebuilt shard gets back the holds of the grants whose index entries lived on
+// it and that the record shows neither confirmed nor returned, each at its own
+// deadline (one already due too: the next reconciler pass returns it), and their
+// index entries say they were held. A confirmed, a returned and an unheld grant
+// get no hold.
+func TestRebuildRestoresOpenHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t, "sink-holds", nil)
+	suffix := testenv.Suffix()
+	key := rt.Create(t, w.db, w.shards, rt.Spec{PromoID: rt.IDOnShard("holds-"+suffix, lostShard), Total: 100})
+	id, typ, _ := promo.ParseKey(key)
+	s := rt.NewSale(w.shards, w.brokers)
+	defer s.Close()
+	ridOnLostShard := func(name string) string {
+		for i := 0; ; i++ {
+			if rid := fmt.Sprintf("%s-%s-%d", name, suffix, i); ring.Default.Shard(promo.RequestIndexKey(rid)) == lostShard {
+				return rid
+			}
+		}
+	}
+	now := time.Now()
+	until := map[string]int64{
+		"open": now.Add(time.Hour).UnixMilli(), "due": now.Add(-time.Minute).UnixMilli(),
+		"paid": now.Add(time.Hour).UnixMilli(), "gone": now.Add(time.Hour).UnixMilli(), "plain": 0,
+	}
+	rids := map[string]string{}
+	var events []flow.Event
+	event := func(kind flow.Kind, name string) flow.Event {
+		return flow.Event{EventID: string(kind) + "-" + rids[name], Kind: kind, RequestID: rids[name], Pin: "pin-" + name, IP: "10.7.0.1",
+			Items: []flow.Item{{PromoID: id, Type: typ, Num: 1, Shard: lostShard}}, OccurredAt: flow.Stamp(now)}
+	}
+	for name, u := range until {
+		rids[name] = ridOnLostShard(name)
+		grab := event(flow.Grab, name)
+		grab.HoldUntil = u
+		events = append(events, grab)
+	}
+	cancel := event(flow.Cancel, "gone")
+	cancel.Reason = "USER_CANCELLED"
+	events = append(events, event(flow.Confirm, "paid"), cancel)
+	if err := s.Publish(ctx, events...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.deps.Lag.WaitCaughtUp(ctx, 30*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	w.own.Kill()
+	w.own.Start()
+
+	sum, err := rebuild.Run(ctx, w.deps, options(lostShard))
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	holds, err := w.shards[lostShard].ZRangeWithScores(ctx, lua.HoldsKey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]int64{}
+	for _, z := range holds {
+		have[z.Member.(string)] = int64(z.Score)
+	}
+	want := map[string]int64{rids["open"]: until["open"], rids["due"]: until["due"]}
+	if !reflect.DeepEqual(have, want) || sum.Shards[0].Holds != 2 {
+		t.Fatalf("holds after the rebuild %v (summary %d); want %v", have, sum.Shards[0].Holds, want)
+	}
+	for _, name := range []string{"open", "plain"} {
+		var idx flow.RequestIndex
+		raw, err := w.shards[lostShard].Get(ctx, promo.RequestIndexKey(rids[name])).Result()
+		if err != nil || json.Unmarshal([]byte(raw), &idx) != nil || idx.HoldUntilMs != until[name] {
+			t.Errorf("index entry of %s: %q (%v); want its hold's deadline %d", name, raw, err, until[name])
+		}
+	}
+	// A rebuild of a shard whose holds are there leaves them as they are.
+	w.shards[lostShard].ZAdd(ctx, lua.HoldsKey, redis.Z{Score: 1, Member: rids["open"]})
+	if _, err := rebuild.Run(ctx, w.deps, options(lostShard)); err != nil {
+		t.Fatalf("second rebuild: %v", err)
+	}
+	if ms := w.shards[lostShard].ZScore(ctx, lua.HoldsKey, rids["open"]).Val(); ms != 1 {
+		t.Errorf("a hold already there was rewritten to %v", ms)
+	}
+}

@@ -17,6 +17,7 @@ type ShardSummary struct {
 	Ledger     int
 	NoBodyHash int
 	Index      int // request index entries restored (whole shards only)
+	Holds      int // open holds restored (whole shards only)
 	// ServedBy counts the grab-service instances that serve the shard again.
 	ServedBy int
 	Keys     []string
@@ -60,8 +61,12 @@ func (s Summary) Print(w io.Writer) {
 		t.Ledger += sh.Ledger
 		t.NoBodyHash += sh.NoBodyHash
 		t.Index += sh.Index
+		t.Holds += sh.Holds
 	}
 	fmt.Fprintf(w, "%5s  %10d  %8d  %8d  %13d  %13d\n", "total", t.Promotions, t.Pins, t.IPs, t.Ledger, t.Index)
+	if t.Holds > 0 {
+		fmt.Fprintf(w, "rebuild: %d open holds restored at their deadlines (grants neither confirmed nor returned)\n", t.Holds)
+	}
 	if t.NoBodyHash > 0 {
 		fmt.Fprintf(w, "note: %d ledger entries restored without a body hash (flow rows older than migration 0002): a replay of them answers REQUEST_ID_REUSED\n", t.NoBodyHash)
 	}
