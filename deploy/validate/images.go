@@ -81,13 +81,13 @@ func CheckRedisImage(ref string) error {
 	version, _, _ := strings.Cut(tag, "-")
 	v := "v" + version
 	if !semver.IsValid(v) || strings.Count(version, ".") != 2 {
-		return fmt.Errorf("Redis image %q: tag %q does not start with a release (x.y.z)", ref, tag)
+		return fmt.Errorf("redis image %q: tag %q does not start with a release (x.y.z)", ref, tag)
 	}
 	if semver.Compare(v, "v"+RedisMinimum) < 0 {
-		return fmt.Errorf("Redis image %q: %s is older than %s (CVE-2025-49844, remote code execution through Lua)", ref, version, RedisMinimum)
+		return fmt.Errorf("redis image %q: %s is older than %s (CVE-2025-49844, remote code execution through Lua)", ref, version, RedisMinimum)
 	}
 	if fixed, ok := redisFixed[strings.TrimPrefix(semver.MajorMinor(v), "v")]; ok && semver.Compare(v, "v"+fixed) < 0 {
-		return fmt.Errorf("Redis image %q: %s lacks the fix of CVE-2025-49844 (its line has it from %s)", ref, version, fixed)
+		return fmt.Errorf("redis image %q: %s lacks the fix of CVE-2025-49844 (its line has it from %s)", ref, version, fixed)
 	}
 	return nil
 }
