@@ -365,7 +365,7 @@ func TestBucketedResendFollowsTheClaim(t *testing.T) {
 	if now, _, _ := second.buckets(id, l); fmt.Sprint(now) != fmt.Sprint(before) {
 		t.Fatalf("the waiting resend took: %v -> %v", before, now)
 	}
-	second.clock.advance(second.cfg.AnswerTimeout + 2*time.Second)
+	second.clock.Advance(second.cfg.AnswerTimeout + 2*time.Second)
 	if a := second.send("POST", "/v1/grab", checkoutToken, nil, body); a.res.Result != grab.Granted {
 		t.Fatalf("the resend after the claim's answer time: %d %s", a.status, a.raw)
 	}

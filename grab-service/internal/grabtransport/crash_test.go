@@ -53,7 +53,7 @@ func (e *env) reconcile() grab.ReconcileStats {
 
 // pastDeadline moves the clock beyond every open take's deadline and margin.
 func (e *env) pastDeadline() {
-	e.clock.advance(e.cfg.AnswerTimeout + e.cfg.ReconcileMargin + time.Second)
+	e.clock.Advance(e.cfg.AnswerTimeout + e.cfg.ReconcileMargin + time.Second)
 }
 
 // Killed after q.lua took stock, before the GRAB was sent: the reconciler finds

@@ -83,56 +83,6 @@ func (r *recorder) events() []flow.Event {
 	return append([]flow.Event(nil), r.acked...)
 }
 
-// clock is a settable test clock; zero offset means real time.
-type clock struct {
-	mu     sync.Mutex
-	offset time.Duration
-	frozen bool      // the clock stands at at, moved by advance and rewind only
-	at     time.Time // when frozen
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.frozen {
-		return c.at
-	}
-	return time.Now().Add(c.offset)
-}
-
-// rewind sets the clock back to at, as though no time had passed since: a test
-// whose steps must fall within a grace measured by the service's clock uses it,
-// so a slow machine cannot stretch the steps past it.
-func (c *clock) rewind(at time.Time) {
-	c.mu.Lock()
-	if c.frozen {
-		c.at = at
-	} else {
-		c.offset = time.Until(at)
-	}
-	c.mu.Unlock()
-}
-
-// freeze stops the clock at at: from then on it moves only by advance and rewind,
-// so a test whose steps must be a given time of the service's clock apart (a
-// cache's life, a stale keep) has them exactly that far apart, however slowly
-// the machine runs between them.
-func (c *clock) freeze(at time.Time) {
-	c.mu.Lock()
-	c.frozen, c.at = true, at
-	c.mu.Unlock()
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	if c.frozen {
-		c.at = c.at.Add(d)
-	} else {
-		c.offset += d
-	}
-	c.mu.Unlock()
-}
-
 type env struct {
 	t        *testing.T
 	srv      *httptest.Server
@@ -145,7 +95,7 @@ type env struct {
 	db       *store.Store
 	switches *configcenter.Holder
 	fence    *grab.Fence // nil but with appShards
-	clock    *clock
+	clock    *testenv.Clock
 	suffix   string
 	cfg      grab.Config
 }
@@ -159,7 +109,7 @@ func appShards(_ *grab.Config, d *grab.Deps) { d.Shards = nil }
 
 func newEnv(t *testing.T, opts ...envOpt) *env {
 	t.Helper()
-	e := &env{t: t, shards: testenv.Shards(t), clock: &clock{}, suffix: testenv.Suffix()}
+	e := &env{t: t, shards: testenv.Shards(t), clock: &testenv.Clock{}, suffix: testenv.Suffix()}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(16, flow.Topic), kfake.SeedTopics(4, promostate.Topic))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
@@ -187,7 +137,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	hook := func(c *grab.Config, d *grab.Deps, kafka grab.Publisher) {
 		e.pub = &recorder{inner: kafka}
 		own, ownFence := d.Shards, d.Fence
-		d.Shards, d.Publisher, d.Clock, d.Fence, d.PromotionKeys = shards, e.pub, e.clock.now, nil, nil
+		d.Shards, d.Publisher, d.Clock, d.Fence, d.PromotionKeys = shards, e.pub, e.clock.Now, nil, nil
 		d.Metrics, d.Logger = grab.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil))
 		for _, o := range opts {
 			o(c, d)
@@ -245,10 +195,10 @@ func (e *env) defaults(s spec) spec {
 		s.maxPerGrab = 5
 	}
 	if s.start.IsZero() {
-		s.start = e.clock.now().Add(-time.Minute)
+		s.start = e.clock.Now().Add(-time.Minute)
 	}
 	if s.end.IsZero() {
-		s.end = e.clock.now().Add(24 * time.Hour)
+		s.end = e.clock.Now().Add(24 * time.Hour)
 	}
 	return s
 }

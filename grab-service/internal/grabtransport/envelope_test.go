@@ -246,7 +246,7 @@ func TestPoolReplayCancelAndStatus(t *testing.T) {
 	const amount = 10_000
 	id, parts := e.pool("pool-cancel", 10, amount, 100, spec{maxPerGrab: 3})
 	status := func() string {
-		e.clock.advance(time.Second) // past the status cache's life
+		e.clock.Advance(time.Second) // past the status cache's life
 		r := e.do("GET", "/v1/promotions/"+id+"/1/status", "", nil)
 		if r.status != http.StatusOK {
 			t.Fatalf("status: %d %s", r.status, r.raw)

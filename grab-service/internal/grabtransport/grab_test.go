@@ -242,7 +242,7 @@ func TestReplayCancelAndConflicts(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	now := e.clock.now()
+	now := e.clock.Now()
 	ids := map[string]string{
 		"scheduled": e.promotion("sched", spec{total: 5, start: now.Add(time.Hour), end: now.Add(2 * time.Hour)}),
 		"ended":     e.promotion("ended", spec{total: 5, start: now.Add(-2 * time.Hour), end: now.Add(-time.Hour)}),
@@ -310,7 +310,7 @@ func TestSoldOutShortCircuitIsBounded(t *testing.T) {
 		t.Fatalf("second grab: want SOLD_OUT, have %s", r.raw)
 	}
 	// Another instance cancels: stock returns behind this instance's back.
-	if rr, err := lua.Return(context.Background(), e.shard(key), lua.ReturnCall{RequestID: e.rid("s-1"), Pin: "a", Mode: lua.ReturnCancel, NowMs: e.clock.now().UnixMilli(), Keys: []string{key}}); err != nil || rr.Code != lua.ReturnReturned {
+	if rr, err := lua.Return(context.Background(), e.shard(key), lua.ReturnCall{RequestID: e.rid("s-1"), Pin: "a", Mode: lua.ReturnCancel, NowMs: e.clock.Now().UnixMilli(), Keys: []string{key}}); err != nil || rr.Code != lua.ReturnReturned {
 		t.Fatalf("return behind the cache: %v %v", rr, err)
 	}
 	if r := e.grab(grabBody("s-3", "c", "10.5.0.3", id, 1)); r.res.Result != grab.SoldOut || !strings.Contains(r.res.Message, "cache") {
@@ -319,7 +319,7 @@ func TestSoldOutShortCircuitIsBounded(t *testing.T) {
 	if h := e.hash(id); h.Remaining != 1 {
 		t.Fatalf("the cached answer touched Redis: remaining %d", h.Remaining)
 	}
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	if r := e.grab(grabBody("s-4", "c", "10.5.0.3", id, 1)); r.res.Result != grab.Granted {
 		t.Fatalf("after the bound: want GRANTED, have %s", r.raw)
 	}
@@ -348,7 +348,7 @@ func TestStatusIsCachedAndCacheable(t *testing.T) {
 	if r := e.do("GET", path, "", nil); !strings.Contains(r.raw, `"remaining":7`) {
 		t.Fatalf("within the cache life: want the cached 7, have %s", r.raw)
 	}
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	if r := e.do("GET", path, "", nil); !strings.Contains(r.raw, `"remaining":6`) {
 		t.Fatalf("after the cache life: want 6, have %s", r.raw)
 	}

@@ -45,7 +45,7 @@ func (e *env) expiredCancels() map[string]int {
 
 // past moves the service's clock past a hold of holdSeconds begun now.
 func (e *env) past(holdSeconds int) {
-	e.clock.advance(e.cfg.AnswerTimeout + time.Duration(holdSeconds)*time.Second + time.Second)
+	e.clock.Advance(e.cfg.AnswerTimeout + time.Duration(holdSeconds)*time.Second + time.Second)
 }
 
 // A held grant not confirmed in time is returned by the platform, once: stock
@@ -163,7 +163,7 @@ func TestHoldsReturnedOnceAcrossPassesAndCrashes(t *testing.T) {
 	e.past(10)
 	idx := e.shard(promo.RequestIndexKey(e.rid("crash")))
 	p := idx.Pipeline()
-	leased := lua.QueueHoldsDue(ctx, p, e.cfg.HoldsKey, e.cfg.HoldsKey+":expiring", e.clock.now().UnixMilli(), 30_000, 100)
+	leased := lua.QueueHoldsDue(ctx, p, e.cfg.HoldsKey, e.cfg.HoldsKey+":expiring", e.clock.Now().UnixMilli(), 30_000, 100)
 	if _, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestHoldsReturnedOnceAcrossPassesAndCrashes(t *testing.T) {
 	if k := e.reconcile().HoldsExpired; k != 0 {
 		t.Fatalf("a pass within another instance's lease returned %d", k)
 	}
-	e.clock.advance(31 * time.Second)
+	e.clock.Advance(31 * time.Second)
 	if k := e.reconcile().HoldsExpired; k != 1 || e.expiredCancels()[e.rid("crash")] != 1 {
 		t.Fatalf("after the lease: returned %d, cancels %d; want 1 and 1", k, e.expiredCancels()[e.rid("crash")])
 	}

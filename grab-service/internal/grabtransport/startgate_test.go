@@ -20,7 +20,7 @@ func TestStartGate(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, func(_ *grab.Config, d *grab.Deps) { d.Metrics = grab.NewMetrics(reg) })
-	start := e.clock.now().Add(time.Hour).Truncate(time.Millisecond)
+	start := e.clock.Now().Add(time.Hour).Truncate(time.Millisecond)
 	id := e.promotion("gate", spec{total: 100, maxPerGrab: 1, start: start, end: start.Add(time.Hour)})
 
 	const early = 300
@@ -48,13 +48,13 @@ func TestStartGate(t *testing.T) {
 	// The clock stands still between the steps: however slow the machine, the grabs
 	// before the start are made before it, and the cached NOT_STARTED is 100 ms old,
 	// not lapsed, at the start.
-	e.clock.freeze(start.Add(-100 * time.Millisecond))
+	e.clock.Freeze(start.Add(-100 * time.Millisecond))
 	for i := range 2 {
 		if a := e.grabAttempt(grabBody(fmt.Sprintf("gate-before-%d", i), "gate-pin-b", "10.8.0.1", id, 1), "1"); a.res.Result != grab.NotStarted {
 			t.Fatalf("100 ms before the start: %d %s", a.status, a.raw)
 		}
 	}
-	e.clock.rewind(start)
+	e.clock.Rewind(start)
 	if a := e.grabAttempt(grabBody("gate-open", "gate-pin-open", "10.8.0.1", id, 1), "1"); a.res.Result != grab.Granted {
 		t.Fatalf("at the start instant: %d %s, want GRANTED", a.status, a.raw)
 	}

@@ -64,7 +64,7 @@ func TestPromoStateEventsAfterACrash(t *testing.T) {
 	})
 	crashed := e.promotion("crashed", spec{total: 1})
 	key := promo.Key(crashed, 1)
-	now := e.clock.now()
+	now := e.clock.Now()
 	r, err := lua.Grab(context.Background(), e.shard(key), lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(time.Second).UnixMilli(),
 		RequestID: e.rid("dead"), BodyHash: "h", Pin: "p", IP: "i", RateFactorPermille: 1000,
 		Items: []lua.GrabItem{{Key: key, Num: 1}}, Outbox: e.cfg.StateOutboxKey})
@@ -75,14 +75,14 @@ func TestPromoStateEventsAfterACrash(t *testing.T) {
 	grabbed := e.promotion("grabbed", spec{total: 5, end: now.Add(time.Minute)})
 	ended = []string{promo.Key(endsSoon, 1)}
 
-	e.clock.rewind(now) // the pass below must fall within the grace, however slow the machine
+	e.clock.Rewind(now) // the pass below must fall within the grace, however slow the machine
 	if _, err := e.rec.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.outboxLen(); n != 1 {
 		t.Fatalf("a pass within the publisher's grace took the change: %d left, want 1", n)
 	}
-	e.clock.advance(time.Minute + promostate.StateSweepGrace)
+	e.clock.Advance(time.Minute + promostate.StateSweepGrace)
 	if a := e.grab(grabBody("late", "p", "10.0.0.1", grabbed, 1)); a.res.Result != grab.Ended {
 		t.Fatalf("grab after the end: %d %s", a.status, a.raw)
 	}

@@ -41,7 +41,7 @@ func TestStatusRateLimit(t *testing.T) {
 		t.Errorf("the 429 is not counted in the route metrics")
 	}
 
-	e.clock.advance(100 * time.Second) // one token back
+	e.clock.Advance(100 * time.Second) // one token back
 	if r := status(missing); r.status != 404 || r.err.Code != "NOT_FOUND" {
 		t.Fatalf("the read a token later: %d %s; want 404 NOT_FOUND", r.status, r.raw)
 	}
@@ -66,7 +66,7 @@ func TestStatusRateLimitServesALapsedAnswer(t *testing.T) {
 	live := e.promotion("lapsed", spec{total: 3})
 	// The clock stands still but for the test's moves, so the lapsed answer is
 	// exactly half its stale keep past its life below, however slow the machine.
-	e.clock.freeze(e.clock.now())
+	e.clock.Freeze(e.clock.Now())
 	first := status(live)
 	if first.status != 200 {
 		t.Fatalf("first status: %d %s", first.status, first.raw)
@@ -74,11 +74,11 @@ func TestStatusRateLimitServesALapsedAnswer(t *testing.T) {
 	if r := status("flood-" + e.suffix); r.status != 429 {
 		t.Fatalf("the flood's read past the rate: %d %s", r.status, r.raw)
 	}
-	e.clock.advance(time.Second + grab.StatusStale/2) // lapsed, within the stale keep; no token yet
+	e.clock.Advance(time.Second + grab.StatusStale/2) // lapsed, within the stale keep; no token yet
 	if r := status(live); r.status != 200 || r.raw != first.raw {
 		t.Fatalf("a lapsed answer while at the rate: %d %s; want the last answer, %s", r.status, r.raw, first.raw)
 	}
-	e.clock.advance(grab.StatusStale) // past the keep, still no token
+	e.clock.Advance(grab.StatusStale) // past the keep, still no token
 	if r := status(live); r.status != 429 {
 		t.Fatalf("past its stale keep at the rate: %d %s; want 429", r.status, r.raw)
 	}

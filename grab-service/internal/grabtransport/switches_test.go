@@ -630,7 +630,7 @@ func TestSwitchDegradeCapBoundsGrabsToMySQL(t *testing.T) {
 	if a := e.probe(granted, id); a.res.Result != grab.Granted {
 		t.Fatalf("a resend of granted %s with the cap spent: %d %s, want the replay of its grant", granted, a.status, a.raw)
 	}
-	e.clock.advance(2 * time.Second)
+	e.clock.Advance(2 * time.Second)
 	if a := e.probe("dc-later", id); a.res.Result != grab.Granted {
 		t.Fatalf("two seconds later the cap has room again: %d %s", a.status, a.raw)
 	}

@@ -16,7 +16,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,35 +42,6 @@ const (
 	CheckoutToken = "dev-checkout-token" // grab-service's: unknown here
 )
 
-// Clock is a settable clock: real time plus an offset.
-type Clock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
-}
-
-// Rewind sets the clock back to at, as though no time had passed since: a test
-// whose steps must fall within a grace measured by the service's clock uses it,
-// so a slow machine cannot stretch the steps past it.
-func (c *Clock) Rewind(at time.Time) {
-	c.mu.Lock()
-	c.offset = time.Until(at)
-	c.mu.Unlock()
-}
-
 // Options shape an Env; zero values take the local stack and the tests' timeouts.
 type Options struct {
 	RedisAddrs []string // 16 entries; default the local stack's shards
@@ -90,7 +60,7 @@ type Env struct {
 	Server *httptest.Server
 	// Ops serves the ops listener's handler (/metrics, the probes).
 	Ops    *httptest.Server
-	Clock  *Clock
+	Clock  *testenv.Clock
 	DSN    string
 	Addrs  []string
 	shards []*redis.Client // the test's own clients, one per logical shard
@@ -105,7 +75,7 @@ func Start(t testing.TB, o Options) *Env {
 	if o.DSN == "" {
 		o.DSN = testenv.MySQLDSN(t)
 	}
-	clock := &Clock{}
+	clock := &testenv.Clock{}
 	if o.Service.Now == nil {
 		o.Service.Now = clock.Now
 	}
@@ -138,7 +108,8 @@ func Start(t testing.TB, o Options) *Env {
 	following := make(chan error, 1)
 	go func() { following <- a.FollowSwitches(followCtx) }()
 	// Every request of the test, and its answer, is checked against api/openapi.yaml.
-	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, a.Handler))
+	// The request id middleware, as the server's httpx.Serve gives it (svc.Server).
+	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, httpx.WithRequestID(a.Handler)))
 	e := &Env{t: t, App: a, Server: srv, Ops: httptest.NewServer(a.Ops), Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
 	byAddr := map[string]*redis.Client{}
 	for _, addr := range o.RedisAddrs {

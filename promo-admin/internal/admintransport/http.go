@@ -71,7 +71,7 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	}
 	httpx.Probes(mux, nil, o.Checks, nil)
 	httpx.ServeSpec(mux)
-	return httpx.WithRequestID(httpx.RouteFallback(mux))
+	return httpx.RouteFallback(mux) // the server's httpx.Serve gives each request its id
 }
 
 // OpsHandler is the ops listener's handler: /metrics of reg and the probes of checks.
