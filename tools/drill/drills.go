@@ -394,6 +394,7 @@ func crashDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	shard := d.o.redisShard
 	name := fmt.Sprintf("redis-%d", shard)
+	held := d.holdsCanary(ctx, shard, out)
 	if d.o.hang > 0 {
 		d.hang(ctx, name, d.o.hang, out)
 		sleep(ctx, d.o.hold)
@@ -434,6 +435,7 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 			out.fail("after the rebuild: %s", line)
 		}
 	}
+	d.checkHolds(ctx, shard, held, out)
 }
 
 // killHard SIGKILLs component name and waits until it is gone (a fault counted); it
@@ -884,6 +886,20 @@ func (l *load) probe(rd *round, s sale) reply {
 
 // legit makes one ordinary grab of one unit of s for pin (and cancels it when
 // cancel is set), recorded like any load request.
+// track adds a request a drill sends by itself to those the checker accounts for;
+// update changes it under the load's lock.
+func (l *load) track(req *checker.Request) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, req)
+	l.mu.Unlock()
+}
+
+func (l *load) update(req *checker.Request, change func(*checker.Request)) {
+	l.mu.Lock()
+	change(req)
+	l.mu.Unlock()
+}
+
 func (l *load) legit(s sale, pin, ip string, cancel bool) *checker.Request {
 	req := &checker.Request{
 		RequestID: fmt.Sprintf("%s-%d", l.run, l.seq.Add(1)),

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/lua"
+	"github.com/flashsale/platform/tools/checker"
+	"github.com/flashsale/platform/tools/loadgen"
+)
+
+// heldGrab is a held grant of the holds canary: its hold's deadline on the shard
+// (unix ms), or 0 once confirmed.
+type heldGrab struct {
+	rid, pin string
+	until    float64
+}
+
+// holdsCanary grants held grabs whose request index entries (and so their holds)
+// live on shard, from a promotion of their own, and confirms every other one: what
+// a lost shard must get back is the open ones, at their deadlines, and no other.
+func (d *drillEnv) holdsCanary(ctx context.Context, shard int, out *outcome) []heldGrab {
+	canary := checker.Promotion{PromoID: d.run + "-holds", Type: 1, Total: 100, PerPin: 1, PerIP: 100}
+	client := loadgen.Client(4, 15*time.Second)
+	body := map[string]any{"promoId": canary.PromoID, "type": 1, "title": "drill holds canary", "total": canary.Total, "perPinLimit": canary.PerPin,
+		"perIpLimit": canary.PerIP, "maxPerGrab": 1, "startAt": time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339),
+		"endAt": time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
+	if a := loadgen.Do(ctx, client, d.ctl.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.admin}); a.Status != http.StatusCreated {
+		out.fail("create the holds canary: %d %s", a.Status, a.Body)
+		return nil
+	}
+	out.canaries = append(out.canaries, canary)
+	var held []heldGrab
+	for i := 0; len(held) < 6; i++ {
+		rid := fmt.Sprintf("%s-hold-%d", d.run, i)
+		if ringShard(promo.RequestIndexKey(rid)) != shard {
+			continue
+		}
+		g := heldGrab{rid: rid, pin: fmt.Sprintf("%s-hold-pin-%d", d.run, len(held))}
+		grab := map[string]any{"requestId": rid, "pin": g.pin, "ip": "10.97.0.1", "holdSeconds": 3600,
+			"items": []map[string]any{{"promoId": canary.PromoID, "type": 1, "num": 1}}}
+		req := &checker.Request{RequestID: rid, Pin: g.pin, IP: "10.97.0.1", Items: []checker.Item{{PromoID: canary.PromoID, Type: 1, Num: 1}},
+			Grab: checker.Unknown, Sent: time.Now()}
+		d.load.track(req) // the checker accounts for it as for the load's grabs
+		a := loadgen.Do(ctx, client, d.ctl.st.Grab, loadgen.Call{Method: "POST", Path: "/v1/grab", Body: grab, Token: d.checkout})
+		d.load.update(req, func(r *checker.Request) { r.Grab, r.Done = a.Result, time.Now() })
+		if a.Result != "GRANTED" {
+			out.fail("holds canary: held grab %s: %d %s", rid, a.Status, a.Body)
+			return nil
+		}
+		var err error
+		if g.until, err = d.shards[shard].ZScore(ctx, lua.HoldsKey, rid).Result(); err != nil {
+			out.fail("holds canary: the hold of %s on shard %d: %v", rid, shard, err)
+			return nil
+		}
+		if len(held)%2 == 1 {
+			a := d.confirm(ctx, client, g)
+			d.load.update(req, func(r *checker.Request) { r.Done = time.Now() })
+			if a.Result != "CONFIRMED" {
+				out.fail("holds canary: confirm of %s: %d %s", rid, a.Status, a.Body)
+				return nil
+			}
+			g.until = 0
+		}
+		held = append(held, g)
+	}
+	return held
+}
+
+func (d *drillEnv) confirm(ctx context.Context, client *http.Client, g heldGrab) loadgen.Answer {
+	return loadgen.Do(ctx, client, d.ctl.st.Grab, loadgen.Call{Method: "POST", Path: "/v1/grab/" + g.rid + "/confirm",
+		Body: map[string]any{"pin": g.pin}, Token: d.checkout})
+}
+
+// checkHolds, after shard's rebuild: the open holds are back at their deadlines,
+// the confirmed ones are not, and an open one confirms now (CONFIRMED, its hold
+// gone).
+func (d *drillEnv) checkHolds(ctx context.Context, shard int, held []heldGrab, out *outcome) {
+	var open *heldGrab
+	for i, g := range held {
+		until, err := d.shards[shard].ZScore(ctx, lua.HoldsKey, g.rid).Result()
+		switch {
+		case g.until == 0 && !errors.Is(err, redis.Nil):
+			out.fail("the rebuild put back the hold of %s, which was confirmed (deadline %v, err %v)", g.rid, until, err)
+		case g.until != 0 && (err != nil || until != g.until):
+			out.fail("the rebuild gave the open hold of %s deadline %v (err %v), want %v", g.rid, until, err, g.until)
+		case g.until != 0:
+			open = &held[i]
+		}
+	}
+	if open == nil {
+		return
+	}
+	if a := d.confirm(ctx, loadgen.Client(1, 15*time.Second), *open); a.Result != "CONFIRMED" {
+		out.fail("confirm of %s after the rebuild: %d %s", open.rid, a.Status, a.Body)
+	} else if err := d.shards[shard].ZScore(ctx, lua.HoldsKey, open.rid).Err(); !errors.Is(err, redis.Nil) {
+		out.fail("the hold of %s stayed after its confirm (%v)", open.rid, err)
+	}
+	out.note("shard %d: %d open holds back at their deadlines, %d confirmed ones not", shard, (len(held)+1)/2, len(held)/2)
+}
