@@ -39,8 +39,8 @@ func TestScriptsRunOnlyBoundedCommands(t *testing.T) {
 	}
 	// The hold scripts touch the request index entry (SET NX) and the holds sets,
 	// whose ranges are read a bounded number at a time (LIMIT).
-	holdBounded := []string{"SET", "ZADD", "ZREM", "ZRANGEBYSCORE"}
-	for name, src := range map[string]string{"claimhold.lua": claimHoldSrc, "holddue.lua": holdDueSrc} {
+	holdBounded := []string{"SET", "ZADD", "ZREM", "ZRANGEBYSCORE", "ZSCORE"}
+	for name, src := range map[string]string{"claimhold.lua": claimHoldSrc, "holddue.lua": holdDueSrc, "confirmhold.lua": confirmHoldSrc} {
 		for _, m := range call.FindAllStringSubmatch(src, -1) {
 			cmd, err := strconv.Unquote(strings.ReplaceAll(m[1], "'", `"`))
 			if err != nil || !slices.Contains(holdBounded, strings.ToUpper(cmd)) {

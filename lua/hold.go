@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,6 +22,57 @@ func QueueClaimHold(ctx context.Context, p redis.Pipeliner, indexKey, holds stri
 		return errCmd(ctx, errors.New("claim hold: empty requestId"))
 	}
 	return claimHoldScript.EvalSha(ctx, p, []string{indexKey, holds}, entry, ttlSeconds, deadlineMs, requestID)
+}
+
+// ConfirmingKey is where the holds whose CONFIRM is being published wait, beside
+// the holds set holds (confirmhold.lua).
+func ConfirmingKey(holds string) string { return holds + ":confirming" }
+
+// ExpiringKey is where the holds being returned wait, beside the holds set holds
+// (holddue.lua).
+func ExpiringKey(holds string) string { return holds + ":expiring" }
+
+// HoldLift is what lifting a hold for a confirm found (confirmhold.lua).
+type HoldLift int
+
+const (
+	HoldNone       HoldLift = 0 // no hold: never held, confirmed, or returned
+	HoldLifted     HoldLift = 1 // moved to confirming: this confirm publishes its CONFIRM
+	HoldConfirming HoldLift = 2 // another confirm has it in confirming
+	HoldExpiring   HoldLift = 3 // being returned: the confirm came too late
+)
+
+// QueueLiftHold queues confirmhold.lua's lift of requestID's hold (holds is the
+// shard's holds set); read it with ParseLiftHold.
+func QueueLiftHold(ctx context.Context, p redis.Pipeliner, holds, requestID string) *redis.Cmd {
+	return confirmHoldScript.EvalSha(ctx, p, []string{holds, ConfirmingKey(holds), ExpiringKey(holds)}, "lift", requestID)
+}
+
+// ParseLiftHold reads a lift: what it found, and the hold's deadline (unix ms)
+// when it found one.
+func ParseLiftHold(cmd *redis.Cmd) (HoldLift, int64, error) {
+	v, err := cmd.Slice()
+	if err != nil || len(v) == 0 {
+		return 0, 0, fmt.Errorf("confirmhold.lua lift: %v %w", v, err)
+	}
+	code, ok := v[0].(int64)
+	if !ok || code < 0 || code > 3 || (code == 1 || code == 2) != (len(v) == 2) {
+		return 0, 0, fmt.Errorf("confirmhold.lua lift: unexpected answer %v", v)
+	}
+	var deadline int64
+	if len(v) == 2 {
+		s, _ := v[1].(string)
+		if deadline, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("confirmhold.lua lift: deadline %v: %w", v[1], err)
+		}
+	}
+	return HoldLift(code), deadline, nil
+}
+
+// QueueRestoreHold queues confirmhold.lua's restore: the hold back from confirming
+// to holds, unless an acknowledged confirm took it out; the reply is 1 when it went back.
+func QueueRestoreHold(ctx context.Context, p redis.Pipeliner, holds, requestID string) *redis.Cmd {
+	return confirmHoldScript.EvalSha(ctx, p, []string{holds, ConfirmingKey(holds), ExpiringKey(holds)}, "restore", requestID)
 }
 
 // QueueReclaim queues reclaim.lua: set the request index entry indexKey to entry

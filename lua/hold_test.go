@@ -133,3 +133,50 @@ func TestReclaimIsACompareAndSet(t *testing.T) {
 		t.Fatalf("a gone entry was made again: %d", n)
 	}
 }
+
+// confirmhold.lua: a lift moves the hold to confirming with its deadline, so expiry
+// no longer sees it; a second confirm finds it confirming; a restore puts it back
+// unless an acknowledged confirm took it out; a hold being returned, or none, is said.
+func TestConfirmHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	holds := promoKey(t, "holds")
+	lift := func(rid string) (HoldLift, int64, error) {
+		return ParseLiftHold(runCmd(t, func(p redis.Pipeliner) *redis.Cmd { return QueueLiftHold(ctx, p, holds, rid) }))
+	}
+	restore := func(rid string) int64 {
+		return runCmd(t, func(p redis.Pipeliner) *redis.Cmd { return QueueRestoreHold(ctx, p, holds, rid) }).Val().(int64)
+	}
+	rdb.ZAdd(ctx, holds, redis.Z{Score: 1_700_000_000_123, Member: "a"}, redis.Z{Score: 5, Member: "b"})
+	rdb.ZAdd(ctx, ExpiringKey(holds), redis.Z{Score: 9, Member: "late"})
+	for _, c := range []struct {
+		rid      string
+		want     HoldLift
+		deadline int64
+	}{{"a", HoldLifted, 1_700_000_000_123}, {"a", HoldConfirming, 1_700_000_000_123}, {"late", HoldExpiring, 0}, {"none", HoldNone, 0}} {
+		if got, deadline, err := lift(c.rid); err != nil || got != c.want || deadline != c.deadline {
+			t.Fatalf("lift %s: %v %d %v, want %v %d", c.rid, got, deadline, err, c.want, c.deadline)
+		}
+	}
+	if err := rdb.ZScore(ctx, holds, "a").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("a lifted hold is still where expiry finds it: %v", err)
+	}
+	if n := restore("a"); n != 1 || rdb.ZScore(ctx, holds, "a").Val() != 1_700_000_000_123 || rdb.ZCard(ctx, ConfirmingKey(holds)).Val() != 0 {
+		t.Fatalf("restore: %d; the hold must be back at its deadline and out of confirming", n)
+	}
+	// Lifted, then an acknowledged confirm takes it out of confirming: a restore
+	// (the other confirm's failure) must not put it back.
+	if got, _, _ := lift("b"); got != HoldLifted {
+		t.Fatalf("lift b: %v", got)
+	}
+	rdb.ZRem(ctx, ConfirmingKey(holds), "b")
+	if n := restore("b"); n != 0 || rdb.ZScore(ctx, holds, "b").Err() == nil {
+		t.Fatalf("restore after an acknowledged confirm put the hold back (%d)", n)
+	}
+	bad := runCmd(t, func(p redis.Pipeliner) *redis.Cmd {
+		return confirmHoldScript.EvalSha(ctx, p, []string{holds, ConfirmingKey(holds), ExpiringKey(holds)}, "drop", "a")
+	})
+	if bad.Err() == nil || rdb.ZScore(ctx, holds, "a").Err() != nil {
+		t.Fatalf("an unknown step: %v; it must raise and change nothing", bad.Err())
+	}
+}

@@ -34,6 +34,8 @@ var (
 	reclaimSrc string
 	//go:embed holddue.lua
 	holdDueSrc string
+	//go:embed confirmhold.lua
+	confirmHoldSrc string
 	//go:embed state.lua
 	statePrelude string
 	//go:embed ended.lua
@@ -56,15 +58,16 @@ var (
 	// The state outbox's leases (state.go).
 	stateDueScript = redis.NewScript(stateDueSrc)
 	// The holds live on the request index shards (hold.go).
-	claimHoldScript = redis.NewScript(claimHoldSrc)
-	holdDueScript   = redis.NewScript(holdDueSrc)
-	reclaimScript   = redis.NewScript(reclaimSrc)
+	claimHoldScript   = redis.NewScript(claimHoldSrc)
+	holdDueScript     = redis.NewScript(holdDueSrc)
+	confirmHoldScript = redis.NewScript(confirmHoldSrc)
+	reclaimScript     = redis.NewScript(reclaimSrc)
 )
 
 // All returns every script of the package.
 func All() []*redis.Script {
 	return []*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript,
-		claimHoldScript, holdDueScript, endedScript, stateDueScript, reclaimScript}
+		claimHoldScript, holdDueScript, confirmHoldScript, endedScript, stateDueScript, reclaimScript}
 }
 
 // Load sends SCRIPT LOAD for every script. Call it before pipelining: a pipeline only

@@ -17,7 +17,11 @@ func FuzzDecodeJSON(f *testing.F) {
 		Items: []Item{{PromoID: "A", Type: 1, Num: 2, Shard: 14}}, OccurredAt: "2026-11-11T12:00:01.000+08:00", Reason: "ROLLBACK"}
 	pool := grab
 	pool.Items = []Item{{PromoID: "P", Type: 1, Num: 2, Shard: 3, Amount: 250, Parts: []int{7, 12}}}
-	for _, e := range []Event{grab, cancel, pool, {}, {Items: []Item{}}} {
+	held := grab
+	held.HoldUntil = 1_796_306_597_636
+	confirm := Event{EventID: "e3", Kind: Confirm, RequestID: "r-1", Pin: "alice", IP: "10.0.0.1",
+		Items: grab.Items, OccurredAt: "2026-11-11T12:00:02.000Z"}
+	for _, e := range []Event{grab, cancel, pool, held, confirm, {}, {Items: []Item{}}} {
 		f.Add(e.AppendJSON(nil))
 	}
 	for _, s := range []string{

@@ -66,6 +66,11 @@ type Event struct {
 	HoldUntil int64 `json:"holdUntil,omitempty"`
 }
 
+// MaxHoldSpan bounds a GRAB's holdUntil after its occurredAt: a hold lasts at most
+// a day (grab-service's MaxHoldSeconds) past its claim, and the claim follows the
+// grab's start by at most its answer time.
+const MaxHoldSpan = 25 * time.Hour
+
 // Stamp formats t as the contract's occurredAt.
 func Stamp(t time.Time) string { return t.UTC().Format(TimeFormat) }
 

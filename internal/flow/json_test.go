@@ -11,7 +11,7 @@ import (
 // optional fields present or not, whatever the strings hold.
 func FuzzFlowJSON(f *testing.F) {
 	for _, s := range []string{"", "r-1", `q"uote\back`, "ctl\x00\x1f", "<&>", "héllo 世界", "bad\xff\xfe", "ls\u2028"} {
-		for _, shape := range []uint8{0, 1, 2, 3, 0xff} { // nil, empty, one and two items
+		for _, shape := range []uint8{0, 1, 2, 3, 0x1e, 0xff} { // nil, empty, one and two items
 			f.Add(s, s, int64(-2), shape)
 		}
 	}
@@ -33,6 +33,9 @@ func FuzzFlowJSON(f *testing.F) {
 			e.BodyHash = promoID
 		}
 		x := RequestIndex{BodyHash: s, Pin: promoID, IP: s, Items: items}
+		if shape&16 != 0 { // a held grab's deadline, and its claim's time
+			e.HoldUntil, x.HoldUntilMs, x.ClaimedMs = n, n, -n
+		}
 		for _, c := range []struct {
 			v    any
 			have []byte

@@ -44,8 +44,8 @@ func (e Event) validate() error {
 	switch {
 	case e.HoldUntil != 0 && e.Kind != Grab:
 		return errors.New("holdUntil is a GRAB's")
-	case e.HoldUntil != 0 && (e.HoldUntil < minOccurred.UnixMilli() || e.HoldUntil > maxOccurred.UnixMilli()):
-		return fmt.Errorf("holdUntil %d out of range", e.HoldUntil)
+	case e.HoldUntil != 0 && (e.HoldUntil < at.UnixMilli() || e.HoldUntil > at.Add(MaxHoldSpan).UnixMilli()):
+		return fmt.Errorf("holdUntil %d is not within %s after occurredAt", e.HoldUntil, MaxHoldSpan)
 	}
 	for i, it := range e.Items {
 		switch {

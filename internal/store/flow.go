@@ -111,6 +111,10 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			return 0, fmt.Errorf("insert flows: %d rows from %s %s: %w", len(chunk), chunk[0].key.kind, chunk[0].key.requestID, err)
 		}
 	}
+	// The holds before the promotions' UPDATE: not while their hot rows are locked.
+	if err := writeHolds(ctx, tx, w.holds); err != nil {
+		return 0, err
+	}
 	// One UPDATE for the batch's promotions (up to flowPromoMax), which InnoDB runs
 	// along the primary key; several in the primary key's order: two writers (the
 	// sink's batches, its owed-CANCEL pass) lock the promotion rows in the same order
@@ -135,11 +139,6 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 		w.args = args
 		if _, err := tx.StmtContext(ctx, st.update[b]).ExecContext(ctx, args...); err != nil {
 			return 0, fmt.Errorf("insert flows: remaining of %d promotions from %s: %w", len(promos), promos[0].id, err)
-		}
-	}
-	for _, h := range w.holds {
-		if err := writeHold(ctx, tx, h); err != nil {
-			return 0, err
 		}
 	}
 	if err := commit(ctx, tx); err != nil {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -17,41 +19,57 @@ type holdWrite struct {
 	confirm     bool
 }
 
-// writeHold records a hold or its confirm. Both are upserts that commute, so a
-// redelivered event changes nothing and the order of a GRAB and its CONFIRM does not
-// matter: the first confirm's time stands.
-func writeHold(ctx context.Context, tx sqlx.ExecerContext, h holdWrite) error {
-	var err error
-	if h.confirm {
-		_, err = tx.ExecContext(ctx, `INSERT INTO grab_hold (request_id, index_shard, hold_until_ms, confirmed_at) VALUES (?, ?, 0, ?)
-			ON DUPLICATE KEY UPDATE confirmed_at = COALESCE(confirmed_at, VALUES(confirmed_at))`, h.requestID, h.indexShard, h.confirmedAt)
-	} else {
-		_, err = tx.ExecContext(ctx, `INSERT INTO grab_hold (request_id, index_shard, hold_until_ms) VALUES (?, ?, ?)
-			ON DUPLICATE KEY UPDATE hold_until_ms = VALUES(hold_until_ms)`, h.requestID, h.indexShard, h.untilMs)
-	}
-	if err != nil {
-		return fmt.Errorf("insert flows: hold of %s: %w", h.requestID, err)
+// holdChunk bounds the rows of one grab_hold upsert.
+const holdChunk = 500
+
+// writeHolds records the batch's holds and confirms, in one statement per
+// holdChunk rows, in request id order (two writers lock the rows in the same order
+// and cannot deadlock on them). A GRAB's row brings the deadline, a CONFIRM's the
+// time it was confirmed; each keeps what the other brought, so the two commute, a
+// redelivery changes nothing, and the first confirm's time stands.
+func writeHolds(ctx context.Context, tx sqlx.ExecerContext, holds []holdWrite) error {
+	slices.SortFunc(holds, func(a, b holdWrite) int { return strings.Compare(a.requestID, b.requestID) })
+	for chunk := range slices.Chunk(holds, holdChunk) {
+		var q strings.Builder
+		q.WriteString("INSERT INTO grab_hold (request_id, index_shard, hold_until_ms, confirmed_at) VALUES ")
+		args := make([]any, 0, 4*len(chunk))
+		for i, h := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+			var confirmedAt any // NULL for a GRAB
+			if h.confirm {
+				confirmedAt = h.confirmedAt
+			}
+			args = append(args, h.requestID, int64(h.indexShard), h.untilMs, confirmedAt)
+		}
+		q.WriteString(" ON DUPLICATE KEY UPDATE hold_until_ms = GREATEST(hold_until_ms, VALUES(hold_until_ms)), confirmed_at = COALESCE(confirmed_at, VALUES(confirmed_at))")
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("insert flows: %d holds from %s: %w", len(chunk), chunk[0].requestID, err)
+		}
 	}
 	return nil
 }
 
-// OpenHold is a hold the record has no confirm of, on its shard's holds set.
-type OpenHold struct {
+// RecordedHold is a hold of the record: Open while neither confirmed nor returned.
+type RecordedHold struct {
 	RequestID string `db:"request_id"`
 	UntilMs   int64  `db:"hold_until_ms"`
+	Open      bool   `db:"open"`
 }
 
-// OpenHolds are the holds of the grants whose request index entries live on shard
-// indexShard, not confirmed and not returned (no CANCEL of the request in the log):
-// what a rebuild of that shard puts back on its holds set.
-func (s *Store) OpenHolds(ctx context.Context, indexShard int) ([]OpenHold, error) {
-	var out []OpenHold
-	err := s.db.SelectContext(ctx, &out, `SELECT h.request_id, h.hold_until_ms FROM grab_hold h
-		WHERE h.index_shard = ? AND h.confirmed_at IS NULL AND h.hold_until_ms > 0
-		AND NOT EXISTS (SELECT 1 FROM grab_flow f WHERE f.request_id = h.request_id AND f.kind = 'CANCEL')
-		ORDER BY h.request_id`, indexShard)
+// Holds are the holds of the grants whose request index entries live on shard
+// indexShard, with deadlines at or after since: open ones (no confirm, and no
+// CANCEL of the request in the log), which a rebuild of that shard puts back, and
+// closed ones, which it takes away should a server that lagged still hold them.
+func (s *Store) Holds(ctx context.Context, indexShard int, since time.Time) ([]RecordedHold, error) {
+	var out []RecordedHold
+	err := s.db.SelectContext(ctx, &out, `SELECT h.request_id, h.hold_until_ms,
+		h.confirmed_at IS NULL AND NOT EXISTS (SELECT 1 FROM grab_flow f WHERE f.request_id = h.request_id AND f.kind = 'CANCEL') AS open
+		FROM grab_hold h WHERE h.index_shard = ? AND h.hold_until_ms >= ? ORDER BY h.request_id`, indexShard, since.UnixMilli())
 	if err != nil {
-		return nil, fmt.Errorf("open holds of index shard %d: %w", indexShard, err)
+		return nil, fmt.Errorf("holds of index shard %d: %w", indexShard, err)
 	}
 	return out, nil
 }

@@ -44,12 +44,14 @@ func TestHoldsInTheRecordCommute(t *testing.T) {
 	}
 	open := map[string]int64{}
 	for shard := range 16 {
-		holds, err := s.OpenHolds(ctx, shard)
+		holds, err := s.Holds(ctx, shard, time.Now().Add(-time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, h := range holds {
-			open[h.RequestID] = h.UntilMs
+			if h.Open {
+				open[h.RequestID] = h.UntilMs
+			}
 			if want := ring.Default.Shard(promo.RequestIndexKey(h.RequestID)); want != shard {
 				t.Errorf("%s found on index shard %d, want %d", h.RequestID, shard, want)
 			}
@@ -57,6 +59,9 @@ func TestHoldsInTheRecordCommute(t *testing.T) {
 	}
 	if len(open) != 1 || open["open"] != until {
 		t.Errorf("open holds %v, want open's alone, until %d", open, until)
+	}
+	if holds, err := s.Holds(ctx, ring.Default.Shard(promo.RequestIndexKey("open")), time.Now().Add(2*time.Hour)); err != nil || len(holds) != 0 {
+		t.Errorf("holds due before the bound: %v %v, want none", holds, err)
 	}
 	if n := scalar(t, s, "SELECT COUNT(*) FROM grab_flow WHERE request_id LIKE '%paid%' OR request_id = 'confirm-only'"); n != 2 {
 		t.Errorf("%d flow rows of the confirmed grabs, want their 2 GRABs", n)

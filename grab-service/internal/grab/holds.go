@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -41,20 +43,33 @@ const holdLease = 30 * time.Second
 // holdsPerPass bounds the holds one pass returns per shard.
 const holdsPerPass = 200
 
-// expiringKey is where the holds being returned wait, beside holdsKey.
-func expiringKey(holdsKey string) string { return holdsKey + ":expiring" }
-
 // holdDeadline is when a grab claimed at now with holdSeconds stops holding.
 func (s *Grabber) holdDeadline(now time.Time, holdSeconds int) time.Time {
 	return now.Add(s.cfg.AnswerTimeout + time.Duration(holdSeconds)*time.Second)
 }
 
-// Confirm keeps a held grant: its hold is removed and the grant stands. A grant
-// without a hold, or already confirmed, confirms again as CONFIRMED; one whose
-// hold ran out (or that was cancelled) answers ALREADY_RETURNED.
+// Confirm keeps a held grant: its hold is lifted for good once the record has its
+// CONFIRM. A grant without a hold, or already confirmed, confirms again as
+// CONFIRMED; one whose hold ran out (or that was cancelled) answers
+// ALREADY_RETURNED.
+//
+// The hold is first moved aside (confirmhold.lua's lift), where expiry does not see
+// it, then the CONFIRM is published, and only its acknowledgement lifts it for
+// good. Unacknowledged, it goes back where it was, at its deadline, unless another
+// confirm of the request was acknowledged meanwhile: a retry that finds the hold
+// aside publishes too, and its acknowledgement settles it. So a CONFIRMED answer is
+// always in the record, and a rebuilt shard never puts back a hold that was paid.
 func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
+	unavailable := Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the confirm"}
+	// A lost index shard's entry and hold come back with its rebuild; until then the
+	// record could tell the grant but not its hold.
+	indexShard := s.ring.Shard(promo.RequestIndexKey(rid))
+	rebuilding := Result{RequestID: rid, Result: Unavailable, Message: fmt.Sprintf("shard %d is being rebuilt; retry the confirm shortly", indexShard)}
+	if s.Fence.Fenced(indexShard) {
+		return rebuilding, nil
+	}
 	idx, err := s.ownedIndex(ctx, rid, pin)
 	if unknown, ok := indexUnknown(rid, err); ok {
 		return unknown, nil
@@ -62,49 +77,53 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	confirmed := Result{RequestID: rid, Result: Confirmed, Message: "the grant stands; its hold is lifted"}
-	expired := Result{RequestID: rid, Result: AlreadyReturned, Message: "the hold ran out before the confirm; the grant was returned"}
-	unavailable := Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the confirm"}
-	// The hold's deadline, its removal and a look at the expiring set, in one pipeline.
-	var deadline, removed *redis.Cmd
-	expiring := s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
-		deadline = redis.NewCmd(ctx, "zscore", s.cfg.HoldsKey, rid)
-		_ = p.Process(ctx, deadline)
-		removed = redis.NewCmd(ctx, "zrem", s.cfg.HoldsKey, rid)
-		_ = p.Process(ctx, removed)
-		c := redis.NewCmd(ctx, "zscore", expiringKey(s.cfg.HoldsKey), rid)
-		_ = p.Process(ctx, c)
-		return c
-	})
-	if removed == nil { // never queued: the shard's queue stayed full
-		return unavailable, nil
-	}
-	if n, err := removed.Int64(); err != nil {
+	lift, _, err := lua.ParseLiftHold(s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
+		return lua.QueueLiftHold(ctx, p, s.cfg.HoldsKey, rid)
+	}))
+	if err != nil {
 		s.logErr("confirm: holds unreadable", err, "requestId", rid)
 		return unavailable, nil
-	} else if n == 1 {
-		// The hold is lifted; the grant stands once the record has the CONFIRM, or
-		// the hold goes back and the checkout retries.
-		if !s.recordConfirm(ctx, idx, rid) {
-			until, _ := deadline.Float64()
-			err := s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
-				c := redis.NewCmd(ctx, "zadd", s.cfg.HoldsKey, "nx", until, rid)
-				_ = p.Process(ctx, c)
-				return c
-			}).Err()
-			s.logErr("confirm: the hold could not be put back; the grant stands without one, open in the record", err, "requestId", rid)
-			return Result{RequestID: rid, Result: Unavailable, Message: "the confirm was not recorded; the hold stands; retry the confirm"}, nil
+	}
+	if lift == lua.HoldExpiring {
+		return Result{RequestID: rid, Result: AlreadyReturned, Message: "the hold ran out before the confirm; the grant was returned"}, nil
+	}
+	// The ledgers say whether the grant stands: a cancelled grant keeps its hold
+	// until it is due, and a grab still being committed has one too.
+	if res, stands, err := s.grantStands(ctx, idx, rid); !stands {
+		if lift == lua.HoldLifted {
+			s.settleHold(rid, err != nil || res.Result == Unavailable) // back unless returned
+		}
+		return res, err
+	}
+	confirmed := Result{RequestID: rid, Result: Confirmed, Message: "the grant stands; its hold is lifted"}
+	if lift == lua.HoldNone && idx.HoldUntilMs == 0 {
+		// No hold, ever, so nothing to record: unless the index shard came back empty
+		// before the fence saw it, and the entry and hold were lost with it.
+		if s.shardLost(indexShard) {
+			return rebuilding, nil
 		}
 		return confirmed, nil
 	}
-	switch err := expiring.Err(); {
-	case err == nil:
-		return expired, nil
-	case !errors.Is(err, redis.Nil):
-		s.logErr("confirm: expiring holds unreadable", err, "requestId", rid)
-		return unavailable, nil
+	// Held: lifted now, aside for another confirm, or lifted before (its CONFIRM
+	// again, for a confirm a crash cut off: the record keeps the first).
+	ev := s.event(flow.Confirm, rid, idx.Pin, idx.IP, idx.Items, s.Clock(), "")
+	if err := s.publish(ctx, ev); err != nil {
+		s.logErr("confirm: CONFIRM not acknowledged", err, "requestId", rid)
+		if lift == lua.HoldLifted {
+			s.settleHold(rid, true)
+		}
+		return Result{RequestID: rid, Result: Unavailable, Message: "the confirm was not recorded; the hold stands; retry the confirm"}, nil
 	}
-	// No hold: never held, confirmed before, or returned. The ledgers tell.
+	if lift != lua.HoldNone {
+		s.settleHold(rid, false)
+	}
+	return confirmed, nil
+}
+
+// grantStands reads the request's ledger entries: stands is true when every one is
+// committed; otherwise res is the confirm's answer (returned, still being
+// committed, or a shard unavailable), or err ErrGrabNotFound.
+func (s *Grabber) grantStands(ctx context.Context, idx flow.RequestIndex, rid string) (res Result, stands bool, err error) {
 	var states []string
 	for _, g := range s.groups(indexItems(idx), idx.Pin, idx.IP) {
 		for _, key := range g.keys {
@@ -112,38 +131,37 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 			switch {
 			case err != nil:
 				s.logErr("confirm: ledger unreadable", err, "requestId", rid, "shard", g.shard)
-				return unavailable, nil
+				return Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the confirm"}, false, nil
 			case !found:
-				return Result{}, ErrGrabNotFound
+				return Result{}, false, ErrGrabNotFound
 			}
 			states = append(states, e.State)
 		}
 	}
 	switch {
 	case slices.Contains(states, lua.LedgerPending):
-		return Result{RequestID: rid, Result: Unavailable, Message: "the grab is still being committed; retry the confirm"}, nil
+		return Result{RequestID: rid, Result: Unavailable, Message: "the grab is still being committed; retry the confirm"}, false, nil
 	case slices.ContainsFunc(states, func(st string) bool { return st != lua.LedgerCommitted }):
-		return Result{RequestID: rid, Result: AlreadyReturned, Message: "the grant was returned"}, nil
+		return Result{RequestID: rid, Result: AlreadyReturned, Message: "the grant was returned"}, false, nil
 	}
-	// A held grant confirmed before: its CONFIRM again (the record keeps the first),
-	// for a confirm whose publish a crash cut off between the hold's removal and
-	// its answer.
-	if idx.HoldUntilMs > 0 && !s.recordConfirm(ctx, idx, rid) {
-		return unavailable, nil
-	}
-	return confirmed, nil
+	return Result{}, true, nil
 }
 
-// recordConfirm publishes the CONFIRM of a held grant and reports whether it was
-// acknowledged: a rebuilt shard then restores no hold for it (docs/CONTRACT.md,
-// "Holds").
-func (s *Grabber) recordConfirm(ctx context.Context, idx flow.RequestIndex, rid string) bool {
-	ev := s.event(flow.Confirm, rid, idx.Pin, idx.IP, idx.Items, s.Clock(), "")
-	if err := s.publish(ctx, ev); err != nil {
-		s.logErr("confirm: CONFIRM not acknowledged", err, "requestId", rid)
-		return false
-	}
-	return true
+// settleHold ends a lift: back puts the hold back at its deadline (unless an
+// acknowledged confirm took it meanwhile), else it leaves the confirming set for
+// good. On a context of its own: the confirm's may be spent by a slow publish.
+func (s *Grabber) settleHold(rid string, back bool) {
+	ctx, cancel := s.settleCtx()
+	defer cancel()
+	err := s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
+		if back {
+			return lua.QueueRestoreHold(ctx, p, s.cfg.HoldsKey, rid)
+		}
+		c := redis.NewCmd(ctx, "zrem", lua.ConfirmingKey(s.cfg.HoldsKey), rid)
+		_ = p.Process(ctx, c)
+		return c
+	}).Err()
+	s.logErr("confirm: the hold left aside; the grant stands without a hold until a confirm of it is acknowledged", err, "requestId", rid, "back", back)
 }
 
 // expireHolds returns the holds due on every shard not fenced (reconcile.go runs
@@ -156,7 +174,7 @@ func (s *Reconciler) expireHolds(ctx context.Context, now time.Time) (int, error
 			continue // its entries wait for the rebuild
 		}
 		rids, err := lua.ParseHoldsDue(exec.do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-			return lua.QueueHoldsDue(ctx, p, s.cfg.HoldsKey, expiringKey(s.cfg.HoldsKey), now.UnixMilli(), holdLease.Milliseconds(), holdsPerPass)
+			return lua.QueueHoldsDue(ctx, p, s.cfg.HoldsKey, lua.ExpiringKey(s.cfg.HoldsKey), now.UnixMilli(), holdLease.Milliseconds(), holdsPerPass)
 		}))
 		if err != nil {
 			firstErr = cmp.Or(firstErr, err)
@@ -170,7 +188,7 @@ func (s *Reconciler) expireHolds(ctx context.Context, now time.Time) (int, error
 			if !done {
 				continue // taken up again when its lease ends
 			}
-			if err := s.dropHold(ctx, expiringKey(s.cfg.HoldsKey), rid); err != nil {
+			if err := s.dropHold(ctx, lua.ExpiringKey(s.cfg.HoldsKey), rid); err != nil {
 				firstErr = cmp.Or(firstErr, err)
 			}
 			returned++

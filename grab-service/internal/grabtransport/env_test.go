@@ -46,23 +46,37 @@ type recorder struct {
 	inFlight atomic.Int64 // publishes waiting for Kafka's answer
 	mu       sync.Mutex
 	acked    []flow.Event
-	refused  flow.Kind // events of this kind are refused, as by Kafka down
+	// before, when set, sees every event first; its error fails the publish, as
+	// Kafka's would.
+	before func(flow.Event) error
 }
 
-// refuse makes publishes of kind fail (""; none) from now on.
+// refuse makes publishes of kind fail from now on ("": none).
 func (r *recorder) refuse(kind flow.Kind) {
+	r.intercept(func(e flow.Event) error {
+		if kind != "" && e.Kind == kind {
+			return fmt.Errorf("test: %s events refused", kind)
+		}
+		return nil
+	})
+}
+
+func (r *recorder) intercept(before func(flow.Event) error) {
 	r.mu.Lock()
-	r.refused = kind
+	r.before = before
 	r.mu.Unlock()
 }
 
 func (r *recorder) Publish(ctx context.Context, events ...flow.Event) error {
 	r.mu.Lock()
-	refused := r.refused
+	before := r.before
 	r.mu.Unlock()
 	for _, e := range events {
-		if refused != "" && e.Kind == refused {
-			return fmt.Errorf("test: %s events refused", refused)
+		if before == nil {
+			break
+		}
+		if err := before(e); err != nil {
+			return err
 		}
 	}
 	r.inFlight.Add(1)

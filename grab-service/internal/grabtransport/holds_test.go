@@ -252,12 +252,12 @@ func TestHoldsInTheRecord(t *testing.T) {
 	}
 	open := map[string]int64{}
 	for shard := range 16 {
-		holds, err := e.db.OpenHolds(ctx, shard)
+		holds, err := e.db.Holds(ctx, shard, time.Now().Add(-time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, h := range holds {
-			if strings.HasSuffix(h.RequestID, "-"+e.suffix) {
+			if h.Open && strings.HasSuffix(h.RequestID, "-"+e.suffix) {
 				open[h.RequestID] = h.UntilMs
 				if want := ring.Default.Shard(promo.RequestIndexKey(h.RequestID)); shard != want {
 					t.Errorf("%s's hold is on index shard %d, its index entry on %d", h.RequestID, shard, want)
@@ -306,5 +306,65 @@ func TestConfirmNotAcknowledgedKeepsTheHold(t *testing.T) {
 	}
 	if h := e.hash(id); h.Remaining != 9 {
 		t.Fatalf("remaining %d, want 9 (the confirmed grant stands)", h.Remaining)
+	}
+}
+
+// Two confirms of one grant at once (a checkout that gave up on a slow one and sent
+// it again): the second's acknowledged CONFIRM stands, and the first's failure
+// afterwards does not put the hold back, so the grant is never returned as unpaid.
+// A confirm of a cancelled grant answers ALREADY_RETURNED and records nothing.
+func TestConcurrentConfirmsKeepTheAcknowledgedOne(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	id := e.promotion("twice", spec{total: 10, maxPerGrab: 1})
+	e.heldGrab(t, "slow", "pin-slow", id, 60)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	e.pub.intercept(func(ev flow.Event) error {
+		isFirst := false
+		if ev.Kind == flow.Confirm {
+			first.Do(func() { isFirst = true })
+		}
+		if !isFirst {
+			return nil
+		}
+		close(entered)
+		<-release
+		return fmt.Errorf("test: the first CONFIRM timed out")
+	})
+	slow := make(chan answer, 1)
+	go func() { slow <- e.confirm("slow", "pin-slow") }()
+	<-entered
+	if a := e.confirm("slow", "pin-slow"); a.status != http.StatusOK || a.res.Result != grab.Confirmed {
+		t.Fatalf("the second confirm, the first still publishing: %d %s", a.status, a.raw)
+	}
+	close(release)
+	if a := <-slow; a.status != http.StatusServiceUnavailable {
+		t.Fatalf("the first confirm, its CONFIRM failed: %d %s", a.status, a.raw)
+	}
+	idx := e.shard(promo.RequestIndexKey(e.rid("slow")))
+	for _, key := range []string{e.cfg.HoldsKey, lua.ConfirmingKey(e.cfg.HoldsKey)} {
+		if err := idx.ZScore(ctx, key, e.rid("slow")).Err(); err != redis.Nil {
+			t.Fatalf("%s still holds the confirmed grant (%v)", key, err)
+		}
+	}
+	e.past(60)
+	if n := e.reconcile().HoldsExpired; n != 0 {
+		t.Fatalf("a pass past the hold returned %d; the grant was confirmed", n)
+	}
+
+	e.pub.intercept(nil)
+	e.heldGrab(t, "cancelled", "pin-cancelled", id, 60)
+	if a := e.cancel("cancelled", "pin-cancelled"); a.res.Result != grab.Returned {
+		t.Fatalf("cancel: %s", a.raw)
+	}
+	if a := e.confirm("cancelled", "pin-cancelled"); a.status != http.StatusConflict || a.res.Result != grab.AlreadyReturned {
+		t.Fatalf("confirm of a cancelled grant: %d %s, want 409 ALREADY_RETURNED", a.status, a.raw)
+	}
+	for _, ev := range e.pub.events() {
+		if ev.Kind == flow.Confirm && ev.RequestID == e.rid("cancelled") {
+			t.Fatal("a CONFIRM of a cancelled grant was published")
+		}
 	}
 }

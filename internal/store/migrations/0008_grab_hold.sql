@@ -13,5 +13,5 @@ CREATE TABLE IF NOT EXISTS grab_hold (
   hold_until_ms BIGINT NOT NULL,
   confirmed_at  DATETIME(3) NULL,
   PRIMARY KEY (request_id),
-  KEY grab_hold_open (index_shard, confirmed_at)
+  KEY grab_hold_shard (index_shard, hold_until_ms)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;

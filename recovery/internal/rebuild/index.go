@@ -2,6 +2,7 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,20 +45,30 @@ func restoreIndex(ctx context.Context, c redis.UniversalClient, rec Record, shar
 // index entries live there and that the record shows neither confirmed nor
 // returned, each at its own deadline: the reconciler returns the ones due at its
 // next pass, and a confirm still finds the others. ZADD NX: a hold a grab has
-// registered since the server came back stays as it is. It returns the holds written.
-func restoreHolds(ctx context.Context, c redis.UniversalClient, rec Record, shard, batch int) (int, error) {
-	holds, err := rec.OpenHolds(ctx, shard)
+// registered since the server came back stays as it is. The holds the record shows
+// closed are taken away, should the server be one that lagged (a promoted replica)
+// and still hold one: expiry must never return a grant that was confirmed. It
+// returns the open holds written.
+func restoreHolds(ctx context.Context, c redis.UniversalClient, rec Record, shard, batch int, now time.Time) (int, error) {
+	holds, err := rec.Holds(ctx, shard, now.Add(-flow.RequestIndexTTL))
 	if err != nil {
 		return 0, fmt.Errorf("restore the holds: %w", err)
 	}
 	w := newPipe(ctx, c, batch)
+	open := 0
 	for _, h := range holds {
-		if err := w.do("ZADD", lua.HoldsKey, "NX", h.UntilMs, h.RequestID); err != nil {
+		if h.Open {
+			open++
+			err = w.do("ZADD", lua.HoldsKey, "NX", h.UntilMs, h.RequestID)
+		} else {
+			err = errors.Join(w.do("ZREM", lua.HoldsKey, h.RequestID), w.do("ZREM", lua.ConfirmingKey(lua.HoldsKey), h.RequestID))
+		}
+		if err != nil {
 			return 0, fmt.Errorf("restore the holds: %w", err)
 		}
 	}
 	if err := w.flush(); err != nil {
 		return 0, fmt.Errorf("restore the holds: %w", err)
 	}
-	return len(holds), nil
+	return open, nil
 }

@@ -21,7 +21,7 @@ type Record interface {
 	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
 	EnvelopeSplit(ctx context.Context, id store.ID) (store.EnvelopeSplit, bool, error)
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
-	OpenHolds(ctx context.Context, indexShard int) ([]store.OpenHold, error)
+	Holds(ctx context.Context, indexShard int, since time.Time) ([]store.RecordedHold, error)
 	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
 	PendingChanges(ctx context.Context) ([]store.PendingChange, error)
 }

@@ -247,9 +247,10 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 	index := make(chan error, 1)
 	go func() {
 		var err error
-		indexed, err = restoreIndex(ictx, c, d.Record, shard, o.Batch, time.Now())
+		now := time.Now()
+		indexed, err = restoreIndex(ictx, c, d.Record, shard, o.Batch, now)
 		if err == nil {
-			held, err = restoreHolds(ictx, c, d.Record, shard, o.Batch)
+			held, err = restoreHolds(ictx, c, d.Record, shard, o.Batch, now)
 		}
 		index <- err
 	}()
