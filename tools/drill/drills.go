@@ -751,17 +751,27 @@ func failoverDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 
 // ---- 7. hostile input --------------------------------------------------------------
 
+// createCanary creates p, a promotion of the drill's own that no load touches, on
+// sale for six hours, and has the checker check it with the rest.
+func (d *drillEnv) createCanary(ctx context.Context, p checker.Promotion, maxPerGrab int, title string, out *outcome) bool {
+	body := map[string]any{"promoId": p.PromoID, "type": p.Type, "title": title, "total": p.Total, "perPinLimit": p.PerPin,
+		"perIpLimit": p.PerIP, "maxPerGrab": maxPerGrab, "startAt": time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339),
+		"endAt": time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
+	a := loadgen.Do(ctx, loadgen.Client(1, 15*time.Second), d.ctl.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.admin})
+	if a.Status != http.StatusCreated {
+		out.fail("create the %s: %d %s", title, a.Status, a.Body)
+		return false
+	}
+	out.canaries = append(out.canaries, p)
+	return true
+}
+
 func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	canary := sale{Promotion: checker.Promotion{PromoID: d.run + "-canary", Type: 1, Total: 100, PerPin: 2, PerIP: 5}}
 	client := loadgen.Client(16, 15*time.Second)
-	body := map[string]any{"promoId": canary.PromoID, "type": 1, "title": "drill canary", "total": canary.Total, "perPinLimit": canary.PerPin,
-		"perIpLimit": canary.PerIP, "maxPerGrab": 2, "startAt": time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339),
-		"endAt": time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
-	if a := loadgen.Do(ctx, client, d.ctl.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.admin}); a.Status != http.StatusCreated {
-		out.fail("create the canary promotion: %d %s", a.Status, a.Body)
+	if !d.createCanary(ctx, canary.Promotion, 2, "drill canary", out) {
 		return
 	}
-	out.canaries = append(out.canaries, canary.Promotion)
 	g1 := d.load.legit(canary, d.run+"-canary-pin1", "10.98.0.1", false)
 	g2 := d.load.legit(canary, d.run+"-canary-pin2", "10.98.0.2", true)
 	if g1.Grab != "GRANTED" || g2.Grab != "GRANTED" || g2.Cancel != "RETURNED" {

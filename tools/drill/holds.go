@@ -28,14 +28,9 @@ type heldGrab struct {
 func (d *drillEnv) holdsCanary(ctx context.Context, shard int, out *outcome) []heldGrab {
 	canary := checker.Promotion{PromoID: d.run + "-holds", Type: 1, Total: 100, PerPin: 1, PerIP: 100}
 	client := loadgen.Client(4, 15*time.Second)
-	body := map[string]any{"promoId": canary.PromoID, "type": 1, "title": "drill holds canary", "total": canary.Total, "perPinLimit": canary.PerPin,
-		"perIpLimit": canary.PerIP, "maxPerGrab": 1, "startAt": time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339),
-		"endAt": time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
-	if a := loadgen.Do(ctx, client, d.ctl.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.admin}); a.Status != http.StatusCreated {
-		out.fail("create the holds canary: %d %s", a.Status, a.Body)
+	if !d.createCanary(ctx, canary, 1, "drill holds canary", out) {
 		return nil
 	}
-	out.canaries = append(out.canaries, canary)
 	var held []heldGrab
 	for i := 0; len(held) < 6; i++ {
 		rid := fmt.Sprintf("%s-hold-%d", d.run, i)
