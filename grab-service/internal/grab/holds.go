@@ -132,6 +132,8 @@ func (s *Grabber) grantStands(ctx context.Context, idx flow.RequestIndex, rid st
 			case err != nil:
 				s.logErr("confirm: ledger unreadable", err, "requestId", rid, "shard", g.shard)
 				return Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the confirm"}, false, nil
+			case !found && s.shardLost(g.shard): // gone with its server, until the rebuild
+				return Result{RequestID: rid, Result: Unavailable, Message: lostMessage(g.shard)}, false, nil
 			case !found:
 				return Result{}, false, ErrGrabNotFound
 			}

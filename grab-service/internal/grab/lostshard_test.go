@@ -297,3 +297,48 @@ func TestNotFoundFloodSharesMarkerReads(t *testing.T) {
 	}
 	t.Logf("%d marker reads for %d NOT_FOUND grabs", markerReads, grabs)
 }
+
+// A confirm never answers from a shard that came back empty. Its index entry, its
+// hold and its ledger went with the server, and the record cannot tell whether the
+// grant was confirmed, so until the rebuild the answer is UNAVAILABLE: not NOT_FOUND,
+// and not a CONFIRMED the record never got.
+func TestConfirmOnALostShardIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const lost = 6
+	c, shards, id, _, f := builtShardsWithPromotion(t, lost, nil)
+	rec := grabRecord{pin: "p", ip: "1.1.1.1", items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}}
+	pub := &recordingPublisher{}
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: pub, Record: rec, Switches: configcenter.NewHolder(),
+		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Fence: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	rid := "h"
+	for n := 0; ring.Default.Shard(promo.RequestIndexKey(rid)) != lost; n++ { // its index and hold on the lost shard too
+		rid = "h" + strconv.Itoa(n)
+	}
+	held := Request{RequestID: rid, Pin: "p", IP: "1.1.1.1", HoldSeconds: 600, Items: []Item{{PromoID: id, Type: 1, Num: 1}}}
+	if res, err := svc.Grab(ctx, held); err != nil || res.Result != Granted {
+		t.Fatalf("held grab before the loss: %+v %v", res, err)
+	}
+	if err := c.FlushAll(ctx).Err(); err != nil { // every shard of this private server
+		t.Fatal(err)
+	}
+	if res, err := svc.Confirm(ctx, rid, "p"); err != nil || res.Result != Unavailable {
+		t.Fatalf("confirm before the fence noticed the loss: %+v %v; want UNAVAILABLE", res, err)
+	}
+	f.Poll(ctx, pollWithin)
+	if !f.Fenced(lost) {
+		t.Fatal("test set-up: the fence must fence the lost shard now")
+	}
+	if res, err := svc.Confirm(ctx, rid, "p"); err != nil || res.Result != Unavailable {
+		t.Fatalf("confirm while the shard is fenced: %+v %v; want UNAVAILABLE", res, err)
+	}
+	for _, e := range pub.events {
+		if e.Kind == flow.Confirm {
+			t.Fatalf("a CONFIRM was published from a lost shard: %+v", e)
+		}
+	}
+}
