@@ -147,7 +147,7 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 	return len(w.fresh), nil
 }
 
-// insertChunk bounds the rows of one INSERT elsewhere (owed.go).
+// insertChunk bounds the rows of one INSERT elsewhere (owed.go, hold.go).
 const insertChunk = 500
 
 // flowBuckets is how many sizes the lookup comes in: 1, 2, 4, ... flowBucketMax
@@ -333,11 +333,13 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 			return fmt.Errorf("insert flows: event %s: occurredAt: %w", e.EventID, err)
 		}
 		indexShard := ring.Default.Shard(promo.RequestIndexKey(e.RequestID)) // migration 0003
-		if e.Kind == flow.Confirm || e.HoldUntil != 0 {
-			w.holds = append(w.holds, holdWrite{requestID: e.RequestID, indexShard: indexShard, untilMs: e.HoldUntil, confirmedAt: at.UTC(), confirm: e.Kind == flow.Confirm})
-		}
 		if e.Kind == flow.Confirm {
-			continue // it moves no stock: no grab_flow row
+			// It moves no stock: a grab_hold row, no grab_flow row.
+			w.holds = append(w.holds, holdWrite{requestID: e.RequestID, indexShard: indexShard, confirmedAt: at.UTC()})
+			continue
+		}
+		if e.HoldUntil != 0 {
+			w.holds = append(w.holds, holdWrite{requestID: e.RequestID, indexShard: indexShard, untilMs: e.HoldUntil})
 		}
 		kind, ok := kindArg[e.Kind]
 		if !ok {

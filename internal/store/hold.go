@@ -10,42 +10,33 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// holdWrite is one grab_hold change (migration 0008): a GRAB's hold, or a CONFIRM.
+// holdWrite is one grab_hold change (migration 0008): a GRAB's hold (its deadline),
+// or a CONFIRM (when it was confirmed; zero for a GRAB).
 type holdWrite struct {
 	requestID   string
 	indexShard  int
-	untilMs     int64     // the GRAB's holdUntil
-	confirmedAt time.Time // the CONFIRM's occurredAt
-	confirm     bool
+	untilMs     int64
+	confirmedAt time.Time
 }
 
-// holdChunk bounds the rows of one grab_hold upsert.
-const holdChunk = 500
-
 // writeHolds records the batch's holds and confirms, in one statement per
-// holdChunk rows, in request id order (two writers lock the rows in the same order
-// and cannot deadlock on them). A GRAB's row brings the deadline, a CONFIRM's the
-// time it was confirmed; each keeps what the other brought, so the two commute, a
-// redelivery changes nothing, and the first confirm's time stands.
+// insertChunk rows, in request id order (two writers lock the rows in the same
+// order and cannot deadlock on them). A GRAB's row brings the deadline, a
+// CONFIRM's the time it was confirmed; each keeps what the other brought, so the
+// two commute, a redelivery changes nothing, and the first confirm's time stands.
 func writeHolds(ctx context.Context, tx sqlx.ExecerContext, holds []holdWrite) error {
 	slices.SortFunc(holds, func(a, b holdWrite) int { return strings.Compare(a.requestID, b.requestID) })
-	for chunk := range slices.Chunk(holds, holdChunk) {
-		var q strings.Builder
-		q.WriteString("INSERT INTO grab_hold (request_id, index_shard, hold_until_ms, confirmed_at) VALUES ")
+	for chunk := range slices.Chunk(holds, insertChunk) {
 		args := make([]any, 0, 4*len(chunk))
-		for i, h := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?)")
+		for _, h := range chunk {
 			var confirmedAt any // NULL for a GRAB
-			if h.confirm {
+			if !h.confirmedAt.IsZero() {
 				confirmedAt = h.confirmedAt
 			}
 			args = append(args, h.requestID, int64(h.indexShard), h.untilMs, confirmedAt)
 		}
-		q.WriteString(" ON DUPLICATE KEY UPDATE hold_until_ms = GREATEST(hold_until_ms, VALUES(hold_until_ms)), confirmed_at = COALESCE(confirmed_at, VALUES(confirmed_at))")
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO grab_hold (request_id, index_shard, hold_until_ms, confirmed_at) VALUES `+placeholders(len(chunk), 4)+
+			` ON DUPLICATE KEY UPDATE hold_until_ms = GREATEST(hold_until_ms, VALUES(hold_until_ms)), confirmed_at = COALESCE(confirmed_at, VALUES(confirmed_at))`, args...); err != nil {
 			return fmt.Errorf("insert flows: %d holds from %s: %w", len(chunk), chunk[0].requestID, err)
 		}
 	}
