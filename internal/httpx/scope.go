@@ -58,10 +58,6 @@ func RequestID(ctx context.Context) string {
 // honour it).
 func Serve(log *slog.Logger, limit time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if scopeOf(r.Context()) != nil {
-			next.ServeHTTP(w, r)
-			return
-		}
 		start := time.Now()
 		s := newScope(w, r)
 		if limit > 0 {
@@ -77,10 +73,6 @@ func Serve(log *slog.Logger, limit time.Duration, next http.Handler) http.Handle
 		}
 	})
 }
-
-// WithRequestID gives the request a scope with an id and nothing more; under
-// Serve (wrapping twice) it leaves the scope Serve made.
-func WithRequestID(next http.Handler) http.Handler { return Serve(nil, 0, next) }
 
 func newScope(w http.ResponseWriter, r *http.Request) *scope {
 	id := r.Header.Get("X-Request-Id")

@@ -115,7 +115,7 @@ func BenchmarkRequestDeadline(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		h    http.Handler
-	}{{"lazy", Serve(nil, 10*time.Second, nothing)}, {"timer", WithRequestID(eager)}} {
+	}{{"lazy", Serve(nil, 10*time.Second, nothing)}, {"timer", Serve(nil, 0, eager)}} {
 		b.Run(c.name, func(b *testing.B) {
 			conn, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -175,7 +175,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	e.svc, e.rec, e.db, e.switches, e.fence = a.Service, a.Reconciler, a.Store, a.Switches, a.Fence
 	// Behind the contract's validator: every request of every test here, and its
 	// answer, is checked against api/openapi.yaml.
-	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.WithRequestID(a.Handler)))
+	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.Serve(nil, 0, a.Handler)))
 	e.ops = httptest.NewServer(a.Ops)
 	t.Cleanup(func() { e.srv.Close(); e.ops.Close(); a.Close() })
 	return e

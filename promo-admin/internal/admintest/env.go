@@ -109,7 +109,7 @@ func Start(t testing.TB, o Options) *Env {
 	go func() { following <- a.FollowSwitches(followCtx) }()
 	// Every request of the test, and its answer, is checked against api/openapi.yaml.
 	// The request id middleware, as the server's httpx.Serve gives it (svc.Server).
-	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, httpx.WithRequestID(a.Handler)))
+	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, httpx.Serve(nil, 0, a.Handler)))
 	e := &Env{t: t, App: a, Server: srv, Ops: httptest.NewServer(a.Ops), Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
 	byAddr := map[string]*redis.Client{}
 	for _, addr := range o.RedisAddrs {
