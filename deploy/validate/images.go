@@ -2,7 +2,9 @@ package validate
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,13 +127,8 @@ func CheckAlpineSupported(ref string, today time.Time) error {
 	}
 	end, ok := alpineEndOfSupport[release]
 	if !ok {
-		newest := ""
-		for r := range alpineEndOfSupport {
-			if semver.Compare("v"+r, "v"+newest) > 0 || newest == "" {
-				newest = r
-			}
-		}
-		if semver.Compare("v"+release, "v"+newest) > 0 {
+		byVersion := func(a, b string) int { return semver.Compare("v"+a, "v"+b) }
+		if byVersion(release, slices.MaxFunc(slices.Collect(maps.Keys(alpineEndOfSupport)), byVersion)) > 0 {
 			return nil
 		}
 		return fmt.Errorf("image %q: Alpine %s is past its support", ref, release)
