@@ -179,3 +179,18 @@ func (r *round) promotions() []checker.Promotion {
 	}
 	return out
 }
+
+// createCanary creates p, a promotion of the drill's own that no load touches, on
+// sale for six hours, and has the checker check it with the rest.
+func (d *drillEnv) createCanary(ctx context.Context, p checker.Promotion, maxPerGrab int, title string, out *outcome) bool {
+	body := map[string]any{"promoId": p.PromoID, "type": p.Type, "title": title, "total": p.Total, "perPinLimit": p.PerPin,
+		"perIpLimit": p.PerIP, "maxPerGrab": maxPerGrab, "startAt": time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339),
+		"endAt": time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
+	a := loadgen.Do(ctx, loadgen.Client(1, 15*time.Second), d.ctl.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.admin})
+	if a.Status != http.StatusCreated {
+		out.fail("create the %s: %d %s", title, a.Status, a.Body)
+		return false
+	}
+	out.canaries = append(out.canaries, p)
+	return true
+}
