@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -278,22 +275,23 @@ func backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// send makes one attempt of path through loadgen, as the bench sends its grabs; a
+// transport error is the zero reply.
 func (l *load) send(path string, body []byte, attempt int) reply {
-	req, err := http.NewRequest(http.MethodPost, l.base+path, bytes.NewReader(body))
-	if err != nil {
-		return reply{}
-	}
+	c := loadgen.Call{Method: http.MethodPost, Path: path, Body: body, Token: l.token}
 	if path == "/v1/grab" {
-		req.Header.Set("X-Grab-Attempt", strconv.Itoa(attempt))
+		c.Attempt = attempt
 	}
-	req.Header.Set("Authorization", "Bearer "+l.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := l.client.Do(req)
-	if err != nil {
+	a := loadgen.Do(context.Background(), l.client, l.base, c)
+	if a.Status == 0 {
 		return reply{}
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return replyOf(a.Status, a.Body)
+}
+
+// replyOf reads an answer's body: its result (else its code, else the status), its
+// message, and the envelope pools' amounts it carried.
+func replyOf(status int, raw []byte) reply {
 	var b struct {
 		Result  string `json:"result"`
 		Code    string `json:"code"`
@@ -305,7 +303,7 @@ func (l *load) send(path string, body []byte, attempt int) reply {
 		} `json:"items"`
 	}
 	_ = json.Unmarshal(raw, &b)
-	r := reply{status: resp.StatusCode, result: b.Result, message: b.Message}
+	r := reply{status: status, result: b.Result, message: b.Message}
 	for _, it := range b.Items {
 		if it.Amount != nil {
 			if r.amounts == nil {
@@ -318,7 +316,7 @@ func (l *load) send(path string, body []byte, attempt int) reply {
 		r.result = b.Code
 	}
 	if r.result == "" {
-		r.result = fmt.Sprintf("HTTP_%d", resp.StatusCode)
+		r.result = fmt.Sprintf("HTTP_%d", status)
 	}
 	return r
 }
