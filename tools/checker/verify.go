@@ -82,228 +82,314 @@ func (f flows) held(rid string) bool {
 // Verify reconciles told answers with a snapshot. It is pure, so the checker's own
 // rules have table tests.
 func Verify(promos []Promotion, reqs []Request, snap Snapshot) Report {
-	rep := Report{Promotions: len(promos), Requests: len(reqs)}
-	byID := make(map[string]*Request, len(reqs))
-	toldOn := map[string][]*Request{} // promotion key -> requests naming it
+	v := verification{rep: Report{Promotions: len(promos), Requests: len(reqs)}, snap: snap, breached: map[string]bool{}}
+	v.indexRequests(reqs)
+	for _, p := range promos {
+		v.promotion(p)
+	}
+	v.rep.LimitBreached += len(v.breached)
+	return v.rep
+}
+
+// verification is one run of Verify: the report it builds, the snapshot, and the
+// requests indexed by requestId and by the promotions they name.
+type verification struct {
+	rep      Report
+	snap     Snapshot
+	byID     map[string]*Request
+	toldOn   map[string][]*Request // promotion key -> requests naming it
+	breached map[string]bool       // "key pin p" / "key ip a" over a limit, counted once
+}
+
+// indexRequests indexes reqs and counts those with no definite answer.
+func (v *verification) indexRequests(reqs []Request) {
+	v.byID = make(map[string]*Request, len(reqs))
+	v.toldOn = map[string][]*Request{}
 	unresolved := map[string]bool{}
 	for i := range reqs {
 		r := &reqs[i]
-		byID[r.RequestID] = r
+		v.byID[r.RequestID] = r
 		for _, it := range r.Items {
-			toldOn[it.Key()] = append(toldOn[it.Key()], r)
+			v.toldOn[it.Key()] = append(v.toldOn[it.Key()], r)
 		}
 		if _, known := r.Held(); !known {
 			unresolved[r.RequestID] = true
-			rep.find("request %s: no definite answer (grab %s, cancel %q)", r.RequestID, r.Grab, r.Cancel)
+			v.rep.find("request %s: no definite answer (grab %s, cancel %q)", r.RequestID, r.Grab, r.Cancel)
 		}
 	}
-	rep.Unresolved = len(unresolved)
-	breached := map[string]bool{}
+	v.rep.Unresolved = len(unresolved)
+}
 
-	for _, p := range promos {
-		key := p.Key()
-		st := snap.Redis[key]
-		rec := index(snap.Record[key])
-		if !st.Found {
-			rep.find("%s: no promotion hash in Redis", key)
-		}
+// promotion checks p: each request's fate, the counters, oversell, limits, the
+// broker against the record, and an envelope pool's money.
+func (v *verification) promotion(p Promotion) {
+	key := p.Key()
+	c := &promoCheck{v: v, rep: &v.rep, p: p, key: key, st: v.snap.Redis[key], rec: index(v.snap.Record[key]),
+		told: newSums(), ledger: newSums(), record: newSums(), drifted: map[string]bool{}}
+	if !c.st.Found {
+		c.rep.find("%s: no promotion hash in Redis", key)
+	}
+	nums := c.toldNums()
+	for rid := range c.requestIDs() {
+		f := c.fateOf(rid, nums[rid])
+		c.sum(f)
+		c.judge(f)
+	}
+	c.counters()
+	c.oversell()
+	c.limits()
+	c.broker()
+	if p.IsPool() {
+		verifyPool(c.rep, p, c.st, v.snap.Splits[key], v.snap.Record[key], v.toldOn[key])
+	} else if c.st.EnvAmount != 0 {
+		c.rep.AmountDrift += c.st.EnvAmount
+		c.rep.find("%s: Redis holds a pool of %d (envAmount), created as no pool", key, c.st.EnvAmount)
+	}
+}
 
-		// Witness sums: held units in all and per pin / ip.
-		type sums struct {
-			units     int64
-			pins, ips map[string]int64
-		}
-		newSums := func() sums { return sums{pins: map[string]int64{}, ips: map[string]int64{}} }
-		told, ledger, record := newSums(), newSums(), newSums()
-		add := func(s *sums, pin, ip string, n int64) {
-			s.units += n
-			s.pins[pin] += n
-			s.ips[ip] += n
-		}
+// sums are held units in all and per pin / ip, by one witness.
+type sums struct {
+	units     int64
+	pins, ips map[string]int64
+}
 
-		rids := map[string]bool{}
-		for rid := range st.Ledger {
-			rids[rid] = true
-		}
-		for rid := range rec.grab {
-			rids[rid] = true
-		}
-		for rid := range rec.cancel {
-			rids[rid] = true
-		}
-		toldNum := map[string]int64{}
-		for _, r := range toldOn[key] {
-			rids[r.RequestID] = true
-			for _, it := range r.Items {
-				if it.Key() == key {
-					toldNum[r.RequestID] = it.Num
-				}
-			}
-		}
+func newSums() sums { return sums{pins: map[string]int64{}, ips: map[string]int64{}} }
 
-		drifted := map[string]bool{} // requests whose record disagrees, counted once
-		for rid := range rids {
-			r := byID[rid]
-			toldHeld, known := false, true
-			if r != nil {
-				toldHeld, known = r.Held()
-			}
-			e, inLedger := st.Ledger[rid]
-			ledgerHeld := inLedger && e.State == lua.LedgerCommitted
-			open := inLedger && (e.State == lua.LedgerPending || e.State == lua.LedgerAborted || e.State == lua.LedgerCancelled)
-			recHeld := rec.held(rid)
-			n := toldNum[rid]
-			if n == 0 {
-				n = e.Num
-			}
-			if n == 0 {
-				n = rec.grab[rid].Num
-			}
+func (s *sums) add(pin, ip string, n int64) {
+	s.units += n
+	s.pins[pin] += n
+	s.ips[ip] += n
+}
 
-			if toldHeld {
-				add(&told, r.Pin, r.IP, n)
-			}
-			if ledgerHeld {
-				add(&ledger, e.Pin, e.IP, e.Num)
-				if r != nil && toldHeld && e.Num != n {
-					rep.Drift += abs(e.Num - n)
-					rep.find("%s %s: ledger holds %d, client was granted %d", key, rid, e.Num, n)
-				}
-			}
-			if recHeld {
-				g := rec.grab[rid]
-				add(&record, g.Pin, g.IP, g.Num)
-			}
+// promoCheck is the check of one promotion: its state in Redis, its record, and
+// the witness sums its requests add up to.
+type promoCheck struct {
+	v                    *verification
+	rep                  *Report
+	p                    Promotion
+	key                  string
+	st                   PromoState
+	rec                  flows
+	told, ledger, record sums
+	drifted              map[string]bool // requests whose record disagrees, counted once
+}
 
-			switch {
-			case open:
-				rep.Leaked += e.Num
-				rep.find("%s %s: take still open (ledger %s) after the stack settled", key, rid, e.State)
-			case !known:
-				// counted once as unresolved above
-			case toldHeld && !ledgerHeld:
-				rep.Lost += n
-				rep.find("%s %s: client holds %d (grab %s, cancel %q) but the Redis ledger says %q", key, rid, n, r.Grab, r.Cancel, e.State)
-			case !toldHeld && ledgerHeld:
-				rep.Leaked += e.Num
-				grab, cancel := "never sent", ""
-				if r != nil {
-					grab, cancel = r.Grab, r.Cancel
-				}
-				rep.find("%s %s: Redis holds %d for it but the client does not (grab %s, cancel %q)", key, rid, e.Num, grab, cancel)
-			}
-			if !open && ledgerHeld != recHeld {
-				drifted[rid] = true
-				rep.Drift += n
-				rep.find("%s %s: Redis ledger %q (held %v) but the record holds it %v", key, rid, e.State, ledgerHeld, recHeld)
-			}
-		}
+// requestIDs are every requestId any witness names for the promotion.
+func (c *promoCheck) requestIDs() map[string]bool {
+	rids := map[string]bool{}
+	for rid := range c.st.Ledger {
+		rids[rid] = true
+	}
+	for rid := range c.rec.grab {
+		rids[rid] = true
+	}
+	for rid := range c.rec.cancel {
+		rids[rid] = true
+	}
+	for _, r := range c.v.toldOn[c.key] {
+		rids[r.RequestID] = true
+	}
+	return rids
+}
 
-		// Counters against the ledger: remaining, per pin, per ip.
-		if st.Found {
-			if want := p.Total - ledger.units; st.Remaining != want {
-				if st.Remaining > want {
-					rep.Oversold += st.Remaining - want
-				} else {
-					rep.Leaked += want - st.Remaining
-				}
-				rep.find("%s: remaining %d, but total %d minus the ledger's %d granted is %d", key, st.Remaining, p.Total, ledger.units, want)
+// toldNums are the units each client asked of the promotion, by requestId.
+func (c *promoCheck) toldNums() map[string]int64 {
+	toldNum := map[string]int64{}
+	for _, r := range c.v.toldOn[c.key] {
+		for _, it := range r.Items {
+			if it.Key() == c.key {
+				toldNum[r.RequestID] = it.Num
 			}
-			for who, kind := range map[*map[string]int64]string{&st.Pins: "pin", &st.IPs: "ip"} {
-				want := ledger.pins
-				if kind == "ip" {
-					want = ledger.ips
-				}
-				seen := map[string]bool{}
-				for k, have := range *who {
-					seen[k] = true
-					if d := have - want[k]; d > 0 {
-						rep.Leaked += d
-						rep.find("%s: %s %s counted %d, the ledger holds %d", key, kind, k, have, want[k])
-					} else if d < 0 {
-						rep.LimitBreached++
-						rep.find("%s: %s %s counted %d, below the %d the ledger holds (its limit no longer binds)", key, kind, k, have, want[k])
-					}
-				}
-				for k, w := range want {
-					if !seen[k] && w != 0 {
-						rep.LimitBreached++
-						rep.find("%s: %s %s not counted, the ledger holds %d", key, kind, k, w)
-					}
-				}
-			}
-		}
-
-		// No oversell, by any witness (one count per promotion: the worst).
-		var over int64
-		redisGranted := st.Total - st.Remaining
-		if st.Found && st.Total != p.Total {
-			rep.find("%s: Redis total %d, created with %d", key, st.Total, p.Total)
-			redisGranted = p.Total - st.Remaining
-		}
-		for name, g := range map[string]int64{"Redis": redisGranted, "clients": told.units, "ledger": ledger.units, "record": record.units} {
-			if g > p.Total {
-				over = max(over, g-p.Total)
-				rep.find("%s: %s grants %d of %d", key, name, g, p.Total)
-			}
-		}
-		if st.Found && st.Remaining < 0 {
-			over = max(over, -st.Remaining)
-		}
-		rep.Oversold += over
-
-		// Limits hold, by any witness.
-		for name, s := range map[string]sums{"Redis": {pins: st.Pins, ips: st.IPs}, "clients": told, "record": record} {
-			for pin, n := range s.pins {
-				if p.PerPin > 0 && n > p.PerPin && !breached[key+" pin "+pin] {
-					breached[key+" pin "+pin] = true
-					rep.find("%s: pin %s holds %d by %s, limit %d", key, pin, n, name, p.PerPin)
-				}
-			}
-			for ip, n := range s.ips {
-				if p.PerIP > 0 && n > p.PerIP && !breached[key+" ip "+ip] {
-					breached[key+" ip "+ip] = true
-					rep.find("%s: ip %s holds %d by %s, limit %d", key, ip, n, name, p.PerIP)
-				}
-			}
-		}
-
-		// What the broker holds must be in the record.
-		if snap.Broker != nil {
-			kept := index(snap.Broker[key])
-			for rid, ev := range kept.grab {
-				if _, ok := rec.grab[rid]; !ok && !drifted[rid] {
-					rep.Drift += ev.Num
-					rep.find("%s %s: GRAB on the topic but not in the record", key, rid)
-				}
-			}
-			// The sink skips a CANCEL whose GRAB is not in the record when it comes
-			// (the rollback of a take never published). Skipping it is a fault only if
-			// the record's GRAB is one the topic held before the CANCEL: a take rolled
-			// back, then lost with its shard and granted afresh under the same requestId,
-			// puts its GRAB after the skipped CANCEL, rightly.
-			for rid, ev := range kept.cancel {
-				g, inRecord := rec.grab[rid]
-				if _, c := rec.cancel[rid]; !inRecord || c || drifted[rid] {
-					continue
-				}
-				if tg, onTopic := kept.grabs[g.EventID]; onTopic && tg.Offset < ev.Offset {
-					rep.Drift += ev.Num
-					rep.find("%s %s: CANCEL on the topic after its GRAB, but not in the record", key, rid)
-				}
-			}
-		}
-
-		// Invariant 7, of an envelope pool.
-		if p.IsPool() {
-			verifyPool(&rep, p, st, snap.Splits[key], snap.Record[key], toldOn[key])
-		} else if st.EnvAmount != 0 {
-			rep.AmountDrift += st.EnvAmount
-			rep.find("%s: Redis holds a pool of %d (envAmount), created as no pool", key, st.EnvAmount)
 		}
 	}
-	rep.LimitBreached += len(breached)
-	return rep
+	return toldNum
+}
+
+// fate is one request at one promotion, as each witness tells it.
+type fate struct {
+	rid                       string
+	r                         *Request // nil: never sent by a client under check
+	toldHeld, known           bool
+	e                         lua.LedgerEntry
+	ledgerHeld, open, recHeld bool
+	n                         int64 // its units: the client's, else the ledger's, else the record's
+}
+
+func (c *promoCheck) fateOf(rid string, told int64) fate {
+	f := fate{rid: rid, r: c.v.byID[rid], known: true}
+	if f.r != nil {
+		f.toldHeld, f.known = f.r.Held()
+	}
+	e, inLedger := c.st.Ledger[rid]
+	f.e = e
+	f.ledgerHeld = inLedger && e.State == lua.LedgerCommitted
+	f.open = inLedger && (e.State == lua.LedgerPending || e.State == lua.LedgerAborted || e.State == lua.LedgerCancelled)
+	f.recHeld = c.rec.held(rid)
+	f.n = told
+	if f.n == 0 {
+		f.n = e.Num
+	}
+	if f.n == 0 {
+		f.n = c.rec.grab[rid].Num
+	}
+	return f
+}
+
+// sum adds f to the witnesses that hold it.
+func (c *promoCheck) sum(f fate) {
+	if f.toldHeld {
+		c.told.add(f.r.Pin, f.r.IP, f.n)
+	}
+	if f.ledgerHeld {
+		c.ledger.add(f.e.Pin, f.e.IP, f.e.Num)
+		if f.r != nil && f.toldHeld && f.e.Num != f.n {
+			c.rep.Drift += abs(f.e.Num - f.n)
+			c.rep.find("%s %s: ledger holds %d, client was granted %d", c.key, f.rid, f.e.Num, f.n)
+		}
+	}
+	if f.recHeld {
+		g := c.rec.grab[f.rid]
+		c.record.add(g.Pin, g.IP, g.Num)
+	}
+}
+
+// judge counts where the witnesses of f disagree.
+func (c *promoCheck) judge(f fate) {
+	key, rid, e := c.key, f.rid, f.e
+	switch {
+	case f.open:
+		c.rep.Leaked += e.Num
+		c.rep.find("%s %s: take still open (ledger %s) after the stack settled", key, rid, e.State)
+	case !f.known:
+		// counted once as unresolved above
+	case f.toldHeld && !f.ledgerHeld:
+		c.rep.Lost += f.n
+		c.rep.find("%s %s: client holds %d (grab %s, cancel %q) but the Redis ledger says %q", key, rid, f.n, f.r.Grab, f.r.Cancel, e.State)
+	case !f.toldHeld && f.ledgerHeld:
+		c.rep.Leaked += e.Num
+		grab, cancel := "never sent", ""
+		if f.r != nil {
+			grab, cancel = f.r.Grab, f.r.Cancel
+		}
+		c.rep.find("%s %s: Redis holds %d for it but the client does not (grab %s, cancel %q)", key, rid, e.Num, grab, cancel)
+	}
+	if !f.open && f.ledgerHeld != f.recHeld {
+		c.drifted[rid] = true
+		c.rep.Drift += f.n
+		c.rep.find("%s %s: Redis ledger %q (held %v) but the record holds it %v", key, rid, e.State, f.ledgerHeld, f.recHeld)
+	}
+}
+
+// counters checks remaining, per pin and per ip against the ledger.
+func (c *promoCheck) counters() {
+	st, key := c.st, c.key
+	if !st.Found {
+		return
+	}
+	if want := c.p.Total - c.ledger.units; st.Remaining != want {
+		if st.Remaining > want {
+			c.rep.Oversold += st.Remaining - want
+		} else {
+			c.rep.Leaked += want - st.Remaining
+		}
+		c.rep.find("%s: remaining %d, but total %d minus the ledger's %d granted is %d", key, st.Remaining, c.p.Total, c.ledger.units, want)
+	}
+	for who, kind := range map[*map[string]int64]string{&st.Pins: "pin", &st.IPs: "ip"} {
+		want := c.ledger.pins
+		if kind == "ip" {
+			want = c.ledger.ips
+		}
+		c.counted(kind, *who, want)
+	}
+}
+
+// counted checks one kind of limit counter (pin or ip) against the ledger's sums.
+func (c *promoCheck) counted(kind string, have, want map[string]int64) {
+	seen := map[string]bool{}
+	for k, h := range have {
+		seen[k] = true
+		if d := h - want[k]; d > 0 {
+			c.rep.Leaked += d
+			c.rep.find("%s: %s %s counted %d, the ledger holds %d", c.key, kind, k, h, want[k])
+		} else if d < 0 {
+			c.rep.LimitBreached++
+			c.rep.find("%s: %s %s counted %d, below the %d the ledger holds (its limit no longer binds)", c.key, kind, k, h, want[k])
+		}
+	}
+	for k, w := range want {
+		if !seen[k] && w != 0 {
+			c.rep.LimitBreached++
+			c.rep.find("%s: %s %s not counted, the ledger holds %d", c.key, kind, k, w)
+		}
+	}
+}
+
+// oversell: no witness grants beyond the total (one count per promotion: the worst).
+func (c *promoCheck) oversell() {
+	st, p, key := c.st, c.p, c.key
+	var over int64
+	redisGranted := st.Total - st.Remaining
+	if st.Found && st.Total != p.Total {
+		c.rep.find("%s: Redis total %d, created with %d", key, st.Total, p.Total)
+		redisGranted = p.Total - st.Remaining
+	}
+	for name, g := range map[string]int64{"Redis": redisGranted, "clients": c.told.units, "ledger": c.ledger.units, "record": c.record.units} {
+		if g > p.Total {
+			over = max(over, g-p.Total)
+			c.rep.find("%s: %s grants %d of %d", key, name, g, p.Total)
+		}
+	}
+	if st.Found && st.Remaining < 0 {
+		over = max(over, -st.Remaining)
+	}
+	c.rep.Oversold += over
+}
+
+// limits: no pin or ip holds beyond its limit, by any witness.
+func (c *promoCheck) limits() {
+	p, key, breached := c.p, c.key, c.v.breached
+	for name, s := range map[string]sums{"Redis": {pins: c.st.Pins, ips: c.st.IPs}, "clients": c.told, "record": c.record} {
+		for pin, n := range s.pins {
+			if p.PerPin > 0 && n > p.PerPin && !breached[key+" pin "+pin] {
+				breached[key+" pin "+pin] = true
+				c.rep.find("%s: pin %s holds %d by %s, limit %d", key, pin, n, name, p.PerPin)
+			}
+		}
+		for ip, n := range s.ips {
+			if p.PerIP > 0 && n > p.PerIP && !breached[key+" ip "+ip] {
+				breached[key+" ip "+ip] = true
+				c.rep.find("%s: ip %s holds %d by %s, limit %d", key, ip, n, name, p.PerIP)
+			}
+		}
+	}
+}
+
+// broker: what the topic holds must be in the record.
+func (c *promoCheck) broker() {
+	if c.v.snap.Broker == nil {
+		return
+	}
+	key, rec := c.key, c.rec
+	kept := index(c.v.snap.Broker[key])
+	for rid, ev := range kept.grab {
+		if _, ok := rec.grab[rid]; !ok && !c.drifted[rid] {
+			c.rep.Drift += ev.Num
+			c.rep.find("%s %s: GRAB on the topic but not in the record", key, rid)
+		}
+	}
+	// The sink skips a CANCEL whose GRAB was not yet in the record: a fault only if
+	// the record's GRAB is one the topic held before the CANCEL (a take regranted
+	// under the same requestId after a lost shard puts its GRAB after it, rightly).
+	for rid, ev := range kept.cancel {
+		g, inRecord := rec.grab[rid]
+		if _, cancelled := rec.cancel[rid]; !inRecord || cancelled || c.drifted[rid] {
+			continue
+		}
+		if tg, onTopic := kept.grabs[g.EventID]; onTopic && tg.Offset < ev.Offset {
+			c.rep.Drift += ev.Num
+			c.rep.find("%s %s: CANCEL on the topic after its GRAB, but not in the record", key, rid)
+		}
+	}
 }
 
 func abs(n int64) int64 {
