@@ -139,7 +139,7 @@ func split(err error) (failed, endpointErr error) {
 	if err == nil {
 		return nil, nil
 	}
-	var fe *adminservice.FieldError
+	var fe *httpx.FieldError
 	switch {
 	case errors.As(err, &fe), errors.Is(err, adminservice.ErrNotFound), errors.Is(err, adminservice.ErrExists),
 		errors.Is(err, adminservice.ErrBusy), errors.Is(err, adminservice.ErrStopped), errors.Is(err, adminservice.ErrBelowGranted):

@@ -2,17 +2,13 @@ package adminservice
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/lua"
 )
@@ -57,18 +53,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Admin implements Service over the MySQL record and the Redis shards.
-type Admin struct {
-	store *store.Store
-	pool  *shardpool.Pool
-	cfg   Config
-	log   *slog.Logger
+// clock is the service's time, in UTC to the millisecond as the record keeps it.
+type clock func() time.Time
 
-	// Fault points, set only by tests: betweenWrites runs after a change is recorded
-	// as pending in MySQL and before it is written to Redis; afterRedis runs after
-	// the Redis write and before the change is promoted in MySQL. For a promotion in
-	// buckets they bracket the write of bucket 0, the change's commit point
-	// (buckets.go): the buckets written before it are written when betweenWrites runs.
+func (c clock) now() time.Time { return c().UTC().Truncate(time.Millisecond) }
+
+// faults are the points tests may stop a change at: betweenWrites after it is
+// recorded as pending in MySQL and before it is written to Redis, afterRedis
+// after the Redis write and before it is promoted. For a promotion in buckets
+// they bracket the write of bucket 0, the change's commit point (buckets.go).
+type faults struct {
 	betweenWrites, afterRedis atomic.Pointer[func()]
 }
 
@@ -79,247 +73,98 @@ func fault(p *atomic.Pointer[func()]) {
 	}
 }
 
-var _ Service = (*Admin)(nil)
-
-// New builds the service.
-func New(st *store.Store, pool *shardpool.Pool, cfg Config) *Admin {
-	cfg = cfg.withDefaults()
-	return &Admin{store: st, pool: pool, cfg: cfg, log: cfg.Logger}
+// Admin implements Service over the MySQL record and the Redis shards: one handler
+// a command or query, each holding only what it uses, and the journal's repairer.
+type Admin struct {
+	create  createHandler
+	get     getHandler
+	history historyHandler
+	list    listHandler
+	patch   patchHandler
+	stop    stopHandler
+	del     deleteHandler
+	repair  repairer
+	faults  *faults
 }
 
-func (a *Admin) now() time.Time { return a.cfg.Now().UTC().Truncate(time.Millisecond) }
+var _ Service = (*Admin)(nil)
+
+// repairer resolves the changes their requests left pending.
+type repairer interface {
+	repair(ctx context.Context) error
+	run(ctx context.Context) error
+}
+
+// New builds the service from the record and the shard pool.
+func New(st Record, pool Shards, cfg Config) *Admin {
+	cfg = cfg.withDefaults()
+	now, log := clock(cfg.Now), cfg.Logger
+	out := &announcer{publish: cfg.Announce, log: log}
+	bk := &buckets{shards: pool, timeout: cfg.RedisTimeout, now: now, announce: out}
+	fs := &faults{}
+	j := &journal{rows: st, shards: pool, buckets: bk, announce: out, timeout: cfg.RedisTimeout,
+		grace: cfg.RepairGrace, every: cfg.RepairEvery, now: now, log: log, faults: fs}
+	j.inBuckets = &bucketJournal{rows: st, shards: pool, buckets: bk, commit: j, announce: out,
+		timeout: cfg.RedisTimeout, now: now, log: log, faults: fs}
+	v := &viewer{rows: st, shards: pool, buckets: bk, timeout: cfg.RedisTimeout, now: now, log: log}
+	return &Admin{
+		create:  createHandler{rows: st, journal: j, view: v, now: now},
+		get:     getHandler{rows: st, view: v},
+		history: historyHandler{rows: st},
+		list:    listHandler{rows: st, now: now},
+		patch:   patchHandler{journal: j, view: v, now: now},
+		stop:    stopHandler{rows: st, journal: j, view: v, log: log},
+		del:     deleteHandler{journal: j},
+		repair:  j,
+		faults:  fs,
+	}
+}
 
 // Create records the promotion and writes its hash on its shard (its K hashes on
 // K shards for a promotion in buckets, buckets.go).
 func (a *Admin) Create(ctx context.Context, s promo.Spec) (promo.Promotion, error) {
-	s.StartAt, s.EndAt = s.StartAt.UTC().Truncate(time.Millisecond), s.EndAt.UTC().Truncate(time.Millisecond)
-	if err := validateSpec(s, a.now()); err != nil {
-		return promo.Promotion{}, err
-	}
-	id := store.ID{PromoID: s.PromoID, Type: s.Type}
-	parts := split(s)
-	var row store.Promotion
-	for attempt := 0; ; attempt++ {
-		row = store.NewPromotion(s, promo.Active, a.now())
-		row.Pending.Actor = actorOf(ctx)
-		err := a.store.InsertPool(ctx, row, parts)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, store.ErrExists) {
-			return promo.Promotion{}, mysqlDown(err)
-		}
-		// The key is taken: by a promotion (even a deleted one, whose flow log must
-		// not mix with a new one's), or by a create still pending.
-		other, err := a.store.Row(ctx, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			if attempt < 2 {
-				continue // the other create was just undone
-			}
-			return promo.Promotion{}, fmt.Errorf("%w (other creates of %s keep racing this one)", ErrBusy, id)
-		case err != nil:
-			return promo.Promotion{}, mysqlDown(err)
-		case other.Committed() || other.Pending == nil:
-			return promo.Promotion{}, fmt.Errorf("create %s: %w", id, ErrExists)
-		}
-		if err := a.takeOver(ctx, id, other.Pending, attempt); err != nil {
-			return promo.Promotion{}, err
-		}
-	}
-	p, err := a.settle(ctx, id, *row.Pending)
-	if err != nil {
-		return promo.Promotion{}, err
-	}
-	return a.answer(ctx, p), nil
+	return a.create.handle(ctx, s)
 }
-
-// split is an envelope pool's parts in the order they are handed out, drawn once
-// per create (docs/CONTRACT.md, "Envelope pools"); nil for a promotion that is no pool.
-func split(s promo.Spec) []int64 {
-	if s.Envelope == nil {
-		return nil
-	}
-	return promo.SplitEnvelope(s.Envelope.Amount, s.Envelope.MinAmount, int(s.Total), rand.New(defaultSource{}))
-}
-
-// defaultSource is math/rand/v2's default source, safe for concurrent use, as a
-// rand.Source.
-type defaultSource struct{}
-
-func (defaultSource) Uint64() uint64 { return rand.Uint64() }
 
 // Get reads the committed record and the live counters of its hash.
 func (a *Admin) Get(ctx context.Context, id store.ID) (promo.Promotion, error) {
-	if err := validateID(id); err != nil {
-		return promo.Promotion{}, err
-	}
-	p, err := a.store.Get(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return promo.Promotion{}, fmt.Errorf("get %s: %w", id, ErrNotFound)
-	case err != nil:
-		return promo.Promotion{}, mysqlDown(err)
-	case p.State == promo.Deleted:
-		return promo.Promotion{}, fmt.Errorf("get %s: %w", id, ErrNotFound)
-	}
-	return a.live(ctx, p)
+	return a.get.handle(ctx, id)
 }
 
 // History is the audit trail of a promotion, a deleted one included (its delete is
 // the last entry); NOT_FOUND only for a promotion the record never had.
 func (a *Admin) History(ctx context.Context, id store.ID) (History, error) {
-	if err := validateID(id); err != nil {
-		return History{}, err
-	}
-	entries, err := a.store.History(ctx, id, store.MaxHistory)
-	if err != nil {
-		return History{}, mysqlDown(err)
-	}
-	if len(entries) == 0 {
-		if _, err := a.store.Row(ctx, id); errors.Is(err, store.ErrNotFound) {
-			return History{}, fmt.Errorf("history of %s: %w", id, ErrNotFound)
-		} else if err != nil {
-			return History{}, mysqlDown(err)
-		}
-	}
-	return History{Entries: entries}, nil
+	return a.history.handle(ctx, id)
 }
 
 // List pages through the record, newest first. Its counters are the record's
 // (kept by the flow sink); Get reads one promotion's live counters from its shard.
 func (a *Admin) List(ctx context.Context, q ListQuery) (ListPage, error) {
-	if err := validateList(q); err != nil {
-		return ListPage{}, err
-	}
-	now := a.now()
-	page, err := a.store.List(ctx, store.ListQuery{State: promo.State(q.State), Now: now, Limit: q.Limit, Cursor: q.Cursor})
-	if err != nil {
-		if errors.Is(err, store.ErrBadCursor) {
-			return ListPage{}, invalid("cursor", "is not a cursor this service gave out")
-		}
-		return ListPage{}, mysqlDown(err)
-	}
-	out := ListPage{Items: make([]promo.Promotion, len(page.Items)), NextCursor: page.NextCursor}
-	for i, p := range page.Items {
-		out.Items[i] = recorded(p, now)
-	}
-	return out, nil
+	return a.list.handle(ctx, q)
 }
 
 // Patch changes a live promotion; the shard refuses a total below what is granted.
-func (a *Admin) Patch(ctx context.Context, id store.ID, patch Patch) (promo.Promotion, error) {
-	if err := validateID(id); err != nil {
-		return promo.Promotion{}, err
-	}
-	if err := validatePatch(patch); err != nil {
-		return promo.Promotion{}, err
-	}
-	ch, err := a.propose(ctx, id, func(p *store.Promotion) (*store.Change, error) {
-		if k := promo.BucketsOf(p.Spec.Buckets); patch.Buckets != nil && *patch.Buckets != k {
-			return nil, invalid("buckets", "is fixed at create: the promotion has %d; create another promotion for another count", k)
-		}
-		if patch.empty() {
-			return nil, errPatchEmpty
-		}
-		if err := envelopeFixed(p.Spec, patch); err != nil {
-			return nil, err
-		}
-		if p.State == promo.Stopped {
-			return nil, fmt.Errorf("patch %s: %w", id, ErrStopped)
-		}
-		next := p.Spec
-		if patch.Total != nil {
-			next.Total = *patch.Total
-		}
-		if patch.PerPinLimit != nil {
-			next.PerPinLimit = *patch.PerPinLimit
-		}
-		if patch.PerIPLimit != nil {
-			next.PerIPLimit = *patch.PerIPLimit
-		}
-		if patch.RateLimit != nil {
-			rl := *patch.RateLimit
-			next.RateLimit = &rl
-		}
-		if patch.EndAt != nil {
-			next.EndAt = patch.EndAt.UTC().Truncate(time.Millisecond)
-			if err := validateEnd(next.StartAt, next.EndAt, a.now()); err != nil {
-				return nil, err
-			}
-		}
-		return &store.Change{Op: store.OpPatch, Spec: next, State: p.State}, nil
-	})
-	if err != nil {
-		return promo.Promotion{}, err
-	}
-	p, err := a.settle(ctx, id, ch)
-	if err != nil {
-		return promo.Promotion{}, err
-	}
-	return a.answer(ctx, p), nil
+func (a *Admin) Patch(ctx context.Context, id store.ID, p Patch) (promo.Promotion, error) {
+	return a.patch.handle(ctx, id, p)
 }
-
-// envelopeFixed refuses a patch changing what an envelope pool fixed at create:
-// its size (total). The pool's own total changes nothing and is accepted, as the
-// promotion's own bucket count is.
-func envelopeFixed(s promo.Spec, patch Patch) error {
-	if s.Envelope != nil && patch.Total != nil && *patch.Total != s.Total {
-		return &EnvelopeFixedError{Field: "total", Have: s.Total, Want: *patch.Total}
-	}
-	return nil
-}
-
-// errNoChange ends a propose that finds nothing to do (a stop of a stopped promotion).
-var errNoChange = errors.New("nothing to change")
 
 // Stop stops a promotion now; stopping a stopped promotion changes nothing.
 func (a *Admin) Stop(ctx context.Context, id store.ID, reason string) (promo.Promotion, error) {
-	if err := validateID(id); err != nil {
-		return promo.Promotion{}, err
-	}
-	if len([]rune(reason)) > MaxReasonLen {
-		return promo.Promotion{}, invalid("reason", "must be at most %d characters", MaxReasonLen)
-	}
-	ch, err := a.propose(ctx, id, func(p *store.Promotion) (*store.Change, error) {
-		if p.State == promo.Stopped {
-			return nil, errNoChange
-		}
-		return &store.Change{Op: store.OpStop, Spec: p.Spec, State: promo.Stopped}, nil
-	})
-	if errors.Is(err, errNoChange) {
-		p, err := a.store.Get(ctx, id)
-		if err != nil {
-			return promo.Promotion{}, mysqlDown(err)
-		}
-		return a.answer(ctx, p), nil
-	}
-	if err != nil {
-		return promo.Promotion{}, err
-	}
-	p, err := a.settle(ctx, id, ch)
-	if err != nil {
-		return promo.Promotion{}, err
-	}
-	a.log.InfoContext(ctx, "promotion stopped", "promotion", id.String(), "reason", reason, "version", p.Version)
-	return a.answer(ctx, p), nil
+	return a.stop.handle(ctx, id, reason)
 }
 
 // Delete removes the hash from Redis (its ledger expires a day later, delete.lua);
 // the row stays, DELETED.
 func (a *Admin) Delete(ctx context.Context, id store.ID) error {
-	if err := validateID(id); err != nil {
-		return err
-	}
-	ch, err := a.propose(ctx, id, func(p *store.Promotion) (*store.Change, error) {
-		return &store.Change{Op: store.OpDelete, Spec: p.Spec, State: promo.Deleted}, nil
-	})
-	if err != nil {
-		return err
-	}
-	_, err = a.settle(ctx, id, ch)
-	return err
+	return a.del.handle(ctx, id)
 }
+
+// Repair resolves every change pending for longer than RepairGrace whose shard
+// answers; the others wait for the next run. The error joins what failed.
+func (a *Admin) Repair(ctx context.Context) error { return a.repair.repair(ctx) }
+
+// RunRepairer runs Repair at once and then every RepairEvery until ctx is done.
+func (a *Admin) RunRepairer(ctx context.Context) error { return a.repair.run(ctx) }
 
 func mysqlDown(err error) error {
 	return &UnavailableError{Dependency: "mysql", Msg: "the record could not be read or written; nothing was changed", Err: err}

@@ -13,7 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
@@ -21,6 +21,15 @@ import (
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/lua"
 )
+
+// buckets writes a change to the buckets other than 0 and reads any bucket's
+// hash; the journal decides when (journal_buckets.go).
+type buckets struct {
+	shards   Shards
+	timeout  time.Duration // of each Redis call
+	now      clock
+	announce *announcer
+}
 
 // layoutOf is where the k buckets of id live.
 func layoutOf(id store.ID, k int) bucket.Layout { return bucket.LayoutOf(ring.Default, id.Key(), k) }
@@ -34,65 +43,6 @@ func share(ch store.Change, b, k int) store.Change {
 		ch.Spec.RateLimit = &promo.RateLimit{Limit: bucket.RateShare(rl.Limit, k), WindowSeconds: rl.WindowSeconds}
 	}
 	return ch
-}
-
-// settleBuckets is settle for a promotion in k > 1 buckets.
-func (a *Admin) settleBuckets(ctx context.Context, id store.ID, ch store.Change, k int) (store.Promotion, error) {
-	l := layoutOf(id, k)
-	var committed store.Promotion // the row as it stands, for an undo of a patch
-	var last bool                 // bucket 0 is written last
-	switch ch.Op {
-	case store.OpCreate:
-		last = true
-	case store.OpPatch:
-		row, err := a.store.Row(ctx, id)
-		if err != nil {
-			return store.Promotion{}, &UnavailableError{Dependency: "mysql",
-				Msg: "the record could not be read; nothing was changed in Redis, and the repairer will drop the pending change", Err: err}
-		}
-		committed, last = row, ch.Spec.Total < row.Spec.Total
-		if last {
-			if err := a.fitShares(ctx, l, ch.Spec.Total); err != nil {
-				return a.refuse(ctx, id, ch, err)
-			}
-		}
-	}
-	if last {
-		for _, b := range others(ch, k) {
-			if err := a.writeBucket(ctx, l, b, ch); err != nil {
-				if uerr := a.undo(ctx, l, ch, committed); uerr != nil {
-					return store.Promotion{}, a.left(ctx, id, ch, err, uerr)
-				}
-				var ue *UnavailableError
-				if errors.As(err, &ue) {
-					err = &UnavailableError{Dependency: ue.Dependency, Msg: ue.Msg + "; the change was undone on every bucket; retry", Err: ue.Err}
-				}
-				return a.refuse(ctx, id, ch, err)
-			}
-		}
-	}
-
-	fault(&a.betweenWrites)
-	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, a.pool.Client(l.Shards[0]), l.Shards[0], l.Keys[0], share(ch, 0, k), nil, a.now().UnixMilli())
-	rcancel()
-	if err != nil {
-		return a.unsureBuckets(ctx, id, ch, l, committed, err)
-	}
-	if refusal := judgeBucket(l, 0, ch, reply); refusal != nil {
-		if err := a.undo(ctx, l, ch, committed); err != nil {
-			return store.Promotion{}, a.left(ctx, id, ch, refusal, err)
-		}
-		return a.refuse(ctx, id, ch, refusal)
-	}
-	a.announce(ctx, a.pool.Client(l.Shards[0]), reply.Changes)
-	fault(&a.afterRedis)
-	if !last {
-		if err := a.follow(ctx, l, ch, committed, true); err != nil {
-			return store.Promotion{}, a.left(ctx, id, ch, err, err)
-		}
-	}
-	return a.promote(ctx, id, ch, l.Shards[0])
 }
 
 // others are the buckets other than 0, in the order a change is written to them:
@@ -112,10 +62,10 @@ func others(ch store.Change, k int) []int {
 
 // fitShares refuses a total some bucket has already granted more than its share
 // of; it reads every bucket and changes nothing.
-func (a *Admin) fitShares(ctx context.Context, l bucket.Layout, total int64) error {
+func (bk *buckets) fitShares(ctx context.Context, l bucket.Layout, total int64) error {
 	shares := bucket.Shares(total, l.K)
 	for b := range l.Keys {
-		h, err := a.readBucket(ctx, l, b)
+		h, err := bk.readBucket(ctx, l, b)
 		if err != nil {
 			return err
 		}
@@ -127,11 +77,11 @@ func (a *Admin) fitShares(ctx context.Context, l bucket.Layout, total int64) err
 }
 
 // readBucket reads the hash of bucket b, which the record says exists.
-func (a *Admin) readBucket(ctx context.Context, l bucket.Layout, b int) (lua.HashState, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+func (bk *buckets) readBucket(ctx context.Context, l bucket.Layout, b int) (lua.HashState, error) {
+	ctx, cancel := context.WithTimeout(ctx, bk.timeout)
 	defer cancel()
 	shard := l.Shards[b]
-	h, exists, err := lua.ReadHash(ctx, a.pool.Client(shard), l.Keys[b])
+	h, exists, err := lua.ReadHash(ctx, bk.shards.Client(shard), l.Keys[b])
 	if err != nil {
 		return lua.HashState{}, &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("could not read bucket %d (%s)", b, l.Keys[b]), Err: err}
 	}
@@ -144,15 +94,15 @@ func (a *Admin) readBucket(ctx context.Context, l bucket.Layout, b int) (lua.Has
 
 // writeBucket writes ch to bucket b (b > 0) and announces the sale state changes
 // it made; the error is the shard's silence or its refusal.
-func (a *Admin) writeBucket(ctx context.Context, l bucket.Layout, b int, ch store.Change) error {
-	shard, c := l.Shards[b], a.pool.Client(l.Shards[b])
-	rctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, c, shard, l.Keys[b], share(ch, b, l.K), nil, a.now().UnixMilli())
+func (bk *buckets) writeBucket(ctx context.Context, l bucket.Layout, b int, ch store.Change) error {
+	shard, c := l.Shards[b], bk.shards.Client(l.Shards[b])
+	rctx, cancel := context.WithTimeout(ctx, bk.timeout)
+	reply, err := writeHash(rctx, c, shard, l.Keys[b], share(ch, b, l.K), nil, bk.now.now().UnixMilli())
 	cancel()
 	if err != nil {
 		return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("bucket %d did not answer", b), Err: err}
 	}
-	a.announce(ctx, c, reply.Changes)
+	bk.announce.announce(ctx, c, reply.Changes)
 	return judgeBucket(l, b, ch, reply)
 }
 
@@ -169,12 +119,12 @@ func judgeBucket(l bucket.Layout, b int, ch store.Change, r lua.AdminReply) erro
 // follow brings the buckets other than 0 to bucket 0's side of ch: completes ch
 // on them if bucket 0 holds it (landed), else undoes it. committed is the row
 // before ch. Every step is idempotent, so a follow cut short is run again.
-func (a *Admin) follow(ctx context.Context, l bucket.Layout, ch store.Change, committed store.Promotion, landed bool) error {
+func (bk *buckets) follow(ctx context.Context, l bucket.Layout, ch store.Change, committed store.Promotion, landed bool) error {
 	if !landed {
-		return a.undo(ctx, l, ch, committed)
+		return bk.undo(ctx, l, ch, committed)
 	}
 	for _, b := range others(ch, l.K) {
-		if err := a.writeBucket(ctx, l, b, ch); err != nil {
+		if err := bk.writeBucket(ctx, l, b, ch); err != nil {
 			return &UnavailableError{Dependency: shardName(l.Shards[b]), Msg: fmt.Sprintf("bucket %d did not take it (%v)", b, err)}
 		}
 	}
@@ -185,13 +135,13 @@ func (a *Admin) follow(ctx context.Context, l bucket.Layout, ch store.Change, co
 // does not: a create's buckets at its version are deleted, a patch's are taken
 // back to the committed row (lua.PatchFrom: only a bucket at the change's version
 // moves). A stop or a delete reaches them only after bucket 0: nothing to undo.
-func (a *Admin) undo(ctx context.Context, l bucket.Layout, ch store.Change, committed store.Promotion) error {
+func (bk *buckets) undo(ctx context.Context, l bucket.Layout, ch store.Change, committed store.Promotion) error {
 	if ch.Op != store.OpCreate && ch.Op != store.OpPatch {
 		return nil
 	}
 	for _, b := range others(ch, l.K) {
-		shard, c := l.Shards[b], a.pool.Client(l.Shards[b])
-		rctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+		shard, c := l.Shards[b], bk.shards.Client(l.Shards[b])
+		rctx, cancel := context.WithTimeout(ctx, bk.timeout)
 		var reply lua.AdminReply
 		var err error
 		switch ch.Op {
@@ -200,11 +150,11 @@ func (a *Admin) undo(ctx context.Context, l bucket.Layout, ch store.Change, comm
 			var exists bool
 			h, exists, err = lua.ReadHash(rctx, c, l.Keys[b])
 			if err == nil && exists && h.Ver == ch.Version {
-				reply, err = lua.Delete(rctx, c, shard, l.Keys[b], ch.Version, a.now().UnixMilli())
+				reply, err = lua.Delete(rctx, c, shard, l.Keys[b], ch.Version, bk.now.now().UnixMilli())
 			}
 		case store.OpPatch:
 			back := store.Change{Op: store.OpPatch, Spec: committed.Spec, State: committed.State, Version: committed.Version}
-			reply, err = lua.PatchFrom(rctx, c, shard, l.Keys[b], adminSpec(share(back, b, l.K)), ch.Version, a.now().UnixMilli())
+			reply, err = lua.PatchFrom(rctx, c, shard, l.Keys[b], adminSpec(share(back, b, l.K)), ch.Version, bk.now.now().UnixMilli())
 		}
 		cancel()
 		if err != nil {
@@ -216,53 +166,7 @@ func (a *Admin) undo(ctx context.Context, l bucket.Layout, ch store.Change, comm
 		default:
 			return &UnavailableError{Dependency: shardName(shard), Msg: fmt.Sprintf("bucket %d could not be taken back (it answered %s)", b, reply.Code)}
 		}
-		a.announce(ctx, c, reply.Changes)
+		bk.announce.announce(ctx, c, reply.Changes)
 	}
 	return nil
-}
-
-// unsureBuckets is unsure for a promotion in buckets: bucket 0 says whether ch
-// landed, and the other buckets follow before the record does.
-func (a *Admin) unsureBuckets(ctx context.Context, id store.ID, ch store.Change, l bucket.Layout, committed store.Promotion, cause error) (store.Promotion, error) {
-	landed, err := a.landed(ctx, id.Key(), ch)
-	if err != nil {
-		a.log.WarnContext(ctx, "shard did not answer; change left pending for the repairer",
-			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", l.Shards[0], "err", cause, "check", err)
-		return store.Promotion{}, &UnavailableError{Dependency: shardName(l.Shards[0]),
-			Msg: "did not answer; the change is recorded as pending and will be completed or undone once the shard answers (and is not being rebuilt)", Err: cause}
-	}
-	if err := a.follow(ctx, l, ch, committed, landed); err != nil {
-		return store.Promotion{}, a.left(ctx, id, ch, cause, err)
-	}
-	if landed {
-		return a.promote(ctx, id, ch, l.Shards[0])
-	}
-	if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
-		return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "undoing a change the shard did not take failed; the repairer will", Err: err}
-	}
-	return store.Promotion{}, &UnavailableError{Dependency: shardName(l.Shards[0]), Msg: "the change could not be applied and was undone; retry", Err: cause}
-}
-
-// refuse discards ch, which no bucket holds any more, and answers why.
-func (a *Admin) refuse(ctx context.Context, id store.ID, ch store.Change, refusal error) (store.Promotion, error) {
-	if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
-		// No bucket holds the change, so the repairer will discard it too.
-		return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "the change was refused (" + refusal.Error() + ") and undoing it in the record failed; the repairer will", Err: err}
-	}
-	return store.Promotion{}, refusal
-}
-
-// left is the answer for a change some bucket could not be brought in line with
-// bucket 0 (err, from follow or undo): it stays pending, and the repairer
-// completes or undoes it.
-func (a *Admin) left(ctx context.Context, id store.ID, ch store.Change, cause, err error) error {
-	a.log.WarnContext(ctx, "change reached only some buckets; left pending for the repairer",
-		"promotion", id.String(), "op", ch.Op, "version", ch.Version, "cause", cause, "err", err)
-	var ue *UnavailableError
-	if !errors.As(err, &ue) {
-		ue = &UnavailableError{Dependency: "redis", Msg: err.Error()}
-	}
-	return &UnavailableError{Dependency: ue.Dependency, Msg: fmt.Sprintf(
-		"the %s reached only some of the promotion's buckets: %s; it is recorded as pending and will be completed or undone once every bucket's shard answers",
-		strings.ToLower(string(ch.Op)), ue.Msg), Err: cause}
 }

@@ -4,6 +4,6 @@ package adminservice
 // the MySQL write and before the Redis write of a change, afterRedis after the
 // Redis write and before the change is promoted in MySQL. nil clears a point.
 func SetFaults(a *Admin, between, afterRedis func()) {
-	a.betweenWrites.Store(&between)
-	a.afterRedis.Store(&afterRedis)
+	a.faults.betweenWrites.Store(&between)
+	a.faults.afterRedis.Store(&afterRedis)
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,16 +22,32 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
+// journal carries a change through the three steps and repairs the changes their
+// requests left pending.
+type journal struct {
+	rows      Journal
+	shards    Shards
+	buckets   bucketWriter
+	inBuckets *bucketJournal // settle of a promotion in buckets
+	announce  *announcer
+	timeout   time.Duration // of each Redis call
+	grace     time.Duration // a pending change belongs to its request
+	every     time.Duration // the repairer's period
+	now       clock
+	log       *slog.Logger
+	faults    *faults
+}
+
 // errStale ends a propose that found an abandoned pending change to resolve first.
 var errStale = errors.New("an abandoned change is pending")
 
 // propose runs step 1 on a committed, undeleted row. plan reads the row and returns
 // the change to make (whole spec and state) or a refusal.
-func (a *Admin) propose(ctx context.Context, id store.ID, plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error) {
+func (j *journal) propose(ctx context.Context, id store.ID, plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error) {
 	for attempt := 0; ; attempt++ {
 		var ch store.Change
 		var stale *store.Change
-		_, err := a.store.Update(ctx, id, func(p *store.Promotion) error {
+		_, err := j.rows.Update(ctx, id, func(p *store.Promotion) error {
 			if !p.Committed() || p.State == promo.Deleted {
 				return ErrNotFound
 			}
@@ -39,25 +56,25 @@ func (a *Admin) propose(ctx context.Context, id store.ID, plan func(p *store.Pro
 				return err
 			}
 			if p.Pending != nil {
-				if err := a.busy(p.Pending); err != nil {
+				if err := j.busy(p.Pending); err != nil {
 					return err
 				}
 				stale = p.Pending
 				return errStale
 			}
-			if err := p.Propose(want.Op, want.Spec, want.State, a.now()); err != nil {
+			if err := p.Propose(want.Op, want.Spec, want.State, j.now.now()); err != nil {
 				return err
 			}
 			p.Pending.Actor = actorOf(ctx)
 			ch = *p.Pending
 			return nil
 		})
-		var fe *FieldError
+		var fe *httpx.FieldError
 		switch {
 		case err == nil:
 			return ch, nil
 		case stale != nil:
-			if err := a.takeOver(ctx, id, stale, attempt); err != nil {
+			if err := j.takeOver(ctx, id, stale, attempt); err != nil {
 				return store.Change{}, err
 			}
 			continue
@@ -73,8 +90,8 @@ func (a *Admin) propose(ctx context.Context, id store.ID, plan func(p *store.Pro
 }
 
 // busy refuses while a pending change still belongs to its request.
-func (a *Admin) busy(ch *store.Change) error {
-	if age := a.now().Sub(ch.At); age < a.cfg.RepairGrace {
+func (j *journal) busy(ch *store.Change) error {
+	if age := j.now.now().Sub(ch.At); age < j.grace {
 		return fmt.Errorf("%w (a %s is pending since %s)", ErrBusy, ch.Op, ch.At.Format(time.RFC3339Nano))
 	}
 	return nil
@@ -82,14 +99,14 @@ func (a *Admin) busy(ch *store.Change) error {
 
 // takeOver resolves an abandoned pending change before the caller tries again,
 // once; a change that is still young, or pending again, is BUSY.
-func (a *Admin) takeOver(ctx context.Context, id store.ID, pending *store.Change, attempt int) error {
-	if err := a.busy(pending); err != nil {
+func (j *journal) takeOver(ctx context.Context, id store.ID, pending *store.Change, attempt int) error {
+	if err := j.busy(pending); err != nil {
 		return err
 	}
 	if attempt > 0 {
 		return fmt.Errorf("%w (a %s is pending)", ErrBusy, pending.Op)
 	}
-	return a.resolve(ctx, id)
+	return j.resolve(ctx, id)
 }
 
 // settle runs steps 2 and 3 of a proposed change. It does not stop when the
@@ -99,45 +116,45 @@ func (a *Admin) takeOver(ctx context.Context, id store.ID, pending *store.Change
 // the repairer and a later request count it (busy): a slow proposal (a pool's
 // split written row by row) must not write Redis after another request may have
 // taken the change over.
-func (a *Admin) settle(ctx context.Context, id store.ID, ch store.Change) (store.Promotion, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.RepairGrace-a.now().Sub(ch.At))
+func (j *journal) settle(ctx context.Context, id store.ID, ch store.Change) (store.Promotion, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.grace-j.now.now().Sub(ch.At))
 	defer cancel()
 	if k := promo.BucketsOf(ch.Spec.Buckets); k > 1 {
-		return a.settleBuckets(ctx, id, ch, k)
+		return j.inBuckets.settle(ctx, id, ch, k)
 	}
 	key := id.Key()
-	shard, c := a.pool.For(key)
-	fault(&a.betweenWrites)
-	parts, err := a.poolParts(ctx, id, ch)
+	shard, c := j.shards.For(key)
+	fault(&j.faults.betweenWrites)
+	parts, err := j.poolParts(ctx, id, ch)
 	if err != nil {
 		return store.Promotion{}, err
 	}
-	rctx, rcancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
-	reply, err := writeHash(rctx, c, shard, key, ch, parts, a.now().UnixMilli())
+	rctx, rcancel := context.WithTimeout(ctx, j.timeout)
+	reply, err := writeHash(rctx, c, shard, key, ch, parts, j.now.now().UnixMilli())
 	rcancel()
 	if err != nil {
-		return a.unsure(ctx, id, ch, shard, err)
+		return j.unsure(ctx, id, ch, shard, err)
 	}
 	if refusal := judge(ch, reply, shard); refusal != nil {
-		if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
+		if err := j.rows.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
 			// The hash does not hold the change, so the repairer will discard it too.
 			return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "the shard refused the change (" + refusal.Error() + ") and undoing it in the record failed; the repairer will", Err: err}
 		}
 		return store.Promotion{}, refusal
 	}
-	a.announce(ctx, c, reply.Changes)
-	fault(&a.afterRedis)
-	return a.promote(ctx, id, ch, shard)
+	j.announce.announce(ctx, c, reply.Changes)
+	fault(&j.faults.afterRedis)
+	return j.promote(ctx, id, ch, shard)
 }
 
 // poolParts is what the Redis create of an envelope pool loads: its split read
 // back from the record, so that the shard holds exactly the parts MySQL keeps
 // (and rebuilds from). nil for any other change.
-func (a *Admin) poolParts(ctx context.Context, id store.ID, ch store.Change) ([]int64, error) {
+func (j *journal) poolParts(ctx context.Context, id store.ID, ch store.Change) ([]int64, error) {
 	if ch.Op != store.OpCreate || ch.Spec.Envelope == nil {
 		return nil, nil
 	}
-	parts, err := a.store.EnvelopeParts(ctx, id)
+	parts, err := j.rows.EnvelopeParts(ctx, id)
 	if err != nil {
 		return nil, &UnavailableError{Dependency: "mysql", Msg: "the pool's split could not be read back; nothing was written to Redis, " +
 			"and the create stays pending until the repairer drops it", Err: err}
@@ -145,29 +162,18 @@ func (a *Admin) poolParts(ctx context.Context, id store.ID, ch store.Change) ([]
 	return parts, nil
 }
 
-// announce publishes the sale state changes the admin script made; what it cannot
-// publish waits in the shard's outbox for the reconciler.
-func (a *Admin) announce(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) {
-	if a.cfg.Announce == nil || len(changes) == 0 {
-		return
-	}
-	if err := a.cfg.Announce(ctx, c, changes); err != nil {
-		a.log.WarnContext(ctx, "promotion state change left for the reconciler", "err", err)
-	}
-}
-
 // promote runs step 3 once the hash holds the change.
-func (a *Admin) promote(ctx context.Context, id store.ID, ch store.Change, shard int) (store.Promotion, error) {
-	p, err := a.store.Promote(ctx, id, ch.Version, a.now())
+func (j *journal) promote(ctx context.Context, id store.ID, ch store.Change, shard int) (store.Promotion, error) {
+	p, err := j.rows.Promote(ctx, id, ch.Version, j.now.now())
 	if err == nil {
 		return p, nil
 	}
 	if errors.Is(err, store.ErrNoPending) {
 		// Resolved meanwhile by the repairer; the row says which way.
-		if row, rerr := a.store.Row(ctx, id); rerr == nil && row.Version >= ch.Version {
+		if row, rerr := j.rows.Row(ctx, id); rerr == nil && row.Version >= ch.Version {
 			return row, nil
 		}
-		a.log.ErrorContext(ctx, "a change applied on its shard was discarded from the record while in flight",
+		j.log.ErrorContext(ctx, "a change applied on its shard was discarded from the record while in flight",
 			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", shard)
 		return store.Promotion{}, &UnavailableError{Dependency: shardName(shard), Msg: "the change was resolved by the repairer while in flight; read the promotion and retry"}
 	}
@@ -176,18 +182,18 @@ func (a *Admin) promote(ctx context.Context, id store.ID, ch store.Change, shard
 }
 
 // unsure settles a change whose script call failed: the hash says whether it landed.
-func (a *Admin) unsure(ctx context.Context, id store.ID, ch store.Change, shard int, cause error) (store.Promotion, error) {
-	landed, err := a.landed(ctx, id.Key(), ch)
+func (j *journal) unsure(ctx context.Context, id store.ID, ch store.Change, shard int, cause error) (store.Promotion, error) {
+	landed, err := j.landed(ctx, id.Key(), ch)
 	if err != nil {
-		a.log.WarnContext(ctx, "shard did not answer; change left pending for the repairer",
+		j.log.WarnContext(ctx, "shard did not answer; change left pending for the repairer",
 			"promotion", id.String(), "op", ch.Op, "version", ch.Version, "shard", shard, "err", cause, "check", err)
 		return store.Promotion{}, &UnavailableError{Dependency: shardName(shard),
 			Msg: "did not answer; the change is recorded as pending and will be completed or undone once the shard answers (and is not being rebuilt)", Err: cause}
 	}
 	if landed {
-		return a.promote(ctx, id, ch, shard)
+		return j.promote(ctx, id, ch, shard)
 	}
-	if err := a.store.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
+	if err := j.rows.Discard(ctx, id, ch.Version); err != nil && !errors.Is(err, store.ErrNoPending) {
 		return store.Promotion{}, &UnavailableError{Dependency: "mysql", Msg: "undoing a change the shard did not take failed; the repairer will", Err: err}
 	}
 	return store.Promotion{}, &UnavailableError{Dependency: shardName(shard), Msg: "the change could not be applied and was undone; retry", Err: cause}
@@ -201,9 +207,9 @@ var errFenced = errors.New("the shard is being rebuilt (fence marker set)")
 
 // landed reads the hash: does it hold the change? For a promotion in buckets,
 // bucket 0's hash (the promotion key) answers for the change.
-func (a *Admin) landed(ctx context.Context, key string, ch store.Change) (bool, error) {
-	shard, c := a.pool.For(key)
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+func (j *journal) landed(ctx context.Context, key string, ch store.Change) (bool, error) {
+	shard, c := j.shards.For(key)
+	ctx, cancel := context.WithTimeout(ctx, j.timeout)
 	defer cancel()
 	fenced, err := c.Exists(ctx, promo.FenceKey(shard)).Result()
 	if err != nil {
@@ -224,65 +230,65 @@ func (a *Admin) landed(ctx context.Context, key string, ch store.Change) (bool, 
 
 // resolve settles the pending change of id if it is older than RepairGrace:
 // promoted if its hash holds it, discarded otherwise.
-func (a *Admin) resolve(ctx context.Context, id store.ID) error {
-	p, err := a.store.Row(ctx, id)
+func (j *journal) resolve(ctx context.Context, id store.ID) error {
+	p, err := j.rows.Row(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return mysqlDown(err)
 	}
-	if p.Pending == nil || a.busy(p.Pending) != nil {
+	if p.Pending == nil || j.busy(p.Pending) != nil {
 		return nil
 	}
 	ch := *p.Pending
-	shard, _ := a.pool.For(id.Key())
-	landed, err := a.landed(ctx, id.Key(), ch)
+	shard, _ := j.shards.For(id.Key())
+	landed, err := j.landed(ctx, id.Key(), ch)
 	if err != nil {
 		return &UnavailableError{Dependency: shardName(shard), Msg: "the pending change waits", Err: err}
 	}
 	if k := promo.BucketsOf(ch.Spec.Buckets); k > 1 {
 		// The other buckets follow bucket 0 before the record does.
-		if err := a.follow(ctx, layoutOf(id, k), ch, p, landed); err != nil {
+		if err := j.buckets.follow(ctx, layoutOf(id, k), ch, p, landed); err != nil {
 			return err
 		}
 	}
 	outcome := "promoted"
 	if landed {
-		_, err = a.store.Promote(ctx, id, ch.Version, a.now())
+		_, err = j.rows.Promote(ctx, id, ch.Version, j.now.now())
 	} else {
 		outcome = "discarded"
-		err = a.store.Discard(ctx, id, ch.Version)
+		err = j.rows.Discard(ctx, id, ch.Version)
 	}
 	if err != nil && !errors.Is(err, store.ErrNoPending) {
 		return mysqlDown(err)
 	}
-	a.log.InfoContext(ctx, "pending change resolved", "promotion", id.String(), "op", ch.Op,
+	j.log.InfoContext(ctx, "pending change resolved", "promotion", id.String(), "op", ch.Op,
 		"version", ch.Version, "shard", shard, "outcome", outcome)
 	return nil
 }
 
-// Repair resolves every change pending for longer than RepairGrace whose shard
+// repair resolves every change pending for longer than RepairGrace whose shard
 // answers; the others wait for the next run. The error joins what failed.
-func (a *Admin) Repair(ctx context.Context) error {
-	ids, err := a.store.Pending(ctx, a.now().Add(-a.cfg.RepairGrace), 500)
+func (j *journal) repair(ctx context.Context) error {
+	ids, err := j.rows.Pending(ctx, j.now.now().Add(-j.grace), 500)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, id := range ids {
-		if err := a.resolve(ctx, id); err != nil {
+		if err := j.resolve(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("repair %s: %w", id, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// RunRepairer runs Repair at once and then every RepairEvery until ctx is done.
-func (a *Admin) RunRepairer(ctx context.Context) error {
-	return svc.Every(ctx, a.cfg.RepairEvery, func(ctx context.Context) {
-		if err := a.Repair(ctx); err != nil && ctx.Err() == nil {
-			a.log.WarnContext(ctx, "repair left changes pending", "err", err)
+// run runs repair at once and then every RepairEvery until ctx is done.
+func (j *journal) run(ctx context.Context) error {
+	return svc.Every(ctx, j.every, func(ctx context.Context) {
+		if err := j.repair(ctx); err != nil && ctx.Err() == nil {
+			j.log.WarnContext(ctx, "repair left changes pending", "err", err)
 		}
 	})
 }

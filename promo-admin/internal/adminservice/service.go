@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 )
@@ -86,17 +87,10 @@ func (e *EnvelopeFixedError) Error() string {
 
 func (e *EnvelopeFixedError) Is(target error) bool { return target == ErrEnvelopeFixed }
 
-// FieldError is invalid input: Field names the offending JSON field, path or
-// query parameter. Nothing was changed.
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
+// invalid is invalid input (httpx.FieldError): field names the offending JSON
+// field, path or query parameter. Nothing was changed.
 func invalid(field, format string, args ...any) error {
-	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &httpx.FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // BelowGrantedError is ErrBelowGranted with the numbers. For a promotion in

@@ -2,7 +2,10 @@ package adminservice
 
 import (
 	"context"
+	"log/slog"
 	"time"
+
+	"github.com/flashsale/platform/internal/bucket"
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
@@ -51,15 +54,31 @@ func recorded(p store.Promotion, now time.Time) promo.Promotion {
 	return view(p, counters{p.Remaining, p.Spec.Total - p.Remaining, p.RemainingAmount}, now)
 }
 
+// viewer reads a promotion's live state: the counters of its hash, or of its
+// buckets' hashes.
+type viewer struct {
+	rows    Getter
+	shards  Shards
+	buckets bucketReader
+	timeout time.Duration // of each Redis call
+	now     clock
+	log     *slog.Logger
+}
+
+// bucketReader reads the hash of one bucket (buckets.go).
+type bucketReader interface {
+	readBucket(ctx context.Context, l bucket.Layout, b int) (lua.HashState, error)
+}
+
 // live is the view with the counters read from the promotion's hash, or summed
 // over its buckets' hashes.
-func (a *Admin) live(ctx context.Context, p store.Promotion) (promo.Promotion, error) {
+func (vw *viewer) live(ctx context.Context, p store.Promotion) (promo.Promotion, error) {
 	if k := promo.BucketsOf(p.Spec.Buckets); k > 1 {
-		return a.liveBuckets(ctx, p, k)
+		return vw.liveBuckets(ctx, p, k)
 	}
 	key := p.ID().Key()
-	shard, c := a.pool.For(key)
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RedisTimeout)
+	shard, c := vw.shards.For(key)
+	ctx, cancel := context.WithTimeout(ctx, vw.timeout)
 	defer cancel()
 	h, exists, err := lua.ReadHash(ctx, c, key)
 	if err != nil {
@@ -69,17 +88,17 @@ func (a *Admin) live(ctx context.Context, p store.Promotion) (promo.Promotion, e
 		return promo.Promotion{}, &UnavailableError{Dependency: shardName(shard),
 			Msg: "the shard has no hash for this promotion although the record has it; rebuild the shard with bin/recovery"}
 	}
-	return view(p, counters{h.Remaining, h.Granted(), h.EnvLeft}, a.now()), nil
+	return view(p, counters{h.Remaining, h.Granted(), h.EnvLeft}, vw.now.now()), nil
 }
 
 // liveBuckets is live for a promotion in k buckets: remaining and granted are
 // the sums, bucketRemaining each bucket's.
-func (a *Admin) liveBuckets(ctx context.Context, p store.Promotion, k int) (promo.Promotion, error) {
+func (vw *viewer) liveBuckets(ctx context.Context, p store.Promotion, k int) (promo.Promotion, error) {
 	l := layoutOf(p.ID(), k)
 	var remaining, granted int64
 	by := make([]int64, k)
 	for b := range l.Keys {
-		h, err := a.readBucket(ctx, l, b)
+		h, err := vw.buckets.readBucket(ctx, l, b)
 		if err != nil {
 			return promo.Promotion{}, err
 		}
@@ -87,24 +106,24 @@ func (a *Admin) liveBuckets(ctx context.Context, p store.Promotion, k int) (prom
 		remaining += h.Remaining
 		granted += h.Granted()
 	}
-	v := view(p, counters{remaining: remaining, granted: granted}, a.now()) // a pool is of one bucket
+	v := view(p, counters{remaining: remaining, granted: granted}, vw.now.now()) // a pool is of one bucket
 	v.BucketRemaining = by
 	return v, nil
 }
 
 // answer is the view a successful change returns: live when the shard answers,
 // else the record's (the change is done either way).
-func (a *Admin) answer(ctx context.Context, p store.Promotion) promo.Promotion {
-	v, err := a.live(ctx, p)
+func (vw *viewer) answer(ctx context.Context, p store.Promotion) promo.Promotion {
+	v, err := vw.live(ctx, p)
 	if err != nil {
-		a.log.WarnContext(ctx, "answering with the record's counters", "promotion", p.ID().String(), "err", err)
+		vw.log.WarnContext(ctx, "answering with the record's counters", "promotion", p.ID().String(), "err", err)
 		if p.Spec.Envelope != nil {
 			// A row a change returned lacks the pool's amount left by the record; Get has it.
-			if read, err := a.store.Get(ctx, p.ID()); err == nil {
+			if read, err := vw.rows.Get(ctx, p.ID()); err == nil {
 				p.RemainingAmount = read.RemainingAmount
 			}
 		}
-		return recorded(p, a.now())
+		return recorded(p, vw.now.now())
 	}
 	return v
 }

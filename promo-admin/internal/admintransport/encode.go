@@ -75,7 +75,7 @@ func encodeError(ctx context.Context, err error, w http.ResponseWriter) {
 func contractError(err error) error {
 	var (
 		he *httpx.Error
-		fe *adminservice.FieldError
+		fe *httpx.FieldError
 		ue *adminservice.UnavailableError
 	)
 	switch {
