@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/tools/checker"
 	"github.com/flashsale/platform/tools/loadgen"
@@ -16,7 +18,6 @@ import (
 // hostileDrill storms the API with hostile input: every case a 4xx, nothing changed.
 func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	canary := sale{Promotion: checker.Promotion{PromoID: d.run + "-canary", Type: 1, Total: 100, PerPin: 2, PerIP: 5}}
-	client := loadgen.Client(16, 15*time.Second)
 	if !d.createCanary(ctx, canary.Promotion, 2, "drill canary", out) {
 		return
 	}
@@ -33,13 +34,24 @@ func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		out.fail("read the canary: %v", err)
 		return
 	}
+	res, slowTried, slowHeld := d.storm(hostileCases(d.run, d.checkout, d.viewer, d.admin, canary, g1, g2))
+	d.sendRawCases(canary, &res)
+	out.bad = res.tried + slowTried
+	for _, f := range res.findings {
+		out.fail("%s", f)
+	}
+	for _, f := range slowHeld {
+		out.fail("%s", f)
+	}
+	d.nothingChanged(ctx, shard, key, before, out)
+}
 
-	cases := hostileCases(d.run, d.checkout, d.viewer, d.admin, canary, g1, g2)
+// storm sends every case three times over 8 workers while slow clients hold
+// connections open, and returns what the cases and the slow clients found.
+func (d *drillEnv) storm(cases []hostileCase) (res hostileResult, slowTried int, slowHeld []string) {
+	client := loadgen.Client(16, 15*time.Second)
 	bases := map[string]string{"grab": d.ctl.st.Grab, "admin": d.ctl.st.Admin}
-	var res hostileResult
 	var mu sync.Mutex
-	var slowTried int
-	var slowHeld []string
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -64,15 +76,19 @@ func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	}
 	close(jobs)
 	wg.Wait()
-	// A raw request smuggling a grab must not grant it: its body is a valid grab.
+	return res, slowTried, slowHeld
+}
+
+// sendRawCases writes the raw cases to grab-service's socket; a raw request
+// smuggling a grab must not grant it: its body is a valid grab of the canary.
+func (d *drillEnv) sendRawCases(canary sale, res *hostileResult) {
 	smuggled := string(grabJSON(q(d.run+"-hx-199"), q(d.run+"-hostile"), q("10.99.0.1"), fmt.Sprintf(`[{"promoId":%s,"type":1,"num":1}]`, q(canary.PromoID))))
 	host := strings.TrimPrefix(d.ctl.st.Grab, "http://")
 	for name, raw := range rawCases(host, smuggled) {
 		res.tried++
 		code, err := sendRaw(host, raw)
 		// The one 5xx allowed: net/http refuses an HTTP version it does not speak with
-		// 505 before any request exists (RFC 9110, 15.6.6); no handler, no metric,
-		// no state is reached.
+		// 505 before any request exists (RFC 9110, 15.6.6); no handler is reached.
 		if name == "raw: unknown protocol version" && code == http.StatusHTTPVersionNotSupported {
 			continue
 		}
@@ -80,15 +96,11 @@ func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 			res.find("%s: answered %d (err %v), want a 4xx", name, code, err)
 		}
 	}
-	out.bad = res.tried + slowTried
-	for _, f := range res.findings {
-		out.fail("%s", f)
-	}
-	for _, f := range slowHeld {
-		out.fail("%s", f)
-	}
+}
 
-	// Nothing changed: the canary, the request index, the record, promo-admin.
+// nothingChanged checks the storm left everything as it was: the canary, the
+// request index, the record, promo-admin.
+func (d *drillEnv) nothingChanged(ctx context.Context, shard redis.UniversalClient, key string, before canaryState, out *outcome) {
 	after, err := readCanary(ctx, shard, key)
 	if err != nil {
 		out.fail("read the canary: %v", err)
