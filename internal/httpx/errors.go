@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -99,8 +98,6 @@ var contentTypeJSON = []string{"application/json; charset=utf-8"}
 // encoder of both services (go-kit's ServerErrorEncoder points here).
 func WriteError(_ context.Context, err error, w http.ResponseWriter) {
 	e := AsError(err)
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
-	}
+	SetRetryAfter(w, e.RetryAfter)
 	WriteJSON(w, e.Status, e)
 }

@@ -6,12 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -46,8 +45,10 @@ func attemptBound(items []Item) int {
 	return n
 }
 
-// bucketRoutes is what an instance knows of the bucketed promotions.
-type bucketRoutes struct {
+// router places a request's items on their shards, and knows what this instance
+// has learned of the bucketed promotions.
+type router struct {
+	*core
 	layouts *expiry.Map[bucket.Layout] // promotion key -> its layout
 	// empty holds the buckets that answered SOLD_OUT within RefusalTTL: a grab does
 	// not start there. A cancel may refill one meanwhile, which costs at most a
@@ -56,15 +57,15 @@ type bucketRoutes struct {
 	next  atomic.Uint32 // where the round robin over donor buckets starts
 }
 
-func newBucketRoutes(refusalTTL time.Duration) bucketRoutes {
-	return bucketRoutes{layouts: expiry.New[bucket.Layout](bucketLayoutsSize, bucketLayoutsTTL),
-		empty: expiry.New[struct{}](emptyBucketsSize, refusalTTL)}
+func newRouter(c *core) *router {
+	return &router{core: c, layouts: expiry.New[bucket.Layout](bucketLayoutsSize, bucketLayoutsTTL),
+		empty: expiry.New[struct{}](emptyBucketsSize, c.cfg.RefusalTTL)}
 }
 
 // layout is the layout of promotion key in k buckets, from the cache when it
 // holds that one.
-func (s *Grabber) layout(key string, k int) bucket.Layout {
-	if l, ok := s.buckets.layouts.Get(key, s.Clock()); ok && l.K == k {
+func (s *router) layout(key string, k int) bucket.Layout {
+	if l, ok := s.layouts.Get(key, s.Clock()); ok && l.K == k {
 		return l
 	}
 	return bucket.LayoutOf(s.ring, key, k)
@@ -73,10 +74,10 @@ func (s *Grabber) layout(key string, k int) bucket.Layout {
 // route sets where each item's units are to come from: an ordinary promotion's
 // from itself, a bucketed one's (as far as this instance knows it) from the pin's
 // home bucket, or the next donor when that is known to be sold out.
-func (s *Grabber) route(items []Item, pin string, now time.Time) {
+func (s *router) route(items []Item, pin string, now time.Time) {
 	for i := range items {
 		it := &items[i]
-		l, ok := s.buckets.layouts.Get(promo.Key(it.PromoID, it.Type), now)
+		l, ok := s.layouts.Get(promo.Key(it.PromoID, it.Type), now)
 		if !ok {
 			it.buckets, it.bucket = 1, 0
 			continue
@@ -91,15 +92,15 @@ func (s *Grabber) route(items []Item, pin string, now time.Time) {
 
 // nextBucket is the bucket to take from: first if it is untried and not known to
 // be sold out, else the next such one round robin, else -1.
-func (s *Grabber) nextBucket(l bucket.Layout, first int, tried uint32, now time.Time) int {
+func (s *router) nextBucket(l bucket.Layout, first int, tried uint32, now time.Time) int {
 	usable := func(b int) bool {
-		_, empty := s.buckets.empty.Get(l.Keys[b], now)
+		_, empty := s.empty.Get(l.Keys[b], now)
 		return tried&(1<<b) == 0 && !empty
 	}
 	if first >= 0 && usable(first) {
 		return first
 	}
-	start := int(s.buckets.next.Add(1))
+	start := int(s.next.Add(1))
 	for i := range l.K {
 		if b := (start + i) % l.K; usable(b) {
 			return b
@@ -119,7 +120,7 @@ const learnedHere = 1 << 31
 // items and reports true; the caller undoes the takes and tries again. tried
 // holds, by item, the buckets already tried. Any other refusal, a replay, or a
 // failed shard ends the grab as it is (settleTakes).
-func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, errs []error, tried []uint32, now time.Time) bool {
+func (s *router) fallOver(req Request, gs []group, replies []lua.GrabReply, errs []error, tried []uint32, now time.Time) bool {
 	type move struct {
 		item        int
 		learned     int   // the bucket count q.lua answered, 0 if none
@@ -157,16 +158,16 @@ func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, err
 		if m.learned > 0 {
 			it.buckets, it.bucket, tried[m.item] = m.learned, 0, learnedHere
 			if m.learned == 1 {
-				s.buckets.layouts.Forget(key)
+				s.layouts.Forget(key)
 				continue
 			}
 			l := bucket.LayoutOf(s.ring, key, m.learned)
-			s.buckets.layouts.Put(key, l, now)
+			s.layouts.Put(key, l, now)
 			it.bucket = s.nextBucket(l, bucket.Home(req.Pin, l.K), 0, now)
 		} else {
 			l := s.layout(key, it.buckets)
 			if m.left == 0 { // a bucket with fewer units than asked may serve a smaller grab
-				s.buckets.empty.Put(l.Keys[m.soldOutFrom], struct{}{}, now)
+				s.empty.Put(l.Keys[m.soldOutFrom], struct{}{}, now)
 			}
 			tried[m.item] |= 1 << m.soldOutFrom
 			it.bucket = s.nextBucket(l, -1, tried[m.item], now)
@@ -178,58 +179,9 @@ func (s *Grabber) fallOver(req Request, gs []group, replies []lua.GrabReply, err
 	return true
 }
 
-// followClaim points the items of a send that found its requestId claimed at the
-// buckets the claim names: the index must name the takes the ledgers hold,
-// whichever send made them. While the claim is young, the send that made it may
-// still be moving a bucketed grab's takes from bucket to bucket, so this one
-// waits its turn (503, retry with the same requestId) rather than take beside it.
-func (s *Grabber) followClaim(req Request, c claim, now time.Time) (Result, bool) {
-	bucketed := false
-	for i := range req.Items {
-		it := &req.Items[i]
-		if i < len(c.items) && c.items[i].PromoID == it.PromoID && c.items[i].Type == it.Type {
-			it.buckets, it.bucket = max(c.items[i].Buckets, 1), c.items[i].Bucket
-		}
-		bucketed = bucketed || it.buckets > 1
-	}
-	if bucketed && !c.claimedAt.IsZero() && now.Sub(c.claimedAt) <= s.cfg.AnswerTimeout+time.Second {
-		return Result{RequestID: req.RequestID, Result: Unavailable,
-			Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}, true
-	}
-	return Result{}, false
-}
-
-// mayFallOver reports whether this send of the grab may move its takes: the send
-// that made the claim, or one made when no other send can still be on its way
-// (the claim older than an answer time). Each move is a compare and set of the
-// index entry (reclaim), so of two such sends only one moves the takes.
-func (s *Grabber) mayFallOver(c claim, now time.Time) bool {
-	return c.created || c.claimedAt.IsZero() || now.Sub(c.claimedAt) > s.cfg.AnswerTimeout+time.Second
-}
-
-// reclaim rewrites the grab's index entry with its items where the next attempt
-// takes them, keeping its claim time and its expiry, if the entry is still the
-// one c last saw (moved false otherwise: another send moved the takes). A cancel
-// and the reconciler find a request's takes there.
-func (s *Grabber) reclaim(ctx context.Context, req Request, hash string, items []flow.Item, c *claim) (moved bool, err error) {
-	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, HoldUntilMs: c.holdUntilMs}
-	if !c.claimedAt.IsZero() {
-		idx.ClaimedMs = c.claimedAt.UnixMilli()
-	}
-	entry := idx.AppendJSON(nil)
-	n, err := s.onIndexShard(ctx, req.RequestID, func(p redis.Pipeliner) *redis.Cmd {
-		return lua.QueueReclaim(ctx, p, promo.RequestIndexKey(req.RequestID), c.raw, entry)
-	}).Int64()
-	if err != nil || n == 0 {
-		return false, err
-	}
-	c.raw, c.items = string(entry), items
-	return true, nil
-}
-
 // takesOfItem is where an item of a request index entry (or of the record) was
 // taken: its promotion's hash, or its parts on the buckets.
-func (s *Grabber) takesOfItem(it flow.Item, pin, ip string) []take {
+func (s *router) takesOfItem(it flow.Item, pin, ip string) []take {
 	key := promo.Key(it.PromoID, it.Type)
 	if it.Buckets <= 1 {
 		return []take{{s.ring.Shard(key), key}}
@@ -247,12 +199,12 @@ func (s *Grabber) takesOfItem(it flow.Item, pin, ip string) []take {
 // the layout this instance knows, else the hash's own; a hash gone with its
 // deleted promotion (or unreadable) gives the least count its bucket allows, and
 // the record's rebuild takes the count from the promotion's row.
-func (s *Grabber) bucketOf(ctx context.Context, shard int, key string) (b, k int) {
+func (s *router) bucketOf(ctx context.Context, shard int, key string) (b, k int) {
 	base := promo.BucketBase(key)
 	if base != key {
 		b = max(slices.Index(bucket.Keys(s.ring, base, bucket.Max), key), 0)
 	}
-	if l, ok := s.buckets.layouts.Get(base, s.Clock()); ok {
+	if l, ok := s.layouts.Get(base, s.Clock()); ok {
 		return b, l.K
 	}
 	if n, err := s.Shards[shard].HGet(ctx, key, "buckets").Int(); err == nil && n > 1 {
@@ -262,4 +214,49 @@ func (s *Grabber) bucketOf(ctx context.Context, shard int, key string) (b, k int
 		return b, b + 1
 	}
 	return 0, 0
+}
+
+// groups places the items, of a grab by pin from ip, on their shards: an ordinary
+// item on its promotion's, an item of a bucketed promotion as its parts on the
+// shards of its stock bucket and of the pin's and the ip's home buckets.
+func (s *router) groups(items []Item, pin, ip string) []group {
+	var gs []group
+	var at [ring.Shards]int // group index + 1 by shard
+	add := func(shard, i int, key, part string) {
+		if at[shard] == 0 {
+			gs = append(gs, group{shard: shard})
+			at[shard] = len(gs)
+		}
+		g := &gs[at[shard]-1]
+		g.idx = append(g.idx, i)
+		g.keys = append(g.keys, key)
+		g.parts = append(g.parts, part)
+	}
+	for i, it := range items {
+		key := promo.Key(it.PromoID, it.Type)
+		if it.buckets <= 1 {
+			add(s.ring.Shard(key), i, key, "")
+			continue
+		}
+		for _, p := range s.layout(key, it.buckets).Parts(it.bucket, pin, ip) {
+			add(p.Shard, i, p.Key, p.Letters)
+		}
+	}
+	return gs
+}
+
+// allSoldOut reports whether a SOLD_OUT of item, answered by its hash key with
+// left units, is its whole promotion's: an ordinary item's always, a bucketed
+// one's once every bucket is known to be empty (the one that answered is marked
+// so when it has nothing left; one with fewer units than the grab asked is not).
+func (s *router) allSoldOut(it Item, key string, left int64, now time.Time) bool {
+	if it.buckets <= 1 {
+		return true
+	}
+	if left > 0 {
+		return false
+	}
+	l := s.layout(promo.BucketBase(key), it.buckets)
+	s.empty.Put(key, struct{}{}, now)
+	return s.nextBucket(l, -1, 0, now) < 0
 }

@@ -1,23 +1,17 @@
 package grab
 
 import (
+	"context"
 	"time"
 
 	"github.com/flashsale/platform/internal/expiry"
+	"github.com/flashsale/platform/internal/promo"
 )
 
-// refusalCache is the sold-out short-circuit (the Alibaba and 12306 idea): once a
-// promotion is known SOLD_OUT, STOPPED, ENDED or NOT_FOUND, grabs for it are answered
-// here without Redis (promotion key -> outcome). Entries expire after RefusalTTL,
-// which bounds how long a SOLD_OUT stays stale after a cancel on another instance
-// returns stock. Only a script's answer sets an entry, never an error, so one
-// failure cannot refuse everyone.
-//
-// It is the start gate too (seed 000): a promotion not yet started is answered
-// NOT_STARTED here until its start instant, never past it, so before a sale opens
-// its shard sees one grab per instance per RefusalTTL, however many buyers press
-// early; at the start every instance lets grabs through on its own clock, and a
-// start moved earlier by a merchandiser is seen within RefusalTTL.
+// refusalCache is the sold-out short-circuit and the start gate: a promotion known
+// SOLD_OUT, STOPPED, ENDED, NOT_FOUND or not yet started is answered here, without
+// Redis, for at most RefusalTTL (NOT_STARTED until its start). Only a script's
+// answer sets an entry, never an error (docs/design.md, "The refusal cache").
 type refusalCache = expiry.Map[cachedRefusal]
 
 // cachedRefusal is a cached answer; until, when set, is when it stops holding (a
@@ -73,4 +67,27 @@ func (s *Grabber) sweepCaches(every time.Duration) {
 			s.status.m.Sweep(now)
 		}
 	}
+}
+
+// shortCircuit answers from the local SOLD_OUT/STOPPED/ENDED/NOT_FOUND cache without
+// the promotion's shard. A requestId that holds a claim may hold a grant (a retry
+// after an answer was lost to a crash), and its first answer lives in the ledger, so
+// it goes the full way instead; that read is on the index shard of the requestId,
+// spread over every shard, never the hot promotion's. A first attempt holds no
+// claim by the caller's word, so it is answered with no read at all: after a sell-out
+// that is most of the traffic, and the index shards' share of it.
+func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
+	for i, it := range req.Items {
+		r, ok := s.refusals.Get(promo.Key(it.PromoID, it.Type), now)
+		if !ok || !r.holds(now) {
+			continue
+		}
+		o := r.o
+		if s.Resend(ctx, req) {
+			return Result{}, false
+		}
+		s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()
+		return refusal(req.RequestID, o, i, "answered from the local "+string(o)+" cache"), true
+	}
+	return Result{}, false
 }

@@ -28,7 +28,7 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 	now := s.Clock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
-	idx, err := s.ownedIndex(ctx, rid, pin)
+	idx, err := s.index.ownedIndex(ctx, rid, pin)
 	if unknown, ok := indexUnknown(rid, err); ok {
 		return unknown, nil
 	}
@@ -36,62 +36,78 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 		return Result{}, err
 	}
 	items := indexItems(idx)
-	gs := s.groups(items, idx.Pin, idx.IP)
-	replies, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: now.UnixMilli()})
-	var returned []group
-	var returnedEnvs [][]lua.Envelope // what each returned group gave back of a pool
-	already, pending := 0, false
-	for i, err := range errs {
-		if err != nil {
-			s.logErr("cancel failed on a shard", err, "requestId", rid, "shard", gs[i].shard)
-			return Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the cancel"}, nil
-		}
-		switch replies[i].Code {
-		case lua.ReturnReturned:
-			returned = append(returned, gs[i])
-			returnedEnvs = append(returnedEnvs, replies[i].Envelopes)
-		case lua.ReturnAlreadyReturned:
-			already++
-		case lua.ReturnNotFound:
-			if s.shardLost(gs[i].shard) { // lostshard.go
-				return Result{RequestID: rid, Result: Unavailable, Message: lostMessage(gs[i].shard)}, nil
-			}
-			return Result{}, ErrGrabNotFound
-		default: // PENDING: not granted (yet) on this shard
-			pending = true
-		}
+	gs := s.route.groups(items, idx.Pin, idx.IP)
+	r, res, done, err := s.returnAll(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnCancel, Reason: reason, NowMs: now.UnixMilli()})
+	if done || err != nil {
+		return res, err
 	}
 	switch {
-	case len(returned) == 0 && pending: // nothing granted to return
+	case len(r.returned) == 0 && r.pending: // nothing granted to return
 		return Result{}, ErrGrabNotFound
-	case len(returned) == 0:
+	case len(r.returned) == 0:
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
 	}
 	// A pool item's CANCEL carries the parts its return gave back, named by
-	// return.lua even when the pool went with its deleted promotion, so the record's
-	// amounts net to the unit.
-	back := flowItems(items, returned, returnedEnvs)
-	for _, g := range returned {
+	// return.lua even when the pool went with its deleted promotion.
+	back := flowItems(items, r.returned, r.envs)
+	for _, g := range r.returned {
 		for _, key := range g.keys {
 			s.refusals.Forget(promo.BucketBase(key))
-			s.buckets.empty.Forget(key)
+			s.route.empty.Forget(key)
 		}
 	}
-	if pending {
+	if r.pending {
 		// Granted on some shards, still being committed on others (a crash between
-		// two commits): the parts granted are returned now and owe their CANCEL, which
-		// the reconciler pays as it settles the rest as the rollback of the whole
-		// grab (reconcile.go). The outcome is known once it has.
+		// two commits): the reconciler settles the rest as the rollback of the whole.
 		return Result{RequestID: rid, Result: Unavailable, Message: "part of this grab was still being committed; retry the cancel for the outcome"}, nil
 	}
 	if len(back) == 0 { // only counts went back now: the units were returned by an earlier cancel
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "already returned; nothing returned twice"}, nil
 	}
-	if err := s.publish(ctx, s.event(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {
+	if err := s.settle.publish(ctx, newEvent(flow.Cancel, rid, pin, idx.IP, back, now, reason)); err != nil {
 		s.logErr("cancel event not acknowledged; the reconciler will publish it", err, "requestId", rid)
 	} else {
-		s.finalize(rid, pin, returned)
+		s.settle.finalize(rid, pin, r.returned)
 	}
+	return returnedResult(rid, back), nil
+}
+
+// returns is what the shards answered a cancel's returns.
+type returns struct {
+	returned []group
+	envs     [][]lua.Envelope // what each returned group gave back of a pool
+	pending  bool             // a part not granted (yet) on its shard
+}
+
+// returnAll returns the grab's takes on every shard; done answers a shard that
+// failed, or that lost the grab.
+func (s *Grabber) returnAll(ctx context.Context, gs []group, call lua.ReturnCall) (r returns, res Result, done bool, err error) {
+	rid := call.RequestID
+	replies, errs := s.settle.returnOn(ctx, gs, call)
+	for i, err := range errs {
+		if err != nil {
+			s.logErr("cancel failed on a shard", err, "requestId", rid, "shard", gs[i].shard)
+			return r, Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the cancel"}, true, nil
+		}
+		switch replies[i].Code {
+		case lua.ReturnReturned:
+			r.returned = append(r.returned, gs[i])
+			r.envs = append(r.envs, replies[i].Envelopes)
+		case lua.ReturnAlreadyReturned: // returned before: nothing to do here
+		case lua.ReturnNotFound:
+			if s.guard.shardLost(gs[i].shard) { // lostshard.go
+				return r, Result{RequestID: rid, Result: Unavailable, Message: lostMessage(gs[i].shard)}, true, nil
+			}
+			return r, Result{}, true, ErrGrabNotFound
+		default: // PENDING: not granted (yet) on this shard
+			r.pending = true
+		}
+	}
+	return r, Result{}, false, nil
+}
+
+// returnedResult is a cancel's RETURNED answer, with a pool item's amount.
+func returnedResult(rid string, back []flow.Item) Result {
 	out := Result{RequestID: rid, Result: Returned}
 	for i, it := range back {
 		out.Items = append(out.Items, ItemResult{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
@@ -99,29 +115,7 @@ func (s *Grabber) cancel(ctx context.Context, rid, pin, reason string) (Result, 
 			out.Items[i].Amount = &back[i].Amount
 		}
 	}
-	return out, nil
-}
-
-// finalize records that the CANCEL owed for these takes has been acknowledged.
-func (s *Grabber) finalize(rid, pin string, gs []group) {
-	ctx, cancel := s.settleCtx()
-	defer cancel()
-	_, errs := s.returnOn(ctx, gs, lua.ReturnCall{RequestID: rid, Pin: pin, Mode: lua.ReturnFinalize, NowMs: s.Clock().UnixMilli()})
-	for i, err := range errs {
-		// Harmless: the reconciler publishes the CANCEL again and the record dedupes it.
-		s.logErr("finalize failed", err, "requestId", rid, "shard", gs[i].shard)
-	}
-}
-
-// lookup finds a granted request's items: the Redis request index, else the record.
-// ownedIndex is the index entry of grab rid, which pin must have made: another
-// pin's grab is as good as none (ErrGrabNotFound) to the caller.
-func (s *Grabber) ownedIndex(ctx context.Context, rid, pin string) (flow.RequestIndex, error) {
-	idx, err := s.lookup(ctx, rid)
-	if err == nil && idx.Pin != pin {
-		return flow.RequestIndex{}, ErrGrabNotFound
-	}
-	return idx, err
+	return out
 }
 
 // indexItems are the items an index entry names, as a request's.
@@ -131,33 +125,6 @@ func indexItems(idx flow.RequestIndex) []Item {
 		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, buckets: it.Buckets, bucket: it.Bucket}
 	}
 	return items
-}
-
-func (s *Grabber) lookup(ctx context.Context, rid string) (flow.RequestIndex, error) {
-	idx, found, err := s.readIndex(ctx, rid)
-	if found {
-		return idx, nil
-	}
-	if err != nil {
-		s.logErr("request index unreadable; asking the record", err, "requestId", rid)
-	}
-	if s.Record == nil {
-		return idx, ErrGrabNotFound
-	}
-	readErr := err
-	pin, ip, items, err := s.Record.GrabItems(ctx, rid)
-	if err != nil {
-		return idx, err
-	}
-	if len(items) == 0 && readErr != nil {
-		// The record lags Kafka by the sink's batch: silence there proves nothing
-		// while the index itself did not answer.
-		return idx, errIndexUnknown
-	}
-	if len(items) == 0 {
-		return idx, ErrGrabNotFound
-	}
-	return flow.RequestIndex{Pin: pin, IP: ip, Items: items}, nil
 }
 
 // errIndexUnknown: the request index shard did not answer, and the record (which

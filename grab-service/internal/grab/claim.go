@@ -20,6 +20,12 @@ import (
 // first body wins, another body is REQUEST_ID_REUSED. The index also
 // tells a cancel where a granted request's items live.
 
+// requestIndex is the request index as the grab path uses it: the claim of a
+// requestId (and its hold), where a request's takes are, and its release.
+type requestIndex struct {
+	*core
+}
+
 type claim struct {
 	created bool // this call wrote the entry
 	reused  bool // the entry holds another body
@@ -41,11 +47,11 @@ type claim struct {
 
 // indexEntry is the request index entry a grab claims its requestId with.
 // A held grab's entry carries its hold's deadline, counted from the same clock read.
-func (s *Grabber) indexEntry(req Request, hash string, items []flow.Item) (flow.RequestIndex, []byte) {
+func (s *requestIndex) indexEntry(req Request, hash string, items []flow.Item) (flow.RequestIndex, []byte) {
 	now := s.Clock()
 	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, ClaimedMs: now.UnixMilli()}
 	if req.HoldSeconds > 0 {
-		idx.HoldUntilMs = s.holdDeadline(now, req.HoldSeconds).UnixMilli()
+		idx.HoldUntilMs = s.cfg.holdDeadline(now, req.HoldSeconds).UnixMilli()
 	}
 	return idx, idx.AppendJSON(make([]byte, 0, 192))
 }
@@ -55,7 +61,7 @@ func (s *Grabber) indexEntry(req Request, hash string, items []flow.Item) (flow.
 // requestId's index entry on that shard too (a checkout may derive its requestIds
 // so: docs/CONTRACT.md, "Request index"), with no hold and no part of a bucketed
 // promotion, whose claims do more than q.lua's. A round trip to another shard less.
-func (s *Grabber) foldsClaim(req Request, gs []group) bool {
+func (s *requestIndex) foldsClaim(req Request, gs []group) bool {
 	if !s.cfg.FoldClaim || len(gs) != 1 || req.HoldSeconds > 0 {
 		return false
 	}
@@ -69,13 +75,13 @@ func (s *Grabber) foldsClaim(req Request, gs []group) bool {
 
 // foldedClaim is the claim a take will make (foldsClaim): not created until it has.
 // It keeps no raw entry: only a fall-over rewrites one, and a folded grab has none.
-func (s *Grabber) foldedClaim(req Request, hash string, items []flow.Item) claim {
+func (s *requestIndex) foldedClaim(req Request, hash string, items []flow.Item) claim {
 	idx, b := s.indexEntry(req, hash, items)
 	return claim{claimedAt: time.UnixMilli(idx.ClaimedMs), items: items,
 		fold: &lua.GrabClaim{IndexKey: promo.RequestIndexKey(req.RequestID), Entry: b, TTLSeconds: int64(flow.RequestIndexTTL.Seconds())}}
 }
 
-func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
+func (s *requestIndex) claim(ctx context.Context, req Request, hash string, items []flow.Item) claim {
 	idx, b := s.indexEntry(req, hash, items)
 	ttl := int64(flow.RequestIndexTTL.Seconds())
 	var old string
@@ -111,7 +117,7 @@ func (s *Grabber) claim(ctx context.Context, req Request, hash string, items []f
 // granted (a client that gave up on a slow first send and sent again). Once the
 // first send's answer time is over it can grant nothing more, and what the ledger
 // holds answers a retry (DUPLICATE). A refusal of a rebuilt claim stands.
-func (s *Grabber) inFlight(req Request, c claim, res Result, now time.Time) Result {
+func (s *requestIndex) inFlight(req Request, c claim, res Result, now time.Time) Result {
 	if c.created || c.claimedAt.IsZero() || now.Sub(c.claimedAt) > s.cfg.AnswerTimeout+time.Second {
 		return res
 	}
@@ -125,7 +131,7 @@ func (s *Grabber) inFlight(req Request, c claim, res Result, now time.Time) Resu
 
 // checkClaim answers when the claim failed: REQUEST_ID_REUSED, or UNAVAILABLE when
 // the index shard did not answer. done is false when the grab may go on.
-func (s *Grabber) checkClaim(req Request, c claim) (Result, bool) {
+func (s *requestIndex) checkClaim(req Request, c claim) (Result, bool) {
 	switch {
 	case c.reused:
 		return Result{RequestID: req.RequestID, Result: RequestIDReused, Message: "requestId already used with another body"}, true
@@ -136,44 +142,16 @@ func (s *Grabber) checkClaim(req Request, c claim) (Result, bool) {
 	return Result{}, false
 }
 
-// shortCircuit answers from the local SOLD_OUT/STOPPED/ENDED/NOT_FOUND cache without
-// the promotion's shard. A requestId that holds a claim may hold a grant (a retry
-// after an answer was lost to a crash), and its first answer lives in the ledger, so
-// it goes the full way instead; that read is on the index shard of the requestId,
-// spread over every shard, never the hot promotion's. A first attempt holds no
-// claim by the caller's word, so it is answered with no read at all: after a sell-out
-// that is most of the traffic, and the index shards' share of it.
-func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) (Result, bool) {
-	for i, it := range req.Items {
-		r, ok := s.refusals.Get(promo.Key(it.PromoID, it.Type), now)
-		if !ok || !r.holds(now) {
-			continue
-		}
-		o := r.o
-		if s.Resend(ctx, req) {
-			return Result{}, false
-		}
-		s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()
-		return refusal(req.RequestID, o, i, "answered from the local "+string(o)+" cache"), true
-	}
-	return Result{}, false
-}
-
-// Resend implements Service: not a first attempt, and its requestId holds a claim.
-func (s *Grabber) Resend(ctx context.Context, req Request) bool {
-	return !req.FirstAttempt && s.claimed(ctx, req.RequestID)
-}
-
 // claimed reports whether requestID holds a claim; when the index cannot tell, it
 // says yes, so the grab takes the full way.
-func (s *Grabber) claimed(ctx context.Context, requestID string) bool {
+func (s *requestIndex) claimed(ctx context.Context, requestID string) bool {
 	n, err := s.indexCommand(ctx, requestID, "exists").Int64()
 	return err != nil || n > 0
 }
 
 // releaseClaim removes the index entry this grab created when it ends refused, so a
 // refused requestId does not hold memory for a month; a later retry claims afresh.
-func (s *Grabber) releaseClaim(req Request) {
+func (s *requestIndex) releaseClaim(req Request) {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
 	err := s.indexCommand(ctx, req.RequestID, "del").Err()
@@ -187,7 +165,7 @@ func (s *Grabber) releaseClaim(req Request) {
 
 // readIndex reads request rid's index entry; found is false when there is none (or
 // what is there does not parse: no entry of ours).
-func (s *Grabber) readIndex(ctx context.Context, rid string) (idx flow.RequestIndex, found bool, err error) {
+func (s *requestIndex) readIndex(ctx context.Context, rid string) (idx flow.RequestIndex, found bool, err error) {
 	raw, err := s.indexCommand(ctx, rid, "get").Text()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -199,7 +177,7 @@ func (s *Grabber) readIndex(ctx context.Context, rid string) (idx flow.RequestIn
 }
 
 // indexCommand runs one command on requestID's index entry (name key args...).
-func (s *Grabber) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
+func (s *requestIndex) indexCommand(ctx context.Context, requestID, name string, args ...any) *redis.Cmd {
 	key := promo.RequestIndexKey(requestID)
 	return s.onIndexShard(ctx, requestID, func(p redis.Pipeliner) *redis.Cmd {
 		cmd := redis.NewCmd(ctx, append([]any{name, key}, args...)...)
@@ -210,6 +188,102 @@ func (s *Grabber) indexCommand(ctx context.Context, requestID, name string, args
 
 // onIndexShard runs queue through the executor of the shard the ring gives
 // requestID's index entry, where its holds live too (holds.go).
-func (s *Grabber) onIndexShard(ctx context.Context, requestID string, queue func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
+func (s *requestIndex) onIndexShard(ctx context.Context, requestID string, queue func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
 	return s.execs[s.ring.Shard(promo.RequestIndexKey(requestID))].do(ctx, queue)
+}
+
+// followClaim points the items of a send that found its requestId claimed at the
+// buckets the claim names: the index must name the takes the ledgers hold,
+// whichever send made them. While the claim is young, the send that made it may
+// still be moving a bucketed grab's takes from bucket to bucket, so this one
+// waits its turn (503, retry with the same requestId) rather than take beside it.
+func (s *requestIndex) followClaim(req Request, c claim, now time.Time) (Result, bool) {
+	bucketed := false
+	for i := range req.Items {
+		it := &req.Items[i]
+		if i < len(c.items) && c.items[i].PromoID == it.PromoID && c.items[i].Type == it.Type {
+			it.buckets, it.bucket = max(c.items[i].Buckets, 1), c.items[i].Bucket
+		}
+		bucketed = bucketed || it.buckets > 1
+	}
+	if bucketed && !c.claimedAt.IsZero() && now.Sub(c.claimedAt) <= s.cfg.AnswerTimeout+time.Second {
+		return Result{RequestID: req.RequestID, Result: Unavailable,
+			Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}, true
+	}
+	return Result{}, false
+}
+
+// mayFallOver reports whether this send of the grab may move its takes: the send
+// that made the claim, or one made when no other send can still be on its way
+// (the claim older than an answer time). Each move is a compare and set of the
+// index entry (reclaim), so of two such sends only one moves the takes.
+func (s *requestIndex) mayFallOver(c claim, now time.Time) bool {
+	return c.created || c.claimedAt.IsZero() || now.Sub(c.claimedAt) > s.cfg.AnswerTimeout+time.Second
+}
+
+// reclaim rewrites the grab's index entry with its items where the next attempt
+// takes them, keeping its claim time and its expiry, if the entry is still the
+// one c last saw (moved false otherwise: another send moved the takes). A cancel
+// and the reconciler find a request's takes there.
+func (s *requestIndex) reclaim(ctx context.Context, req Request, hash string, items []flow.Item, c *claim) (moved bool, err error) {
+	idx := flow.RequestIndex{BodyHash: hash, Pin: req.Pin, IP: req.IP, Items: items, HoldUntilMs: c.holdUntilMs}
+	if !c.claimedAt.IsZero() {
+		idx.ClaimedMs = c.claimedAt.UnixMilli()
+	}
+	entry := idx.AppendJSON(nil)
+	n, err := s.onIndexShard(ctx, req.RequestID, func(p redis.Pipeliner) *redis.Cmd {
+		return lua.QueueReclaim(ctx, p, promo.RequestIndexKey(req.RequestID), c.raw, entry)
+	}).Int64()
+	if err != nil || n == 0 {
+		return false, err
+	}
+	c.raw, c.items = string(entry), items
+	return true, nil
+}
+
+// dropHold removes rid from the holds set key, on the shard of rid's index entry.
+func (s *requestIndex) dropHold(ctx context.Context, key, rid string) error {
+	return s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
+		c := redis.NewCmd(ctx, "zrem", key, rid)
+		_ = p.Process(ctx, c)
+		return c
+	}).Err()
+}
+
+// lookup finds a granted request's items: the Redis request index, else the record.
+// ownedIndex is the index entry of grab rid, which pin must have made: another
+// pin's grab is as good as none (ErrGrabNotFound) to the caller.
+func (s *requestIndex) ownedIndex(ctx context.Context, rid, pin string) (flow.RequestIndex, error) {
+	idx, err := s.lookup(ctx, rid)
+	if err == nil && idx.Pin != pin {
+		return flow.RequestIndex{}, ErrGrabNotFound
+	}
+	return idx, err
+}
+
+func (s *requestIndex) lookup(ctx context.Context, rid string) (flow.RequestIndex, error) {
+	idx, found, err := s.readIndex(ctx, rid)
+	if found {
+		return idx, nil
+	}
+	if err != nil {
+		s.logErr("request index unreadable; asking the record", err, "requestId", rid)
+	}
+	if s.Record == nil {
+		return idx, ErrGrabNotFound
+	}
+	readErr := err
+	pin, ip, items, err := s.Record.GrabItems(ctx, rid)
+	if err != nil {
+		return idx, err
+	}
+	if len(items) == 0 && readErr != nil {
+		// The record lags Kafka by the sink's batch: silence there proves nothing
+		// while the index itself did not answer.
+		return idx, errIndexUnknown
+	}
+	if len(items) == 0 {
+		return idx, ErrGrabNotFound
+	}
+	return flow.RequestIndex{Pin: pin, IP: ip, Items: items}, nil
 }

@@ -13,11 +13,3 @@ var (
 	// instance is at its status rate.
 	ErrStatusRateLimited = errors.New("this instance is at its rate limit of status reads not answered from its cache; retry")
 )
-
-// FieldError is a request the service refuses for one of its fields (a num above
-// the promotion's maxPerGrab): the contract's INVALID_REQUEST naming the field.
-type FieldError struct {
-	Field, Msg string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }

@@ -17,32 +17,12 @@ import (
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/shardmark"
 	"github.com/flashsale/platform/internal/svc"
-	"github.com/flashsale/platform/lua"
 )
 
-// The fence keeps grabs and cancels off a shard that is being rebuilt from MySQL
-// (bin/recovery rebuild), or that lost its data and has not been rebuilt yet:
-// selling from a half-built shard could sell what the record already granted.
-//
-// The rule, read from two markers on each shard's server (promo.FenceKey and
-// promo.BuiltKey, written by the rebuild, recovery/internal/rebuild/markers.go):
-//
-//   - flashsale:fence:<shard> present: a rebuild is at work. Fenced.
-//   - flashsale:built:<shard> present: the shard's contents are whole. Open, unless
-//     the marker names another server (internal/shardmark): a replica promoted in a
-//     failover, which may lack the last acknowledged writes. Then as for a missing
-//     marker, below.
-//   - neither: the server came back empty (a restart without persistence loses the
-//     marker with everything else). Fenced if the record holds a promotion (not
-//     deleted) of this shard, until a rebuild writes the marker. If it holds none,
-//     there is nothing to lose: the fence writes the marker itself and stays open,
-//     so a fresh stack, and a promotion created on it, need no rebuild.
-//   - server not answering: the last state stays (its calls fail anyway).
-//
-// A background loop (Run) reads the markers every ~200 ms and keeps one atomic flag
-// per shard, which the grab and cancel paths check before they call Redis. Each
-// read ends with a serving report on the shard (internal/shardmark), by which a
-// rebuild knows when every instance serves the shard again.
+// The fence keeps grabs and cancels off a shard being rebuilt from MySQL, or that
+// lost its data and is not rebuilt yet: a half-built shard could sell what the
+// record already granted. Its rule, read from the shard's fence and built markers
+// every ~200 ms into one flag per shard: docs/design.md, "The fence's rule, in full".
 
 // errFenced fails a cancel on a fenced shard; the cancel answers UNAVAILABLE.
 var errFenced = errors.New("shard fenced while it is rebuilt")
@@ -281,49 +261,4 @@ func (f *Fence) Status() []FencedShard {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Shard < out[j].Shard })
 	return out
-}
-
-// generations are the client generations of the groups' shards, read before a
-// take: movedDuring then tells whether a take may have run on a server the fence
-// has not judged.
-// They are by shard, in an array the grab keeps on its stack (nothing allocated
-// per grab).
-func (s *Grabber) generations(gs []group) (gens [ring.Shards]uint64) {
-	for _, g := range gs {
-		gens[g.shard] = s.Fence.gen(g.shard)
-	}
-	return gens
-}
-
-// movedDuring reports whether a group's shard moved to another server since gens
-// were read (generations).
-func (s *Grabber) movedDuring(gs []group, gens *[ring.Shards]uint64) bool {
-	for _, g := range gs {
-		if s.Fence.gen(g.shard) != gens[g.shard] {
-			return true
-		}
-	}
-	return false
-}
-
-// fenceRefusal answers UNAVAILABLE, naming the first item on a fenced shard,
-// before anything is taken.
-func (s *Grabber) fenceRefusal(rid string, gs []group) (Result, bool) {
-	for _, g := range gs { // groups come in order of their first item
-		if s.Fence.Fenced(g.shard) {
-			s.Fence.refused.WithLabelValues(strconv.Itoa(g.shard), "grab").Inc()
-			return refusal(rid, Unavailable, g.idx[0], fmt.Sprintf("shard %d is being rebuilt; retry shortly", g.shard)), true
-		}
-	}
-	return Result{}, false
-}
-
-// fenceCancel refuses a buyer's cancel on a fenced shard. The other modes settle
-// takes that began before the fence went up, and must run.
-func (s *Grabber) fenceCancel(call lua.ReturnCall, shard int) error {
-	if call.Mode != lua.ReturnCancel || call.Reason == rollbackReason || !s.Fence.Fenced(shard) {
-		return nil
-	}
-	s.Fence.refused.WithLabelValues(strconv.Itoa(shard), "cancel").Inc()
-	return fmt.Errorf("cancel on shard %d: %w", shard, errFenced)
 }

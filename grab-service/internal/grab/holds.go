@@ -15,23 +15,10 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
-// Holds (seed 003: 12306 returns a ticket left unpaid). A grab with holdSeconds
-// is granted as usual, but unless the checkout service confirms it
-// (POST /v1/grab/{requestId}/confirm) within holdSeconds, the platform returns it
-// as a cancel with reason PAYMENT_EXPIRED, exactly once.
-//
-// The hold lives beside the grab's request index entry, on the shard the ring
-// gives the requestId: a sorted set of requestIds by deadline. The claim registers
-// it in the same script call (claimhold.lua), and every take follows the claim,
-// so a held grant always has its hold, whatever crashes where. Its deadline counts
-// from the claim plus AnswerTimeout, so a hold never ends before the holdSeconds
-// after its GRANTED answer. Each reconciler pass leases the holds due on every
-// shard (holddue.lua moves them into an "expiring" set, each leased to one
-// instance at a time) and returns them through the ordinary cancel, which is
-// idempotent: a return that a crash interrupted is taken up again when its lease
-// ends, and a second return answers ALREADY_RETURNED and publishes nothing. A
-// confirm removes the hold; confirm and expiry meet in one atomic step (the ZREM
-// of the hold, or its move to expiring), so exactly one of them wins.
+// Holds (seed 003): a held grant not confirmed within holdSeconds is returned as a
+// PAYMENT_EXPIRED cancel, exactly once. The hold sits beside the request index
+// entry, registered by the claim's own script call, and expiry leases due holds
+// to one instance at a time: docs/design.md, "Holds, in full".
 
 // MaxHoldSeconds bounds holdSeconds: a day.
 const MaxHoldSeconds = 86_400
@@ -43,22 +30,10 @@ const holdLease = 30 * time.Second
 // holdsPerPass bounds the holds one pass returns per shard.
 const holdsPerPass = 200
 
-// holdDeadline is when a grab claimed at now with holdSeconds stops holding.
-func (s *Grabber) holdDeadline(now time.Time, holdSeconds int) time.Time {
-	return now.Add(s.cfg.AnswerTimeout + time.Duration(holdSeconds)*time.Second)
-}
-
-// Confirm keeps a held grant: its hold is lifted for good once the record has its
-// CONFIRM. A grant without a hold, or already confirmed, confirms again as
-// CONFIRMED; one whose hold ran out (or that was cancelled) answers
-// ALREADY_RETURNED.
-//
-// The hold is first moved aside (confirmhold.lua's lift), where expiry does not see
-// it, then the CONFIRM is published, and only its acknowledgement lifts it for
-// good. Unacknowledged, it goes back where it was, at its deadline, unless another
-// confirm of the request was acknowledged meanwhile: a retry that finds the hold
-// aside publishes too, and its acknowledgement settles it. So a CONFIRMED answer is
-// always in the record, and a rebuilt shard never puts back a hold that was paid.
+// Confirm keeps a held grant: its hold is moved aside, the CONFIRM published, and
+// only the acknowledgement lifts it for good; unacknowledged, it goes back at its
+// deadline. So a CONFIRMED answer is always in the record (docs/design.md, "Holds,
+// in full"). A cancelled or expired grant answers ALREADY_RETURNED.
 func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
@@ -70,14 +45,14 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	if s.Fence.Fenced(indexShard) {
 		return rebuilding, nil
 	}
-	idx, err := s.ownedIndex(ctx, rid, pin)
+	idx, err := s.index.ownedIndex(ctx, rid, pin)
 	if unknown, ok := indexUnknown(rid, err); ok {
 		return unknown, nil
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	lift, _, err := lua.ParseLiftHold(s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
+	lift, _, err := lua.ParseLiftHold(s.index.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
 		return lua.QueueLiftHold(ctx, p, s.cfg.HoldsKey, rid)
 	}))
 	if err != nil {
@@ -99,15 +74,15 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 	if lift == lua.HoldNone && idx.HoldUntilMs == 0 {
 		// No hold, ever, so nothing to record: unless the index shard came back empty
 		// before the fence saw it, and the entry and hold were lost with it.
-		if s.shardLost(indexShard) {
+		if s.guard.shardLost(indexShard) {
 			return rebuilding, nil
 		}
 		return confirmed, nil
 	}
 	// Held: lifted now, aside for another confirm, or lifted before (its CONFIRM
 	// again, for a confirm a crash cut off: the record keeps the first).
-	ev := s.event(flow.Confirm, rid, idx.Pin, idx.IP, idx.Items, s.Clock(), "")
-	if err := s.publish(ctx, ev); err != nil {
+	ev := newEvent(flow.Confirm, rid, idx.Pin, idx.IP, idx.Items, s.Clock(), "")
+	if err := s.settle.publish(ctx, ev); err != nil {
 		s.logErr("confirm: CONFIRM not acknowledged", err, "requestId", rid)
 		if lift == lua.HoldLifted {
 			s.settleHold(rid, true)
@@ -125,14 +100,14 @@ func (s *Grabber) Confirm(ctx context.Context, rid, pin string) (Result, error) 
 // committed, or a shard unavailable), or err ErrGrabNotFound.
 func (s *Grabber) grantStands(ctx context.Context, idx flow.RequestIndex, rid string) (res Result, stands bool, err error) {
 	var states []string
-	for _, g := range s.groups(indexItems(idx), idx.Pin, idx.IP) {
+	for _, g := range s.route.groups(indexItems(idx), idx.Pin, idx.IP) {
 		for _, key := range g.keys {
 			e, found, err := lua.ReadLedger(ctx, s.Shards[g.shard], key, rid)
 			switch {
 			case err != nil:
 				s.logErr("confirm: ledger unreadable", err, "requestId", rid, "shard", g.shard)
 				return Result{RequestID: rid, Result: Unavailable, Message: "a shard is unavailable; retry the confirm"}, false, nil
-			case !found && s.shardLost(g.shard): // gone with its server, until the rebuild
+			case !found && s.guard.shardLost(g.shard): // gone with its server, until the rebuild
 				return Result{RequestID: rid, Result: Unavailable, Message: lostMessage(g.shard)}, false, nil
 			case !found:
 				return Result{}, false, ErrGrabNotFound
@@ -155,7 +130,7 @@ func (s *Grabber) grantStands(ctx context.Context, idx flow.RequestIndex, rid st
 func (s *Grabber) settleHold(rid string, back bool) {
 	ctx, cancel := s.settleCtx()
 	defer cancel()
-	err := s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
+	err := s.index.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
 		if back {
 			return lua.QueueRestoreHold(ctx, p, s.cfg.HoldsKey, rid)
 		}
@@ -190,7 +165,7 @@ func (s *Reconciler) expireHolds(ctx context.Context, now time.Time) (int, error
 			if !done {
 				continue // taken up again when its lease ends
 			}
-			if err := s.dropHold(ctx, lua.ExpiringKey(s.cfg.HoldsKey), rid); err != nil {
+			if err := s.index.dropHold(ctx, lua.ExpiringKey(s.cfg.HoldsKey), rid); err != nil {
 				firstErr = cmp.Or(firstErr, err)
 			}
 			returned++
@@ -202,14 +177,14 @@ func (s *Reconciler) expireHolds(ctx context.Context, now time.Time) (int, error
 // expireHold returns one expired hold through the cancel path; done means its
 // return is definite (returned now or before, or nothing to return).
 func (s *Reconciler) expireHold(ctx context.Context, rid string) (done bool, err error) {
-	idx, found, err := s.readIndex(ctx, rid)
+	idx, found, err := s.index.readIndex(ctx, rid)
 	switch {
 	case err != nil:
 		return false, err
 	case !found: // the grab was refused (its claim released) or its entry is gone
 		return true, nil
 	}
-	res, err := s.Cancel(ctx, rid, idx.Pin, "PAYMENT_EXPIRED")
+	res, err := s.cancel.Cancel(ctx, rid, idx.Pin, "PAYMENT_EXPIRED")
 	switch {
 	case errors.Is(err, ErrGrabNotFound):
 		return true, nil
@@ -220,13 +195,4 @@ func (s *Reconciler) expireHold(ctx context.Context, rid string) (done bool, err
 		return true, nil
 	}
 	return false, nil // UNAVAILABLE, or a part still being committed: next lease
-}
-
-// dropHold removes rid from the holds set key, on the shard of rid's index entry.
-func (s *Grabber) dropHold(ctx context.Context, key, rid string) error {
-	return s.onIndexShard(ctx, rid, func(p redis.Pipeliner) *redis.Cmd {
-		c := redis.NewCmd(ctx, "zrem", key, rid)
-		_ = p.Process(ctx, c)
-		return c
-	}).Err()
 }

@@ -17,7 +17,7 @@ import (
 // shardLost reports whether shard is not whole (no built marker, or another
 // server's: internal/shardmark), or cannot tell, so that a NOT_FOUND from it proves
 // nothing. Without a fence every NOT_FOUND is believed.
-func (s *Grabber) shardLost(shard int) bool {
+func (s *shardGuard) shardLost(shard int) bool {
 	if s.Fence == nil {
 		return false
 	}

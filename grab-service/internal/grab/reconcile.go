@@ -17,16 +17,11 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
-// The reconciler closes the crash window: a take left pending past deadline +
-// ReconcileMargin (its process died before the commit) is committed if the record
-// holds its GRAB, with no CANCEL there or owed, and otherwise aborted, its CANCEL
-// published so a GRAB that reached Kafka but not yet MySQL nets out. It also pays
-// every CANCEL still owed by an abort or a cancel.
-//
-// A multi-shard grab is granted or rolled back as a whole, while its takes come due
-// shard by shard and the record may still be catching up with Kafka, so every take
-// follows its request's anchor take, settled once for all (requestOutcome; the
-// story is in docs/design.md, "Settling a request as a whole").
+// The reconciler closes the crash window: a take left pending past its deadline is
+// committed if the record holds its GRAB (no CANCEL there or owed), else aborted
+// and its CANCEL published; it also pays every CANCEL still owed. A multi-shard
+// grab is settled as a whole through its anchor take (docs/design.md, "Settling a
+// request as a whole").
 
 // ReconcileStats counts one pass.
 type ReconcileStats struct {
@@ -44,18 +39,34 @@ type ReconcileStats struct {
 	shardDown  map[int]error // shards that failed a read this pass, asked no more
 }
 
-// Reconciler settles what the grab path left open. It works through the service's
-// shard executors, record and publisher, so it is built on the service, and runs
-// as a loop of its own (RunReconciler).
+// Reconciler settles what the grab path left open, on the service's shards. It
+// is composed of the parts it uses: the request index, the router, the shard
+// guard, a publisher of flow events, and the cancel path for holds that ran out.
 type Reconciler struct {
-	*Grabber
+	*core
+	index  *requestIndex
+	route  *router
+	guard  *shardGuard
+	events eventPublisher
+	cancel canceller
 	passes reconcilePasses
 	ended  endedAnnounced
 }
 
-// NewReconciler builds the reconciler of svc.
+// eventPublisher publishes flow events and waits for their acknowledgement (settler).
+type eventPublisher interface {
+	publish(ctx context.Context, events ...flow.Event) error
+}
+
+// canceller returns a grant as a buyer's cancel does (Grabber).
+type canceller interface {
+	Cancel(ctx context.Context, requestID, pin, reason string) (Result, error)
+}
+
+// NewReconciler builds the reconciler from svc's parts.
 func NewReconciler(svc *Grabber) *Reconciler {
-	return &Reconciler{Grabber: svc}
+	return &Reconciler{core: svc.core, index: svc.index, route: svc.route, guard: svc.guard,
+		events: svc.settle, cancel: svc}
 }
 
 // RunReconciler runs a pass at once and then every interval until ctx ends.
@@ -121,18 +132,11 @@ func (s *Reconciler) Reconcile(ctx context.Context) (ReconcileStats, error) {
 	return st, firstErr
 }
 
-// reconcilePasses decides what a pass visits. Sweeping a shard (SCAN) costs in
-// proportion to all its keys, and the request index keeps a month of entries on
-// every shard: at a few million keys a shard, a sweep every second by every
-// instance would keep the shard's one core busy. So a pass visits the pending sets
-// of the promotions the record lists, and sweeps only every ReconcileSweepEvery (and
-// at start), which also finds a pending set the record does not list (a promotion
-// deleted while takes of it were open). Without a record listing, every pass sweeps.
-//
-// It also remembers, per pending set, the earliest settling time of a take the
-// set's last visit could not settle: a pass visits only some sets (a deleted
-// promotion's only when it sweeps; none of a shard that did not answer), so what a
-// visit found stands until the next visit of that set.
+// reconcilePasses decides what a pass visits: the pending sets of the promotions
+// the record lists, with a sweep of every shard's keyspace only every
+// ReconcileSweepEvery, as a sweep costs in proportion to every key. It remembers,
+// per pending set, the earliest take its last visit left open (docs/design.md,
+// "What a reconciler pass visits").
 type reconcilePasses struct {
 	mu        sync.Mutex
 	lastSweep time.Time
@@ -314,7 +318,7 @@ func (s *Reconciler) settlePending(ctx context.Context, key, rid string, e lua.L
 		return false, err // cannot tell: leave it for the next pass
 	}
 	if granted {
-		if err := s.Fault("reconcile-commit"); err != nil {
+		if err := s.Fault.At("reconcile-commit"); err != nil {
 			return false, err
 		}
 		committed, err := s.commitTake(ctx, own, rid, st)
@@ -463,7 +467,7 @@ func (s *Reconciler) readTake(ctx context.Context, t take, rid string, st *Recon
 		}
 		st.shardDown[t.shard] = fmt.Errorf("shard %d did not answer this pass: %w", t.shard, err)
 		return e, false, st.shardDown[t.shard]
-	case !found && s.shardLost(t.shard):
+	case !found && s.guard.shardLost(t.shard):
 		return e, false, fmt.Errorf("shard %d lost its data: %s waits for its rebuild", t.shard, rid)
 	}
 	return e, found, nil
@@ -516,12 +520,12 @@ func (s *Reconciler) anchorVerdict(ctx context.Context, rid string, takes []take
 func (s *Reconciler) takesOf(ctx context.Context, rid string, own take, st *ReconcileStats) ([]take, []flow.Item, error) {
 	promoID, typ, _ := promo.ParseKey(own.key)
 	ownItem := []flow.Item{{PromoID: promoID, Type: typ}}
-	idx, found, err := s.readIndex(ctx, rid)
+	idx, found, err := s.index.readIndex(ctx, rid)
 	switch {
 	case err != nil:
 		return nil, nil, fmt.Errorf("the request index entry of %s: %w", rid, err)
 	case found:
-	case s.shardLost(s.ring.Shard(promo.RequestIndexKey(rid))):
+	case s.guard.shardLost(s.ring.Shard(promo.RequestIndexKey(rid))):
 		return nil, nil, fmt.Errorf("the request index shard of %s lost its data: waiting for its rebuild", rid)
 	case st.recordDown != nil: // after one failure the pass asks no more
 		return nil, nil, st.recordDown
@@ -535,7 +539,7 @@ func (s *Reconciler) takesOf(ctx context.Context, rid string, own take, st *Reco
 	items := ownItem
 	for _, it := range idx.Items {
 		key := promo.Key(it.PromoID, it.Type)
-		for _, t := range s.takesOfItem(it, idx.Pin, idx.IP) {
+		for _, t := range s.route.takesOfItem(it, idx.Pin, idx.IP) {
 			if t != own {
 				takes = append(takes, t)
 			}
@@ -567,18 +571,18 @@ func (s *Reconciler) payDebts(ctx context.Context, debts []owed, st *ReconcileSt
 			reason = rollbackReason
 		}
 		item := flow.Item{PromoID: promoID, Type: typ, Num: d.entry.Num, Shard: d.shard}
-		item.Bucket, item.Buckets = s.bucketOf(ctx, d.shard, d.key)
+		item.Bucket, item.Buckets = s.route.bucketOf(ctx, d.shard, d.key)
 		// An entry of an envelope pool names the parts its return gave back.
 		env, err := d.entry.Envelope()
 		if err != nil {
 			s.logErr("an owed CANCEL's pool parts unreadable; it carries none and the record nets it by its GRAB", err, "requestId", d.rid, "key", d.key)
 		}
 		item.Amount, item.Parts = env.Amount, env.Parts
-		events[i] = s.event(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, []flow.Item{item}, now, reason)
+		events[i] = newEvent(flow.Cancel, d.rid, d.entry.Pin, d.entry.IP, []flow.Item{item}, now, reason)
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.AnswerTimeout)
 	defer cancel()
-	if err := s.publish(pctx, events...); err != nil {
+	if err := s.events.publish(pctx, events...); err != nil {
 		return err
 	}
 	for _, d := range debts {

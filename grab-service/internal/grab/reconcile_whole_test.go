@@ -286,7 +286,7 @@ func TestCancelOfAPartlyCommittedGrabAsksForARetry(t *testing.T) {
 	rec.stored.Store(true)
 	svc := reconciler(t, shards, rec, nil, nil)
 
-	res, err := svc.Cancel(ctx, rid, pin, "USER_CANCELLED")
+	res, err := svc.cancel.Cancel(ctx, rid, pin, "USER_CANCELLED")
 	if err != nil || res.Result != Unavailable {
 		t.Fatalf("cancel of a partly committed grab: %+v %v, want UNAVAILABLE (retry)", res, err)
 	}
@@ -299,7 +299,7 @@ func TestCancelOfAPartlyCommittedGrabAsksForARetry(t *testing.T) {
 		}
 	}
 	// The grab ended rolled back as a whole: nothing granted is held.
-	if res, err := svc.Cancel(ctx, rid, pin, "USER_CANCELLED"); !errors.Is(err, ErrGrabNotFound) {
+	if res, err := svc.cancel.Cancel(ctx, rid, pin, "USER_CANCELLED"); !errors.Is(err, ErrGrabNotFound) {
 		t.Fatalf("the retried cancel: %+v %v, want the 404 of a grab not granted", res, err)
 	}
 }

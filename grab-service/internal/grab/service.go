@@ -2,7 +2,6 @@ package grab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,9 +10,8 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/expiry"
-	"github.com/flashsale/platform/internal/fanout"
+	"github.com/flashsale/platform/internal/fault"
 	"github.com/flashsale/platform/internal/flow"
-	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
@@ -104,7 +102,7 @@ type Deps struct {
 	// Fault, when set (tests only), is called at named points of the grab path (and
 	// the reconciler's "reconcile-commit"); an error stops it right there, as a
 	// killed process would.
-	Fault func(point string) error
+	Fault fault.Hook
 	// Fence, when set, refuses grabs and cancels on shards being rebuilt (fence.go).
 	Fence *Fence
 	// PromotionKeys, when set, lists the promotion keys whose takes may still be
@@ -130,13 +128,6 @@ type States interface {
 	Sweep(ctx context.Context, c redis.UniversalClient, now time.Time) (int, error)
 }
 
-// post hands the state changes a script on shard made to the publisher.
-func (s *Grabber) post(shard int, changes []lua.StateChange) {
-	if s.States != nil && len(changes) > 0 {
-		s.States.Post(s.Shards[shard], changes)
-	}
-}
-
 // Service is what the checkout service and the detail page can do; grabendpoint
 // serves it, and Grabber implements it.
 type Service interface {
@@ -152,20 +143,19 @@ type Service interface {
 
 var _ Service = (*Grabber)(nil)
 
-// Grabber implements Service over the 16 shards; the Reconciler (reconcile.go) is
-// built on it.
+// Grabber implements Service over the 16 shards. It answers the four commands
+// (grab.go, cancel.go, holds.go, status.go) from its parts, each with one job;
+// the Reconciler (reconcile.go) is built from the same parts.
 type Grabber struct {
-	Deps
-	cfg      Config
-	ring     *ring.Ring
-	execs    []*shardExec
+	*core
+	index    *requestIndex // claims and the request index (claim.go)
+	route    *router       // items to shards, and bucketed promotions (buckets.go)
+	guard    *shardGuard   // fenced, moved and lost shards (guard.go)
+	settle   *settler      // undo, abort, commit, return, publish (settle.go)
 	refusals *refusalCache
 	status   statusCache
-	buckets  bucketRoutes // what this instance knows of bucketed promotions (buckets.go)
 	// degradeCap bounds the grabs sent to MySQL while degraded (degradecap.go).
 	degradeCap degradeCap
-	// markerReads coalesce each shard's reads of its markers (lostshard.go).
-	markerReads [ring.Shards]markerReads
 	// stopSweep ends the cache sweeper (cache.go); swept closes when it has.
 	stopSweep, swept chan struct{}
 }
@@ -178,22 +168,21 @@ func New(cfg Config, d Deps) (*Grabber, error) {
 	if d.Clock == nil {
 		d.Clock = time.Now
 	}
-	if d.Fault == nil {
-		d.Fault = func(string) error { return nil }
-	}
 	if cfg.RefusalCacheSize < 1 || cfg.StatusCacheSize < 1 || cfg.CacheSweepEvery <= 0 {
 		return nil, fmt.Errorf("grab service: cache sizes %d and %d and sweep interval %s, want each above 0",
 			cfg.RefusalCacheSize, cfg.StatusCacheSize, cfg.CacheSweepEvery)
 	}
-	s := &Grabber{Deps: d, cfg: cfg, ring: ring.Default,
+	c := &core{Deps: d, cfg: cfg, ring: ring.Default}
+	for i, sc := range d.Shards {
+		c.execs = append(c.execs, newShardExec(i, sc, cfg.Workers, cfg.MaxBatch, cfg.Queue, cfg.RedisTimeout, d.Metrics))
+	}
+	guard := &shardGuard{core: c}
+	s := &Grabber{core: c, index: &requestIndex{core: c}, route: newRouter(c), guard: guard,
+		settle:   &settler{core: c, guard: guard},
 		refusals: expiry.New[cachedRefusal](cfg.RefusalCacheSize, cfg.RefusalTTL),
 		status: statusCache{m: expiry.New[cachedStatus](cfg.StatusCacheSize, cfg.StatusTTL).WithStale(StatusStale),
 			limit: newStatusLimit(cfg.StatusRate)},
-		buckets:   newBucketRoutes(cfg.RefusalTTL),
 		stopSweep: make(chan struct{}), swept: make(chan struct{})}
-	for i, c := range d.Shards {
-		s.execs = append(s.execs, newShardExec(i, c, cfg.Workers, cfg.MaxBatch, cfg.Queue, cfg.RedisTimeout, d.Metrics))
-	}
 	go s.sweepCaches(cfg.CacheSweepEvery)
 	return s, nil
 }
@@ -223,60 +212,7 @@ func (g group) holdsStock(k int) bool {
 	return lua.HoldsStock(g.parts[k])
 }
 
-// groups places the items, of a grab by pin from ip, on their shards: an ordinary
-// item on its promotion's, an item of a bucketed promotion as its parts on the
-// shards of its stock bucket and of the pin's and the ip's home buckets.
-func (s *Grabber) groups(items []Item, pin, ip string) []group {
-	var gs []group
-	var at [ring.Shards]int // group index + 1 by shard
-	add := func(shard, i int, key, part string) {
-		if at[shard] == 0 {
-			gs = append(gs, group{shard: shard})
-			at[shard] = len(gs)
-		}
-		g := &gs[at[shard]-1]
-		g.idx = append(g.idx, i)
-		g.keys = append(g.keys, key)
-		g.parts = append(g.parts, part)
-	}
-	for i, it := range items {
-		key := promo.Key(it.PromoID, it.Type)
-		if it.buckets <= 1 {
-			add(s.ring.Shard(key), i, key, "")
-			continue
-		}
-		for _, p := range s.layout(key, it.buckets).Parts(it.bucket, pin, ip) {
-			add(p.Shard, i, p.Key, p.Letters)
-		}
-	}
-	return gs
-}
-
-// returnOn runs return.lua in mode on every group and reports each reply.
-func (s *Grabber) returnOn(ctx context.Context, gs []group, call lua.ReturnCall) ([]lua.ReturnReply, []error) {
-	replies := make([]lua.ReturnReply, len(gs))
-	errs := make([]error, len(gs))
-	fanout.Each(gs, func(i int, g group) {
-		if errs[i] = s.fenceCancel(call, g.shard); errs[i] != nil {
-			return
-		}
-		c := call
-		c.Keys, c.Outbox = g.keys, s.cfg.StateOutboxKey
-		replies[i], errs[i] = lua.ParseReturn(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-			return lua.QueueReturn(ctx, p, c)
-		}))
-		s.post(g.shard, replies[i].Changes)
-	})
-	return replies, errs
-}
-
-// settleCtx is for clean-up that must run even when the caller's deadline has passed.
-func (s *Grabber) settleCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.cfg.RedisTimeout*2)
-}
-
-func (s *Grabber) logErr(msg string, err error, attrs ...any) {
-	if err != nil && !errors.Is(err, context.Canceled) {
-		s.Logger.Warn(msg, append(attrs, "err", err.Error())...)
-	}
+// Resend implements Service: not a first attempt, and its requestId holds a claim.
+func (s *Grabber) Resend(ctx context.Context, req Request) bool {
+	return !req.FirstAttempt && s.index.claimed(ctx, req.RequestID)
 }

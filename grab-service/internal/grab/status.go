@@ -128,8 +128,8 @@ func (c cachedStatus) result() (Status, error) {
 // every bucket is. first is bucket 0's, read by the caller. The layout is kept for
 // the grabs (buckets.go).
 func (s *Grabber) bucketsRemaining(ctx context.Context, key string, k int, first int64) (int64, error) {
-	l := s.layout(key, k)
-	s.buckets.layouts.Put(key, l, s.Clock()) // read from bucket 0 itself: the grabs need not learn it
+	l := s.route.layout(key, k)
+	s.route.layouts.Put(key, l, s.Clock()) // read from bucket 0 itself: the grabs need not learn it
 	rem := make([]int64, k)
 	errs := make([]error, k)
 	rem[0] = first // bucket 0, the promotion key, read already

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -19,7 +18,7 @@ func encodeError(ctx context.Context, err error, w http.ResponseWriter) {
 }
 
 func contractError(err error) error {
-	var fe *grab.FieldError
+	var fe *httpx.FieldError
 	switch {
 	case errors.As(err, &fe):
 		return httpx.Invalid(fe.Field, fe.Msg)
@@ -79,9 +78,7 @@ func encodeConfirm(_ context.Context, w http.ResponseWriter, resp any) error {
 // answered with one. Write copies what it is given, so the buffer goes back at
 // once, unless a result of many items grew it past what answers usually need.
 func writeResult(w http.ResponseWriter, status int, res grab.Result) {
-	if res.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((res.RetryAfter+999_999_999)/1_000_000_000)))
-	}
+	httpx.SetRetryAfter(w, res.RetryAfter)
 	bp := resultBufs.Get().(*[]byte)
 	*bp = append(res.AppendJSON((*bp)[:0]), '\n')
 	httpx.WriteJSONBytes(w, status, *bp)

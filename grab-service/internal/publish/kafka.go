@@ -20,20 +20,10 @@ import (
 	"github.com/flashsale/platform/internal/kafkaauth"
 )
 
-// Kafka writes flow events to promo-grab-flow with kafka-go, batching
-// across partitions. kafka-go's Writer batches per partition: at the commit path's
-// rates a partition rarely sees two events within a batch timeout, so nearly every
-// event went to the broker as a produce request of its own. Here the events that
-// arrive while the batch timeout runs (and while the batch before is being sent) go
-// in one produce request per partition leader (acks=all), and each caller is
-// answered by its partitions' outcome.
-//
-// Order: a request's events keep to one partition (kafka-go's Hash balancer over
-// the sorted partition ids, the requestId key: where the Writer placed them), and
-// one batch is sent at a time, its retries included, so an event never overtakes
-// one published before it. A caller that gave up waiting (its deadline) and then
-// publishes the CANCEL of a GRAB still being sent gets that CANCEL in a later
-// batch, behind the GRAB, as the Writer's per-partition queue kept it.
+// Kafka writes flow events to promo-grab-flow, batching across partitions: one
+// produce request per partition leader (acks=all) for what arrives within the batch
+// timeout, one batch at a time so an event never overtakes one published before it
+// (docs/design.md, "Flow events batched across partitions").
 type Kafka struct {
 	brokers   []string
 	auth      kafkaauth.Auth

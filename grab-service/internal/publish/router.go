@@ -12,7 +12,7 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 )
 
-// FlowLog is the MySQL flow log as the degrade path writes it (store.Store).
+// FlowLog is the MySQL flow log as the degrade path writes it (store.Flows).
 // InsertFlows is idempotent on (request, kind, promotion) and skips a CANCEL
 // whose GRAB is not in the log; OweCancels keeps a copy of such CANCELs until
 // their GRAB arrives (store/owed.go).
@@ -28,17 +28,10 @@ type Publisher interface {
 	Publish(ctx context.Context, events ...flow.Event) error
 }
 
-// Router is the commit path's publisher (grab.Publisher). It routes each Publish by the
-// switches in force: to Kafka, or, while kafkaDegrade is on, straight into the
-// MySQL flow log in one transaction; a nil return means committed either way, so
-// GRANTED still follows the record's commit.
-//
-// A CANCEL must land behind its GRAB, and the log skips a CANCEL whose GRAB it does
-// not hold. So a CANCEL item goes to MySQL only if its GRAB is there (degraded, or
-// not degraded when Kafka refused it, so the debt does not wait in Redis alone);
-// otherwise to Kafka, behind its GRAB on the requestId's partition. One that can
-// go to neither stays owed in the ledger, with a copy in the record's owed list
-// (store.OweCancels). Why each case: docs/design.md, "Rollbacks and owed CANCELs".
+// Router is the commit path's publisher (grab.Publisher): to Kafka, or while
+// kafkaDegrade is on straight into the MySQL flow log; nil means committed either
+// way. A CANCEL goes to MySQL only if its GRAB is there, else behind it on Kafka,
+// else stays owed (docs/design.md, "Flow events batched across partitions").
 type Router struct {
 	kafka    Publisher
 	log      FlowLog
