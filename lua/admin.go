@@ -32,7 +32,7 @@ type AdminReply struct {
 	Code      AdminCode
 	Remaining int64
 	Granted   int64
-	Changes   []StateChange
+	Changes   []promo.StateChange
 }
 
 func (s AdminSpec) check(op, key string) error {
@@ -150,7 +150,7 @@ func PatchFrom(ctx context.Context, c redis.Scripter, shard int, key string, s A
 }
 
 func patch(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec, args []interface{}) (AdminReply, error) {
-	r, out, err := adminReply(patchScript.Run(ctx, c, []string{key, promo.FenceKey(shard), StateOutboxKey}, args...), "patch.lua")
+	r, out, err := adminReply(patchScript.Run(ctx, c, []string{key, promo.FenceKey(shard), promo.StateOutboxKey}, args...), "patch.lua")
 	if err != nil {
 		return AdminReply{}, fmt.Errorf("patch %s: %w", key, err)
 	}
@@ -172,7 +172,7 @@ func Stop(ctx context.Context, c redis.Scripter, shard int, key string, ver, now
 	if key == "" || ver < 0 {
 		return AdminReply{}, fmt.Errorf("stop %q: bad key or version %d", key, ver)
 	}
-	_, out, err := adminReply(stopScript.Run(ctx, c, []string{key, promo.FenceKey(shard), StateOutboxKey}, ver, nowMs), "stop.lua")
+	_, out, err := adminReply(stopScript.Run(ctx, c, []string{key, promo.FenceKey(shard), promo.StateOutboxKey}, ver, nowMs), "stop.lua")
 	if err != nil {
 		return AdminReply{}, fmt.Errorf("stop %s: %w", key, err)
 	}
@@ -193,7 +193,7 @@ func Delete(ctx context.Context, c redis.Scripter, shard int, key string, ver, n
 		return AdminReply{}, fmt.Errorf("delete: empty key")
 	}
 	ks := promo.Keys(key)
-	keys := append(ks[:], promo.FenceKey(shard), StateOutboxKey)
+	keys := append(ks[:], promo.FenceKey(shard), promo.StateOutboxKey)
 	_, out, err := adminReply(deleteScript.Run(ctx, c, keys, ver, DeletedLedgerKeep.Milliseconds(), nowMs), "delete.lua")
 	if err != nil {
 		return AdminReply{}, fmt.Errorf("delete %s: %w", key, err)

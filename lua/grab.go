@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
 // GrabItem is one promotion of a grab: its hash key (promo.Key) and the units to take.
@@ -16,30 +17,13 @@ type GrabItem struct {
 	Key string
 	Num int64
 	// Part is what this item checks and takes when it is a part of a bucketed grab:
-	// a PartStock/PartPin/PartIP combination (q.lua). Empty is an ordinary item.
+	// a promo.PartStock/PartPin/PartIP combination (q.lua). Empty is an ordinary item.
 	Part string
 	// Buckets is how many buckets the caller believes the promotion has, sent with
 	// the part and checked by q.lua (BUCKETED when wrong); 0 sends no count, which
 	// q.lua does not check (an ordinary call always checks for 1).
 	Buckets int
 }
-
-// Part letters of a bucketed grab (q.lua): the stock, the pin's limit and counter,
-// the ip's limit and counter. An ordinary item is all three. PartNoIP, with the pin,
-// says the grab counts the ip nowhere, which q.lua allows only while the promotion
-// has no ip limit (else CodeIPPartNeeded).
-const (
-	PartStock = "s"
-	PartPin   = "p"
-	PartIP    = "i"
-	PartNoIP  = "n"
-	PartAll   = PartStock + PartPin + PartIP
-)
-
-// HoldsStock reports whether a take of part letters (an empty part: an ordinary
-// item) holds units of stock, and so is a unit of the record that owes a CANCEL
-// when given back; a part of a pin's or an ip's count alone is not.
-func HoldsStock(part string) bool { return part == "" || strings.Contains(part, PartStock) }
 
 // GrabCall is one q.lua call: every item must live on the same shard.
 type GrabCall struct {
@@ -51,7 +35,7 @@ type GrabCall struct {
 	RateFactorPermille int64
 	Items              []GrabItem
 	// Outbox is the shard's state outbox the call records its changes in; empty
-	// is StateOutboxKey (tests sharing servers keep their own).
+	// is promo.StateOutboxKey (tests sharing servers keep their own).
 	Outbox string
 	// Claim, when set, is the requestId's claim, made by this call: its index
 	// entry must be on this shard. The entry is written with the take (OK), and a
@@ -84,7 +68,7 @@ type GrabReply struct {
 	StartMs      int64
 	Buckets      int
 	Left         int64 // SOLD_OUT only: what the hash has left (less than num)
-	Changes      []StateChange
+	Changes      []promo.StateChange
 	Envelopes    []Envelope
 }
 
@@ -110,7 +94,7 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	}
 	if parts { // ordinary calls stay as they were: no part arguments at all
 		for _, it := range c.Items {
-			part := cmp.Or(it.Part, PartAll)
+			part := cmp.Or(it.Part, promo.PartAll)
 			if it.Buckets > 0 {
 				part += strconv.Itoa(it.Buckets)
 			} else if it.Part == "" {

@@ -7,15 +7,12 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
-// HoldsKey names, on each shard, the holds of the grants whose request index
-// entries the shard keeps (requestId by deadline); the holds being returned wait
-// in HoldsKey + ":expiring" (requestId by the end of the returning instance's lease).
-const HoldsKey = "flashsale:holds"
-
 // QueueClaimHold queues claimhold.lua: SET indexKey entry NX GET EX ttlSeconds and,
-// when that claimed, ZADD holds deadlineMs requestID. The Cmd answers as SET NX
+// when that claimed, ZADD holds (promo.HoldsKey) deadlineMs requestID. The Cmd answers as SET NX
 // GET does: redis.Nil when this call claimed, else the entry already there.
 func QueueClaimHold(ctx context.Context, p redis.Pipeliner, indexKey, holds string, entry []byte, ttlSeconds, deadlineMs int64, requestID string) *redis.Cmd {
 	if requestID == "" {
@@ -23,14 +20,6 @@ func QueueClaimHold(ctx context.Context, p redis.Pipeliner, indexKey, holds stri
 	}
 	return claimHoldScript.EvalSha(ctx, p, []string{indexKey, holds}, entry, ttlSeconds, deadlineMs, requestID)
 }
-
-// ConfirmingKey is where the holds whose CONFIRM is being published wait, beside
-// the holds set holds (confirmhold.lua).
-func ConfirmingKey(holds string) string { return holds + ":confirming" }
-
-// ExpiringKey is where the holds being returned wait, beside the holds set holds
-// (holddue.lua).
-func ExpiringKey(holds string) string { return holds + ":expiring" }
 
 // HoldLift is what lifting a hold for a confirm found (confirmhold.lua).
 type HoldLift int
@@ -45,7 +34,7 @@ const (
 // QueueLiftHold queues confirmhold.lua's lift of requestID's hold (holds is the
 // shard's holds set); read it with ParseLiftHold.
 func QueueLiftHold(ctx context.Context, p redis.Pipeliner, holds, requestID string) *redis.Cmd {
-	return confirmHoldScript.EvalSha(ctx, p, []string{holds, ConfirmingKey(holds), ExpiringKey(holds)}, "lift", requestID)
+	return confirmHoldScript.EvalSha(ctx, p, []string{holds, promo.ConfirmingKey(holds), promo.ExpiringKey(holds)}, "lift", requestID)
 }
 
 // ParseLiftHold reads a lift: what it found, and the hold's deadline (unix ms)
@@ -72,7 +61,7 @@ func ParseLiftHold(cmd *redis.Cmd) (HoldLift, int64, error) {
 // QueueRestoreHold queues confirmhold.lua's restore: the hold back from confirming
 // to holds, unless an acknowledged confirm took it out; the reply is 1 when it went back.
 func QueueRestoreHold(ctx context.Context, p redis.Pipeliner, holds, requestID string) *redis.Cmd {
-	return confirmHoldScript.EvalSha(ctx, p, []string{holds, ConfirmingKey(holds), ExpiringKey(holds)}, "restore", requestID)
+	return confirmHoldScript.EvalSha(ctx, p, []string{holds, promo.ConfirmingKey(holds), promo.ExpiringKey(holds)}, "restore", requestID)
 }
 
 // QueueReclaim queues reclaim.lua: set the request index entry indexKey to entry

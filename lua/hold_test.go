@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
 func runCmd(t *testing.T, queue func(p redis.Pipeliner) *redis.Cmd) *redis.Cmd {
@@ -148,7 +150,7 @@ func TestConfirmHold(t *testing.T) {
 		return runCmd(t, func(p redis.Pipeliner) *redis.Cmd { return QueueRestoreHold(ctx, p, holds, rid) }).Val().(int64)
 	}
 	rdb.ZAdd(ctx, holds, redis.Z{Score: 1_700_000_000_123, Member: "a"}, redis.Z{Score: 5, Member: "b"})
-	rdb.ZAdd(ctx, ExpiringKey(holds), redis.Z{Score: 9, Member: "late"})
+	rdb.ZAdd(ctx, promo.ExpiringKey(holds), redis.Z{Score: 9, Member: "late"})
 	for _, c := range []struct {
 		rid      string
 		want     HoldLift
@@ -161,7 +163,7 @@ func TestConfirmHold(t *testing.T) {
 	if err := rdb.ZScore(ctx, holds, "a").Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("a lifted hold is still where expiry finds it: %v", err)
 	}
-	if n := restore("a"); n != 1 || rdb.ZScore(ctx, holds, "a").Val() != 1_700_000_000_123 || rdb.ZCard(ctx, ConfirmingKey(holds)).Val() != 0 {
+	if n := restore("a"); n != 1 || rdb.ZScore(ctx, holds, "a").Val() != 1_700_000_000_123 || rdb.ZCard(ctx, promo.ConfirmingKey(holds)).Val() != 0 {
 		t.Fatalf("restore: %d; the hold must be back at its deadline and out of confirming", n)
 	}
 	// Lifted, then an acknowledged confirm takes it out of confirming: a restore
@@ -169,12 +171,12 @@ func TestConfirmHold(t *testing.T) {
 	if got, _, _ := lift("b"); got != HoldLifted {
 		t.Fatalf("lift b: %v", got)
 	}
-	rdb.ZRem(ctx, ConfirmingKey(holds), "b")
+	rdb.ZRem(ctx, promo.ConfirmingKey(holds), "b")
 	if n := restore("b"); n != 0 || rdb.ZScore(ctx, holds, "b").Err() == nil {
 		t.Fatalf("restore after an acknowledged confirm put the hold back (%d)", n)
 	}
 	bad := runCmd(t, func(p redis.Pipeliner) *redis.Cmd {
-		return confirmHoldScript.EvalSha(ctx, p, []string{holds, ConfirmingKey(holds), ExpiringKey(holds)}, "drop", "a")
+		return confirmHoldScript.EvalSha(ctx, p, []string{holds, promo.ConfirmingKey(holds), promo.ExpiringKey(holds)}, "drop", "a")
 	})
 	if bad.Err() == nil || rdb.ZScore(ctx, holds, "a").Err() != nil {
 		t.Fatalf("an unknown step: %v; it must raise and change nothing", bad.Err())

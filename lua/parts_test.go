@@ -208,7 +208,7 @@ func TestBucketCountChecked(t *testing.T) {
 	}{
 		{k, GrabItem{Key: k, Num: 1}, CodeBucketed, 4},
 		{k, GrabItem{Key: k, Num: 1, Part: "sp", Buckets: 2}, CodeBucketed, 4},
-		{k, GrabItem{Key: k, Num: 1, Part: PartAll, Buckets: 1}, CodeBucketed, 4},
+		{k, GrabItem{Key: k, Num: 1, Part: promo.PartAll, Buckets: 1}, CodeBucketed, 4},
 		{plain, GrabItem{Key: plain, Num: 1, Part: "sp", Buckets: 4}, CodeBucketed, 1},
 	}
 	for i, c := range cases {

@@ -14,14 +14,14 @@ func itemKeys(keys []string) ([]string, error) {
 }
 
 // itemKeysAndOutbox is itemKeys followed by the shard's state outbox (empty:
-// StateOutboxKey), the KEYS of the item scripts that may change a sale's state
+// promo.StateOutboxKey), the KEYS of the item scripts that may change a sale's state
 // (q.lua, return.lua).
 func itemKeysAndOutbox(keys []string, outbox string) ([]string, error) {
 	out, err := expandKeys(keys, 1)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, cmp.Or(outbox, StateOutboxKey)), nil
+	return append(out, cmp.Or(outbox, promo.StateOutboxKey)), nil
 }
 
 func expandKeys(keys []string, extra int) ([]string, error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
 // ReturnMode says what a return.lua call does with each ledger entry (lua/README.md).
@@ -56,7 +58,7 @@ type ReturnCall struct {
 type ReturnReply struct {
 	Code      ReturnCode
 	Returned  int
-	Changes   []StateChange
+	Changes   []promo.StateChange
 	Envelopes []Envelope
 }
 

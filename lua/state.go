@@ -7,15 +7,11 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
-// StateOutboxKey names, on each shard's server, the sorted set of the promotion
-// state changes not yet known to be on the promo-state topic (state.lua): the
-// scripts record each change there in the call that makes it, its publisher
-// removes it once Kafka has it, and the reconciler publishes what is left.
-const StateOutboxKey = "flashsale:promo-state"
-
-// The sale states a StateChange announces (docs/CONTRACT.md, "Promotion state events").
+// The sale states a promo.StateChange announces (docs/CONTRACT.md, "Promotion state events").
 const (
 	StateSoldOut   = "SOLD_OUT"
 	StateRestocked = "RESTOCKED"
@@ -24,34 +20,23 @@ const (
 	StateDeleted   = "DELETED"
 )
 
-// StateChange is one change of a promotion's sale state, as a script recorded it.
-// Seq orders the changes of one promotion; Member is the outbox entry, removed
-// once published.
-type StateChange struct {
-	Key    string // the promotion hash key, promo.Key
-	State  string // one of the State* values
-	Seq    int64
-	AtMs   int64 // when it happened, unix ms (the caller's clock)
-	Member string
-}
-
 // ParseStateChange reads an outbox entry "<seq>|<state>|<key>|<nowMs>".
-func ParseStateChange(member string) (StateChange, error) {
+func ParseStateChange(member string) (promo.StateChange, error) {
 	parts := strings.Split(member, "|")
 	if len(parts) != 4 {
-		return StateChange{}, fmt.Errorf("state change %q: want seq|state|key|nowMs", member)
+		return promo.StateChange{}, fmt.Errorf("state change %q: want seq|state|key|nowMs", member)
 	}
 	seq, err1 := strconv.ParseInt(parts[0], 10, 64)
 	at, err2 := strconv.ParseInt(parts[3], 10, 64)
 	if err1 != nil || err2 != nil || parts[1] == "" || parts[2] == "" {
-		return StateChange{}, fmt.Errorf("state change %q: bad seq, state, key or time", member)
+		return promo.StateChange{}, fmt.Errorf("state change %q: bad seq, state, key or time", member)
 	}
-	return StateChange{Key: parts[2], State: parts[1], Seq: seq, AtMs: at, Member: member}, nil
+	return promo.StateChange{Key: parts[2], State: parts[1], Seq: seq, AtMs: at, Member: member}, nil
 }
 
 // replyParts reads a script's table reply: integers first (at least min of
 // them), then the state changes the call made, as strings.
-func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange, error) {
+func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []promo.StateChange, error) {
 	ints, changes, envs, err := replyWithEnvelopes(cmd, script, min)
 	if err == nil && envs != nil {
 		return nil, nil, fmt.Errorf("%s: a reply with envelopes where none are expected", script)
@@ -61,7 +46,7 @@ func replyParts(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange,
 
 // replyWithEnvelopes is replyParts of a reply that may end with the envelopes of
 // an envelope pool's items (q.lua's and return.lua's; nil when it does not).
-func replyWithEnvelopes(cmd *redis.Cmd, script string, min int) ([]int64, []StateChange, []Envelope, error) {
+func replyWithEnvelopes(cmd *redis.Cmd, script string, min int) ([]int64, []promo.StateChange, []Envelope, error) {
 	vals, err := cmd.Slice()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", script, err)
@@ -76,7 +61,7 @@ func replyWithEnvelopes(cmd *redis.Cmd, script string, min int) ([]int64, []Stat
 		}
 	}
 	var ints []int64
-	var changes []StateChange
+	var changes []promo.StateChange
 	for i, v := range vals {
 		switch v := v.(type) {
 		case int64:
@@ -103,7 +88,7 @@ func replyWithEnvelopes(cmd *redis.Cmd, script string, min int) ([]int64, []Stat
 // Ended runs ended.lua: ENDED for the promotion key once its sale is over, if
 // not announced yet. It returns the change made, if any, and settled: false only
 // while the sale has not reached its end (ask again later).
-func Ended(ctx context.Context, c redis.Scripter, key, outbox string, nowMs int64) (changes []StateChange, settled bool, err error) {
+func Ended(ctx context.Context, c redis.Scripter, key, outbox string, nowMs int64) (changes []promo.StateChange, settled bool, err error) {
 	r, changes, err := replyParts(endedScript.Run(ctx, c, []string{key, outbox}, nowMs), "ended.lua", 1)
 	if err != nil {
 		return nil, false, err
@@ -113,7 +98,7 @@ func Ended(ctx context.Context, c redis.Scripter, key, outbox string, nowMs int6
 
 // StateDue runs statedue.lua: up to limit outbox changes older than graceMs,
 // leased to the caller for graceMs.
-func StateDue(ctx context.Context, c redis.Scripter, outbox string, nowMs, graceMs int64, limit int) ([]StateChange, error) {
+func StateDue(ctx context.Context, c redis.Scripter, outbox string, nowMs, graceMs int64, limit int) ([]promo.StateChange, error) {
 	if graceMs < 1 || limit < 1 || limit > 1000 {
 		return nil, fmt.Errorf("state due: grace %d ms and limit %d, want >= 1 and 1..1000", graceMs, limit)
 	}

@@ -7,18 +7,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/flashsale/platform/internal/promo"
 )
 
 // changesOf is what a reply announced, as "STATE" strings, checking each change
 // names key, is in the outbox, and orders after the one before.
-func changesOf(t *testing.T, key string, changes []StateChange) []string {
+func changesOf(t *testing.T, key string, changes []promo.StateChange) []string {
 	t.Helper()
 	var out []string
 	for _, c := range changes {
 		if c.Key != key {
 			t.Fatalf("change %+v names another promotion than %s", c, key)
 		}
-		if _, err := rdb.ZScore(context.Background(), StateOutboxKey, c.Member).Result(); err != nil {
+		if _, err := rdb.ZScore(context.Background(), promo.StateOutboxKey, c.Member).Result(); err != nil {
 			t.Fatalf("change %s is not in the outbox: %v", c.Member, err)
 		}
 		out = append(out, c.State)
@@ -27,13 +29,13 @@ func changesOf(t *testing.T, key string, changes []StateChange) []string {
 }
 
 // outboxOf is every change of key left in the shared outbox, by seq.
-func outboxOf(t *testing.T, key string) []StateChange {
+func outboxOf(t *testing.T, key string) []promo.StateChange {
 	t.Helper()
-	members, err := rdb.ZRange(context.Background(), StateOutboxKey, 0, -1).Result()
+	members, err := rdb.ZRange(context.Background(), promo.StateOutboxKey, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []StateChange
+	var out []promo.StateChange
 	for _, m := range members {
 		c, err := ParseStateChange(m)
 		if err != nil {
@@ -43,7 +45,7 @@ func outboxOf(t *testing.T, key string) []StateChange {
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b StateChange) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(out, func(a, b promo.StateChange) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
 }
 
@@ -118,7 +120,7 @@ func TestStateChanges(t *testing.T) {
 		RateFactorPermille: 1000, Items: []GrabItem{item(k, 1)}}); r.Code != CodeEnded || len(r.Changes) != 0 {
 		t.Fatalf("second grab after the end: %+v, want ENDED announcing nothing", r)
 	}
-	if c, settled, err := Ended(ctx, rdb, k, StateOutboxKey, now+3000); err != nil || len(c) != 0 || !settled {
+	if c, settled, err := Ended(ctx, rdb, k, promo.StateOutboxKey, now+3000); err != nil || len(c) != 0 || !settled {
 		t.Fatalf("ended.lua after q.lua announced ENDED: %+v %v %v", c, settled, err)
 	}
 	patch(6, 3, now+9000, now+3000, StateRestocked) // a later end reopens the sale
@@ -187,7 +189,7 @@ func TestEndedAnnouncesOnce(t *testing.T) {
 		{k, end, []string{StateEnded}, true},
 		{k, end + 1, nil, true},
 	} {
-		c, settled, err := Ended(ctx, rdb, tc.key, StateOutboxKey, tc.at)
+		c, settled, err := Ended(ctx, rdb, tc.key, promo.StateOutboxKey, tc.at)
 		if err != nil || settled != tc.settled {
 			t.Fatalf("ended.lua on %s at end%+d: settled %v (err %v), want %v", tc.key, tc.at-end, settled, err, tc.settled)
 		}
@@ -204,7 +206,7 @@ func TestBucketPartsDoNotAnnounce(t *testing.T) {
 	s.Total = 1
 	mustCreate(t, part, s)
 	mustCreate(t, plain, s)
-	r := mustGrab(t, grabCall("r1", "p1", "ip1", GrabItem{Key: part, Num: 1, Part: PartStock}, GrabItem{Key: plain, Num: 1, Part: PartAll}))
+	r := mustGrab(t, grabCall("r1", "p1", "ip1", GrabItem{Key: part, Num: 1, Part: promo.PartStock}, GrabItem{Key: plain, Num: 1, Part: promo.PartAll}))
 	if r.Code != CodeOK || len(r.Changes) != 1 || r.Changes[0].Key != plain || r.Changes[0].State != StateSoldOut {
 		t.Fatalf("grab: %+v, want OK announcing SOLD_OUT of %s alone", r, plain)
 	}
@@ -222,7 +224,7 @@ func TestBucketsAnnounceAsTheirPromotion(t *testing.T) {
 	s.Total, s.Buckets = 1, 2
 	for _, k := range []string{b0, b1} {
 		mustCreate(t, k, s)
-		r := mustGrab(t, grabCall("r-"+k, "p1", "ip1", GrabItem{Key: k, Num: 1, Part: PartAll, Buckets: 2}))
+		r := mustGrab(t, grabCall("r-"+k, "p1", "ip1", GrabItem{Key: k, Num: 1, Part: promo.PartAll, Buckets: 2}))
 		if r.Code != CodeOK || len(r.Changes) != 0 {
 			t.Fatalf("%s sold out: %+v, want OK announcing nothing", k, r)
 		}
@@ -268,7 +270,7 @@ func TestStateDueLeases(t *testing.T) {
 	if len(r.Changes) != 1 {
 		t.Fatalf("grab: %+v", r)
 	}
-	mine := func(cs []StateChange) (n int) {
+	mine := func(cs []promo.StateChange) (n int) {
 		for _, c := range cs {
 			if c.Member == r.Changes[0].Member {
 				n++
@@ -287,12 +289,12 @@ func TestStateDueLeases(t *testing.T) {
 		{now + 2*grace, 1},   // the lease ran out unpublished: again
 	}
 	for _, st := range steps {
-		due, err := StateDue(ctx, rdb, StateOutboxKey, st.at, grace, 1000)
+		due, err := StateDue(ctx, rdb, promo.StateOutboxKey, st.at, grace, 1000)
 		if err != nil || mine(due) != st.want {
 			t.Fatalf("due at now+%d: %d of the change (err %v), want %d", st.at-now, mine(due), err, st.want)
 		}
 	}
-	if _, err := StateDue(ctx, rdb, StateOutboxKey, now, 0, 10); err == nil {
+	if _, err := StateDue(ctx, rdb, promo.StateOutboxKey, now, 0, 10); err == nil {
 		t.Error("a grace of 0 accepted")
 	}
 }

@@ -1,30 +1,21 @@
-// Package bucket splits one hot promotion's stock over several shards (the seed
-// articles' "split one account into sub-accounts"), so its grabs are not bound by
-// the one core of one Redis, while every per-pin and per-ip limit and the total
-// still hold exactly.
-//
-// A bucketed promotion with K buckets is K ordinary promotion hashes, the buckets,
-// each holding a share of the stock and its own companions. A pin and an ip each
-// have one home bucket, the only one that ever counts them, so a limit is checked
-// in one place. A grab takes its stock from the pin's home bucket; when that is
-// sold out it falls over to a donor bucket, still counting the pin and the ip on
-// their homes. Each bucket a grab touches is one part (q.lua's part letters), and
-// a grab's parts are taken all or none, as the items of an ordinary grab are.
-// grab-service (grab/buckets.go) routes the grabs; docs/CONTRACT.md, "Buckets".
+// Package bucket splits one hot promotion's stock over K shards, K ordinary
+// promotion hashes, so its grabs are not bound by one Redis core, while every
+// per-pin and per-ip limit and the total still hold exactly: a pin and an ip each
+// have one home bucket that alone counts them, and each bucket a grab touches is
+// one part (q.lua's part letters) of a grab taken all or none. docs/design.md,
+// "A hot promotion beyond one shard (buckets)"; docs/CONTRACT.md, "Buckets".
 package bucket
 
 import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spaolacci/murmur3"
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
-	"github.com/flashsale/platform/lua"
 )
 
 // Max is the most buckets a promotion may have: one per shard.
@@ -143,60 +134,10 @@ func Plan(stock, pinHome, ipHome int) []Part {
 		}
 		parts = append(parts, Part{Bucket: b, Letters: letter})
 	}
-	add(stock, lua.PartStock)
-	add(pinHome, lua.PartPin)
-	add(ipHome, lua.PartIP)
+	add(stock, promo.PartStock)
+	add(pinHome, promo.PartPin)
+	add(ipHome, promo.PartIP)
 	return parts
-}
-
-// Create writes the k bucket hashes of the promotion hash key from spec: each
-// bucket holds its share of the total (Shares) and of the rate limit (rounded up,
-// as the window is charged on the pin's home bucket and pins spread evenly).
-func Create(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int, spec lua.AdminSpec) error {
-	if k < 1 || k > Max {
-		return fmt.Errorf("create %s: %d buckets, want 1..%d", key, k, Max)
-	}
-	shares := Shares(spec.Total, k)
-	rate := RateShare(spec.RateLimit, k)
-	for i, bk := range Keys(r, key, k) {
-		s := spec
-		s.Total, s.RateLimit = shares[i], rate
-		s.Buckets = k
-		code, err := lua.Create(ctx, shards[r.Shard(bk)], r.Shard(bk), bk, s)
-		if err != nil {
-			return fmt.Errorf("create %s: %w", bk, err)
-		}
-		if code != lua.AdminOK && code != lua.AdminAlreadyApplied {
-			return fmt.Errorf("create %s: %s", bk, code)
-		}
-	}
-	return nil
-}
-
-// Delete removes the k bucket hashes of key and their companions.
-func Delete(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int) error {
-	for _, bk := range Keys(r, key, k) {
-		if _, err := lua.Delete(ctx, shards[r.Shard(bk)], r.Shard(bk), bk, 0, time.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("delete %s: %w", bk, err)
-		}
-	}
-	return nil
-}
-
-// Remaining is the stock left over all k buckets of key.
-func Remaining(ctx context.Context, shards []redis.UniversalClient, r *ring.Ring, key string, k int) (int64, error) {
-	var sum int64
-	for _, bk := range Keys(r, key, k) {
-		h, ok, err := lua.ReadHash(ctx, shards[r.Shard(bk)], bk)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return 0, fmt.Errorf("remaining of %s: bucket %s is missing", key, bk)
-		}
-		sum += h.Remaining
-	}
-	return sum, nil
 }
 
 // Held sums a counter hash (promo.PinsKey or promo.IPsKey) over all k buckets of

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
-	"github.com/flashsale/platform/lua"
 )
 
 func TestKeysSitOnDistinctShards(t *testing.T) {
@@ -90,7 +90,7 @@ func TestLayoutAndParts(t *testing.T) {
 			}
 			letters[p.Bucket] = p.Letters
 		}
-		for b, want := range map[int]string{stock: lua.PartStock, Home(pin, 8): lua.PartPin, Home(ip, 8): lua.PartIP} {
+		for b, want := range map[int]string{stock: promo.PartStock, Home(pin, 8): promo.PartPin, Home(ip, 8): promo.PartIP} {
 			if !strings.Contains(letters[b], want) {
 				t.Fatalf("grab %d: bucket %d has %q, want %q in it (stock %d)", n, b, letters[b], want, stock)
 			}

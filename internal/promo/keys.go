@@ -1,6 +1,9 @@
 package promo
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Key builders: the one place Redis key names are made. Every companion key carries
 // the promotion hash key inside {} so that, on Redis Cluster too, all keys a script
@@ -22,7 +25,13 @@ func LedgerKey(key string) string { return "{" + key + "}:req" }
 
 // PendingKey is the sorted set of requestIds taken but not yet committed,
 // scored by the deadline (unix ms) after which the reconciler may look at them.
+// Of a key pattern ("C_*") it is the SCAN pattern of the pending sets.
 func PendingKey(key string) string { return "{" + key + "}:pending" }
+
+// PendingBase is the promotion hash key whose pending set is pendingKey.
+func PendingBase(pendingKey string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
+}
 
 // EnvelopeKey is the sorted set of an envelope pool's parts not handed out yet:
 // member "<index>:<amount>" scored by index, so parts go out lowest index first and
@@ -90,27 +99,37 @@ func SplitPromotionRef(ref string) (promoID string, typ int, ok bool) {
 // cancel can find them; it lives on the shard the ring gives for this key.
 func RequestIndexKey(requestID string) string { return "R_" + requestID }
 
-// The shard markers, one pair per logical shard on that shard's server, written by
-// the rebuild (recovery/internal/rebuild/markers.go) and read by grab-service's fence
-// and by the admin scripts:
-//
-//   - FenceKey is set while a rebuild works on the shard, with a TTL the rebuild keeps
-//     refreshing, so a killed rebuild does not fence forever. Grabs, cancels and admin
-//     changes of the shard's promotions are refused meanwhile.
-//   - BuiltKey says the shard's contents are whole: written when a rebuild of the whole
-//     shard commits (or by grab-service when the record holds no promotion of the shard,
-//     so there is nothing to rebuild). A server that lost its data lost this marker too.
-//     It names the server it was written on (internal/shardmark), so a replica promoted
-//     in a failover, which holds its master's marker, is not taken for whole.
-//   - ServingKey is a hash in which every grab-service instance reports, each time it
-//     reads the two markers, whether it serves the shard: the rebuild returns only
-//     once every live instance serves the shard it rebuilt (internal/shardmark).
+// The shard markers, one set per logical shard on that shard's server: written by
+// the rebuild (recovery/internal/rebuild/markers.go), read by grab-service's fence
+// and by the admin scripts (docs/design.md, "Scripts and keys").
 
-// FenceKey names the fence marker of a shard.
+// FenceKey names the fence marker of a shard: set, with a TTL the rebuild keeps
+// refreshing, while a rebuild works on it; its grabs, cancels and admin changes
+// are refused meanwhile.
 func FenceKey(shard int) string { return "flashsale:fence:" + strconv.Itoa(shard) }
 
-// BuiltKey names the built marker of a shard.
+// BuiltKey names the built marker of a shard: its contents are whole. It names the
+// server it was written on (internal/shardmark), so a promoted replica holding its
+// master's marker is not taken for whole.
 func BuiltKey(shard int) string { return "flashsale:built:" + strconv.Itoa(shard) }
 
-// ServingKey names the hash of grab-service instances' serving reports for a shard.
+// ServingKey names the hash of grab-service instances' serving reports for a shard,
+// which the rebuild waits on (internal/shardmark).
 func ServingKey(shard int) string { return "flashsale:serving:" + strconv.Itoa(shard) }
+
+// HoldsKey names, on each shard, the holds of the grants whose request index
+// entries the shard keeps: requestId by deadline (claimhold.lua).
+const HoldsKey = "flashsale:holds"
+
+// ConfirmingKey is where the holds whose CONFIRM is being published wait, beside
+// the holds set holds (confirmhold.lua).
+func ConfirmingKey(holds string) string { return holds + ":confirming" }
+
+// ExpiringKey is where the holds being returned wait, beside the holds set holds:
+// requestId by the end of the returning instance's lease (holddue.lua).
+func ExpiringKey(holds string) string { return holds + ":expiring" }
+
+// StateOutboxKey names, on each shard's server, the sorted set of the promotion
+// state changes not yet known to be on the promo-state topic (lua/state.lua):
+// recorded by the scripts, cleared by their publisher, swept by the reconciler.
+const StateOutboxKey = "flashsale:promo-state"

@@ -1,13 +1,9 @@
-// Package promostate publishes the changes of a promotion's sale state (SOLD_OUT,
-// RESTOCKED, STOPPED, ENDED, DELETED) on the promo-state topic, so the price system
-// and the detail pages need not poll (docs/CONTRACT.md, "Promotion state events").
-//
-// The scripts record each change in their shard's state outbox in the call that
-// makes it and return it in their answer (lua/state.lua); whoever ran the script
-// publishes it from that answer and then removes it from the outbox. A change whose
-// publisher died or could not reach Kafka stays in the outbox, and the reconciler
-// publishes it (Sweep). So each change is published once, and again only when a
-// crash or a lost acknowledgement leaves it unsure, with the same seq.
+// Package promostate publishes the changes of a promotion's sale state on the
+// promo-state topic, so the price system and the detail pages need not poll
+// (docs/CONTRACT.md, "Promotion state events"). Whoever ran the script publishes
+// its changes from its answer and clears them from the shard's outbox; what a
+// crash or a Kafka outage leaves there the reconciler publishes (Sweep), with the
+// same seq (docs/design.md, "Sale state changes").
 package promostate
 
 import (
@@ -23,7 +19,6 @@ import (
 
 	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/lua"
 )
 
 // Topic is the topic of promotion state events; the message key is the promotion key.
@@ -43,7 +38,7 @@ type Event struct {
 }
 
 // EventOf is the event of a change.
-func EventOf(c lua.StateChange) Event {
+func EventOf(c promo.StateChange) Event {
 	id, typ, _ := promo.ParseKey(c.Key)
 	return Event{PromotionKey: c.Key, PromoID: id, Type: typ, State: c.State, Seq: c.Seq,
 		OccurredAt: time.UnixMilli(c.AtMs).UTC().Format(time.RFC3339Nano)}
@@ -52,6 +47,7 @@ func EventOf(c lua.StateChange) Event {
 // Announcer publishes changes and clears them from their outbox.
 type Announcer struct {
 	outbox string
+	due    DueFunc
 	writer *kafka.Writer
 	log    *slog.Logger
 	events *prometheus.CounterVec
@@ -62,18 +58,24 @@ type Announcer struct {
 // posted is a script answer's changes, with the client of the shard whose outbox holds them.
 type posted struct {
 	c       redis.Cmdable
-	changes []lua.StateChange
+	changes []promo.StateChange
 }
 
 // queueSize bounds the changes waiting for the background publisher; beyond it a
 // change waits in its outbox for the reconciler.
 const queueSize = 1024
 
-// New starts an announcer writing to brokers, clearing and sweeping the outbox
-// key on each server (lua.StateOutboxKey but in tests); its metric is registered on reg.
-func New(brokers []string, auth kafkaauth.Auth, outbox string, reg prometheus.Registerer, log *slog.Logger) *Announcer {
+// DueFunc leases to the caller up to limit changes left in the outbox of c for
+// graceMs or more (lua.StateDue: the script lives above internal/).
+type DueFunc func(ctx context.Context, c redis.Scripter, outbox string, nowMs, graceMs int64, limit int) ([]promo.StateChange, error)
+
+// New starts an announcer writing to brokers, clearing and sweeping (with due)
+// the outbox key on each server (promo.StateOutboxKey but in tests); its metric
+// is registered on reg.
+func New(brokers []string, auth kafkaauth.Auth, outbox string, due DueFunc, reg prometheus.Registerer, log *slog.Logger) *Announcer {
 	a := &Announcer{
 		outbox: outbox,
+		due:    due,
 		writer: &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: Topic, Balancer: &kafka.Hash{}, Transport: auth.Transport(nil),
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, WriteTimeout: 2 * time.Second},
 		log: log,
@@ -90,7 +92,7 @@ func New(brokers []string, auth kafkaauth.Auth, outbox string, reg prometheus.Re
 
 // Announce publishes changes and removes them from the outbox of c (the server
 // of the shard whose script made them). On an error they stay in the outbox.
-func (a *Announcer) Announce(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) error {
+func (a *Announcer) Announce(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -118,7 +120,7 @@ func (a *Announcer) Announce(ctx context.Context, c redis.Cmdable, changes []lua
 
 // Post hands changes to the background publisher without waiting: the grab path
 // answers the buyer meanwhile. When the queue is full they wait in the outbox.
-func (a *Announcer) Post(c redis.Cmdable, changes []lua.StateChange) {
+func (a *Announcer) Post(c redis.Cmdable, changes []promo.StateChange) {
 	if len(changes) == 0 {
 		return
 	}
@@ -147,7 +149,7 @@ const StateSweepGrace = 5 * time.Second
 // Sweep publishes the changes left in the outbox of one shard's server for
 // StateSweepGrace or more, up to 500, and reports how many it published.
 func (a *Announcer) Sweep(ctx context.Context, c redis.UniversalClient, now time.Time) (int, error) {
-	changes, err := lua.StateDue(ctx, c, a.outbox, now.UnixMilli(), StateSweepGrace.Milliseconds(), 500)
+	changes, err := a.due(ctx, c, a.outbox, now.UnixMilli(), StateSweepGrace.Milliseconds(), 500)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
+	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/tools/loadgen"
 )
 
@@ -195,7 +196,7 @@ func (b *bench) bucketSellOut(ctx context.Context, k int, row *bucketRow) error 
 	if granted != total {
 		problems = append(problems, fmt.Sprintf("granted %d of %d", granted, total))
 	}
-	if rem, err := bucket.Remaining(ctx, shards, ring.Default, key, k); err != nil || rem != 0 {
+	if rem, err := lua.RemainingOfBuckets(ctx, shards, ring.Default, key, k); err != nil || rem != 0 {
 		problems = append(problems, fmt.Sprintf("remaining %d (%v)", rem, err))
 	}
 	for _, c := range []struct {

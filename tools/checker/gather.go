@@ -404,7 +404,7 @@ func merge(st, b PromoState, first bool) PromoState {
 		st.IPs[who] += n
 	}
 	for rid, e := range b.Ledger {
-		if lua.HoldsStock(e.Part) {
+		if promo.HoldsStock(e.Part) {
 			st.Ledger[rid] = e
 		}
 	}

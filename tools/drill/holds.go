@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/tools/checker"
 	"github.com/flashsale/platform/tools/loadgen"
 )
@@ -50,7 +49,7 @@ func (d *drillEnv) holdsCanary(ctx context.Context, shard int, out *outcome) []h
 			return nil
 		}
 		var err error
-		if g.until, err = d.shards[shard].ZScore(ctx, lua.HoldsKey, rid).Result(); err != nil {
+		if g.until, err = d.shards[shard].ZScore(ctx, promo.HoldsKey, rid).Result(); err != nil {
 			out.fail("holds canary: the hold of %s on shard %d: %v", rid, shard, err)
 			return nil
 		}
@@ -79,7 +78,7 @@ func (d *drillEnv) confirm(ctx context.Context, client *http.Client, g heldGrab)
 func (d *drillEnv) checkHolds(ctx context.Context, shard int, held []heldGrab, out *outcome) {
 	var open *heldGrab
 	for i, g := range held {
-		until, err := d.shards[shard].ZScore(ctx, lua.HoldsKey, g.rid).Result()
+		until, err := d.shards[shard].ZScore(ctx, promo.HoldsKey, g.rid).Result()
 		switch {
 		case g.until == 0 && !errors.Is(err, redis.Nil):
 			out.fail("the rebuild put back the hold of %s, which was confirmed (deadline %v, err %v)", g.rid, until, err)
@@ -94,7 +93,7 @@ func (d *drillEnv) checkHolds(ctx context.Context, shard int, held []heldGrab, o
 	}
 	if a := d.confirm(ctx, loadgen.Client(1, 15*time.Second), *open); a.Result != "CONFIRMED" {
 		out.fail("confirm of %s after the rebuild: %d %s", open.rid, a.Status, a.Body)
-	} else if err := d.shards[shard].ZScore(ctx, lua.HoldsKey, open.rid).Err(); !errors.Is(err, redis.Nil) {
+	} else if err := d.shards[shard].ZScore(ctx, promo.HoldsKey, open.rid).Err(); !errors.Is(err, redis.Nil) {
 		out.fail("the hold of %s stayed after its confirm (%v)", open.rid, err)
 	}
 	out.note("shard %d: %d open holds back at their deadlines, %d confirmed ones not", shard, (len(held)+1)/2, len(held)/2)

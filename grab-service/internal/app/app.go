@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		shards[i] = pool.Client(i)
 	}
 	gc := cfg.Grab
-	states := promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, gc.StateOutboxKey, reg, logger)
+	states := promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, gc.StateOutboxKey, lua.StateDue, reg, logger)
 	deps := grab.Deps{
 		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
 		Shards: shards, Publisher: publish.NewRouter(kafka, db, switches, reg), Record: db, Switches: switches,

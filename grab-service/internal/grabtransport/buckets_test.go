@@ -26,7 +26,7 @@ func (e *env) bucketed(name string, k int, s spec) (string, bucket.Layout) {
 	s = e.defaults(s)
 	key := promo.Key(id, 1)
 	clients := e.clients()
-	err := bucket.Create(context.Background(), clients, ring.Default, key, k, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
+	err := lua.CreateBuckets(context.Background(), clients, ring.Default, key, k, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
 		PerIP: s.perIP, MaxPerGrab: s.maxPerGrab, RateLimit: s.rateLimit, RateWindowMs: 60_000,
 		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE"})
 	if err != nil {

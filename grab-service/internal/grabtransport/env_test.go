@@ -137,9 +137,9 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// sets its own.
 	cfg.AnswerTimeout = 15 * time.Second
 	// Tests share the shards: each reconciler keeps to its own test's promotions.
-	cfg.ReconcileMatch = "{C_*-" + e.suffix + "_*}:pending"
-	cfg.HoldsKey = lua.HoldsKey + ":" + e.suffix
-	cfg.StateOutboxKey = lua.StateOutboxKey + ":" + e.suffix
+	cfg.ReconcileMatch = promo.PendingKey("C_*-" + e.suffix + "_*")
+	cfg.HoldsKey = promo.HoldsKey + ":" + e.suffix
+	cfg.StateOutboxKey = promo.StateOutboxKey + ":" + e.suffix
 	shards := make([]redis.UniversalClient, len(e.shards))
 	for i, c := range e.shards {
 		shards[i] = c

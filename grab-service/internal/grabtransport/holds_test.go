@@ -163,7 +163,7 @@ func TestHoldsReturnedOnceAcrossPassesAndCrashes(t *testing.T) {
 	e.past(10)
 	idx := e.shard(promo.RequestIndexKey(e.rid("crash")))
 	p := idx.Pipeline()
-	leased := lua.QueueHoldsDue(ctx, p, e.cfg.HoldsKey, e.cfg.HoldsKey+":expiring", e.clock.Now().UnixMilli(), 30_000, 100)
+	leased := lua.QueueHoldsDue(ctx, p, e.cfg.HoldsKey, promo.ExpiringKey(e.cfg.HoldsKey), e.clock.Now().UnixMilli(), 30_000, 100)
 	if _, err := p.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestConcurrentConfirmsKeepTheAcknowledgedOne(t *testing.T) {
 		t.Fatalf("the first confirm, its CONFIRM failed: %d %s", a.status, a.raw)
 	}
 	idx := e.shard(promo.RequestIndexKey(e.rid("slow")))
-	for _, key := range []string{e.cfg.HoldsKey, lua.ConfirmingKey(e.cfg.HoldsKey)} {
+	for _, key := range []string{e.cfg.HoldsKey, promo.ConfirmingKey(e.cfg.HoldsKey)} {
 		if err := idx.ZScore(ctx, key, e.rid("slow")).Err(); err != redis.Nil {
 			t.Fatalf("%s still holds the confirmed grant (%v)", key, err)
 		}

@@ -342,7 +342,7 @@ func (e *Env) Take(id string, k, b int, pin string, num int64) {
 	rid := fmt.Sprintf("%s-b%d-%s", id, b, pin)
 	r, err := lua.Grab(ctx, c, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(time.Minute).UnixMilli(),
 		RequestID: rid, BodyHash: "h", Pin: pin, IP: "10.9.0.1", RateFactorPermille: 1000,
-		Items: []lua.GrabItem{{Key: l.Keys[b], Num: num, Part: lua.PartAll, Buckets: k}}})
+		Items: []lua.GrabItem{{Key: l.Keys[b], Num: num, Part: promo.PartAll, Buckets: k}}})
 	if err != nil || r.Code != lua.CodeOK {
 		e.t.Fatalf("grab %d from bucket %d of %s: %+v %v", num, b, id, r, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/kafkaauth"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/promostate"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
@@ -107,7 +108,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var states *promostate.Announcer
 	if len(cfg.KafkaBrokers) > 0 {
-		states = promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, lua.StateOutboxKey, reg, logger)
+		states = promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, promo.StateOutboxKey, lua.StateDue, reg, logger)
 		cfg.Service.Announce = states.Announce
 	}
 	admin := adminservice.New(st, pool, cfg.Service)

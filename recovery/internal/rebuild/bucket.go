@@ -7,7 +7,6 @@ import (
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
-	"github.com/flashsale/platform/lua"
 )
 
 // target is one bucket of a live promotion: what a rebuild restores on the
@@ -51,7 +50,7 @@ func targets(p store.Promotion) []target {
 // bucket the promotion does not have is on none, and bad says so.
 func (t target) part(r store.FlowRow) (letters string, ok, bad bool) {
 	if t.layout.K == 1 {
-		return lua.PartAll, true, false
+		return promo.PartAll, true, false
 	}
 	if r.Bucket < 0 || r.Bucket >= t.layout.K {
 		return "", false, true
@@ -64,5 +63,5 @@ func (t target) part(r store.FlowRow) (letters string, ok, bad bool) {
 	return "", false, false
 }
 
-// has says whether a part's letters hold letter (lua.PartStock, PartPin, PartIP).
+// has says whether a part's letters hold letter (promo.PartStock, PartPin, PartIP).
 func has(letters, letter string) bool { return strings.Contains(letters, letter) }

@@ -198,7 +198,7 @@ func TestKilledShardBucketsAreRebuiltExactly(t *testing.T) {
 		rep.Print(&out, true)
 		t.Fatalf("want 12 bucket hashes checked and no drift, have:\n%s", out.String())
 	}
-	if remaining, err := bucket.Remaining(ctx, shards, ring.Default, keys[0], 4); err != nil || remaining < 0 {
+	if remaining, err := lua.RemainingOfBuckets(ctx, shards, ring.Default, keys[0], 4); err != nil || remaining < 0 {
 		t.Fatalf("%s remaining %d (%v)", keys[0], remaining, err)
 	}
 

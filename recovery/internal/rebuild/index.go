@@ -11,7 +11,6 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
-	"github.com/flashsale/platform/lua"
 )
 
 // restoreIndex writes back the request index entries that lived on the shard
@@ -59,9 +58,9 @@ func restoreHolds(ctx context.Context, c redis.UniversalClient, rec Record, shar
 	for _, h := range holds {
 		if h.Open {
 			open++
-			err = w.do("ZADD", lua.HoldsKey, "NX", h.UntilMs, h.RequestID)
+			err = w.do("ZADD", promo.HoldsKey, "NX", h.UntilMs, h.RequestID)
 		} else {
-			err = errors.Join(w.do("ZREM", lua.HoldsKey, h.RequestID), w.do("ZREM", lua.ConfirmingKey(lua.HoldsKey), h.RequestID))
+			err = errors.Join(w.do("ZREM", promo.HoldsKey, h.RequestID), w.do("ZREM", promo.ConfirmingKey(promo.HoldsKey), h.RequestID))
 		}
 		if err != nil {
 			return 0, fmt.Errorf("restore the holds: %w", err)

@@ -3,6 +3,7 @@ package rebuild
 import (
 	"testing"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/lua"
 )
@@ -22,7 +23,7 @@ func TestLedgerEntryFromTheRecord(t *testing.T) {
 		{"rollback of an aborted take", true, "ROLLBACK", lua.LedgerAbortRecorded, ""},
 	} {
 		want := lua.LedgerEntry{State: c.state, BodyHash: "h", Num: 2, Pin: "p", IP: "i", Reason: c.wantWhy}
-		if have := ledgerEntry(grab, lua.PartAll, c.cancelled, c.reason); have != want {
+		if have := ledgerEntry(grab, promo.PartAll, c.cancelled, c.reason); have != want {
 			t.Errorf("%s: have %+v, want %+v", c.name, have, want)
 		}
 		// A part of a bucketed grab keeps its letters, as q.lua stores them.

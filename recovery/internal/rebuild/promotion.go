@@ -255,7 +255,7 @@ const flowBatch = 1024
 const cancelLookup = 500
 
 // partRow is a flow row with the letters of its grab's part on the bucket being
-// restored (lua.PartAll for an ordinary promotion).
+// restored (promo.PartAll for an ordinary promotion).
 type partRow struct {
 	store.FlowRow
 	part string
@@ -276,7 +276,7 @@ type flowTally struct {
 
 func (t *flowTally) add(r partRow) {
 	n := r.Num
-	stock := has(r.part, lua.PartStock)
+	stock := has(r.part, promo.PartStock)
 	if r.Cancel {
 		if stock {
 			t.returned += n
@@ -291,10 +291,10 @@ func (t *flowTally) add(r partRow) {
 			t.pool.Hold(r.Parts)
 		}
 	}
-	if has(r.part, lua.PartPin) {
+	if has(r.part, promo.PartPin) {
 		t.pins[r.Pin] += n
 	}
-	if has(r.part, lua.PartIP) {
+	if has(r.part, promo.PartIP) {
 		t.ips[r.IP] += n
 	}
 }
@@ -311,7 +311,7 @@ func putLedger(req *hset, g store.FlowRow, part string, split *store.EnvelopeSpl
 
 // hashFields is the promotion hash (lua/README.md) as create.lua writes it, with
 // remaining from the record and the rate window restarting empty: field, value,
-// field, value... A bucket's is as bucket.Create writes it: its share of the total,
+// field, value... A bucket's is as lua.CreateBuckets writes it: its share of the total,
 // the rate limit over K rounded up, and buckets = K.
 //
 // A pool's adds envAmount, envLeft and envDigest (lua/README.md), as create.lua
@@ -371,7 +371,7 @@ func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what 
 // a part that is all three).
 func ledgerEntry(g store.FlowRow, part string, cancelled bool, reason string) lua.LedgerEntry {
 	e := lua.LedgerEntry{State: lua.LedgerCommitted, BodyHash: g.BodyHash, Num: g.Num, Pin: g.Pin, IP: g.IP}
-	if part != lua.PartAll {
+	if part != promo.PartAll {
 		e.Part = part
 	}
 	switch {

@@ -508,17 +508,17 @@ func TestRebuildRestoresOpenHolds(t *testing.T) {
 	w.own.Start()
 	// As on a promoted replica that lagged: the hold of a grant confirmed since, one
 	// aside for a confirm, and one of a grant returned since.
-	w.shards[lostShard].ZAdd(ctx, lua.HoldsKey, redis.Z{Score: float64(until["paid"]), Member: rids["paid"]}, redis.Z{Score: float64(until["gone"]), Member: rids["gone"]})
-	w.shards[lostShard].ZAdd(ctx, lua.ConfirmingKey(lua.HoldsKey), redis.Z{Score: float64(until["paid"]), Member: rids["paid"]})
+	w.shards[lostShard].ZAdd(ctx, promo.HoldsKey, redis.Z{Score: float64(until["paid"]), Member: rids["paid"]}, redis.Z{Score: float64(until["gone"]), Member: rids["gone"]})
+	w.shards[lostShard].ZAdd(ctx, promo.ConfirmingKey(promo.HoldsKey), redis.Z{Score: float64(until["paid"]), Member: rids["paid"]})
 
 	sum, err := rebuild.Run(ctx, w.deps, options(lostShard))
 	if err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
-	if n := w.shards[lostShard].ZCard(ctx, lua.ConfirmingKey(lua.HoldsKey)).Val(); n != 0 {
+	if n := w.shards[lostShard].ZCard(ctx, promo.ConfirmingKey(promo.HoldsKey)).Val(); n != 0 {
 		t.Errorf("%d holds left aside for a confirm the record has", n)
 	}
-	holds, err := w.shards[lostShard].ZRangeWithScores(ctx, lua.HoldsKey, 0, -1).Result()
+	holds, err := w.shards[lostShard].ZRangeWithScores(ctx, promo.HoldsKey, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,11 +538,11 @@ func TestRebuildRestoresOpenHolds(t *testing.T) {
 		}
 	}
 	// A rebuild of a shard whose holds are there leaves them as they are.
-	w.shards[lostShard].ZAdd(ctx, lua.HoldsKey, redis.Z{Score: 1, Member: rids["open"]})
+	w.shards[lostShard].ZAdd(ctx, promo.HoldsKey, redis.Z{Score: 1, Member: rids["open"]})
 	if _, err := rebuild.Run(ctx, w.deps, options(lostShard)); err != nil {
 		t.Fatalf("second rebuild: %v", err)
 	}
-	if ms := w.shards[lostShard].ZScore(ctx, lua.HoldsKey, rids["open"]).Val(); ms != 1 {
+	if ms := w.shards[lostShard].ZScore(ctx, promo.HoldsKey, rids["open"]).Val(); ms != 1 {
 		t.Errorf("a hold already there was rewritten to %v", ms)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
@@ -55,7 +54,7 @@ func Create(t testing.TB, db *store.Store, shards []redis.UniversalClient, s Spe
 		t.Fatalf("insert %s: %v", s.PromoID, err)
 	}
 	key := spec.Key()
-	if err := bucket.Create(ctx, shards, ring.Default, key, promo.BucketsOf(s.Buckets), admin); err != nil {
+	if err := lua.CreateBuckets(ctx, shards, ring.Default, key, promo.BucketsOf(s.Buckets), admin); err != nil {
 		t.Fatalf("create %s: %v", key, err)
 	}
 	if _, err := db.Promote(ctx, store.ID{PromoID: s.PromoID, Type: 1}, 1, now); err != nil {
