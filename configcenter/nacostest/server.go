@@ -1,13 +1,7 @@
-// Package nacostest is a Nacos 2.x config server for tests: just enough of the
-// gRPC protocol (and the HTTP login) for the real nacos-sdk-go/v2 client to read,
-// listen to, publish and delete configs against it over 127.0.0.1. It is built on
-// the SDK's own generated gRPC types and request/response structs, so what it
-// speaks is what the SDK speaks. No Nacos server is packaged for this machine;
-// the wire facts it follows are in the notes on the v2 config protocol.
-//
-// Beyond a real server it can delay its batch-listen replies (SetListenDelay),
-// which reproduces the SDK's lost-push defect, and it can be stopped and started
-// again on the same ports with its configs kept (Restart).
+// Package nacostest is a Nacos 2.x config server for tests: enough of the gRPC
+// protocol (and the HTTP login), on the SDK's own types, for the real
+// nacos-sdk-go/v2 client, since no Nacos server is packaged for this machine. It
+// can delay its listen replies (the SDK's lost-push defect) and restart in place.
 package nacostest
 
 import (

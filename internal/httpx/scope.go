@@ -46,16 +46,9 @@ func RequestID(ctx context.Context) string {
 }
 
 // Serve gives every request a scope: an id (a sane X-Request-Id echoed, or one
-// made), on the response and in the context; a deadline limit from its start; and
-// an access log line for every 5xx answer and every request slower than
-// SlowRequest, with the id, so an operator can follow one request from the load
-// balancer to the service's log (the bulk of healthy traffic is left to /metrics).
-//
-// Past the server's WriteTimeout the answer can no longer be written, so work
-// still waiting then (on a hung MySQL, say, which answers nothing and refuses
-// nothing) only holds a goroutine and a connection of the pool: the deadline ends
-// every call made with the request's context (database/sql, go-redis, kafka-go all
-// honour it).
+// made), a deadline from its start (past WriteTimeout no answer can be written, so
+// work still waiting only holds a connection), and an access log line for every
+// 5xx and every request slower than SlowRequest.
 func Serve(log *slog.Logger, limit time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -96,17 +89,10 @@ func printable(s string) bool {
 	return true
 }
 
-// The deadline is armed only when something waits on it: Done, Err, or a context
-// derived from it (which asks for Done first). The answers that touch nothing but
-// a service's memory (sold out from grab-service's cache, refused by admission)
-// never wait on their context, and a timer plus a child registered on the
-// connection's context per request was 5% of grab-service's CPU on them; a Redis
-// call waits on it, so a grab that reaches a shard arms it. Deadline answers at
-// once, so code that only reads the deadline arms nothing either.
-//
-// A context armed as or after the handler returns (a goroutine it left) is not
-// stopped by release but ends with the request's own, which net/http cancels when
-// the handler returns; its timer goes with it.
+// armedCtx arms the deadline only when something waits on it (Done, Err, or a
+// derived context): answers from memory alone never do, and a timer per request
+// was 5% of grab-service's CPU on them. A context armed after
+// the handler returns ends with the request's own.
 type armedCtx struct {
 	ctx    context.Context
 	cancel context.CancelFunc

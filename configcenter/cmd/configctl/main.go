@@ -69,6 +69,25 @@ type options struct {
 
 // run is the whole tool; main only supplies the process's streams and environment.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	o, fs, ok := parseOptions(args, stderr, getenv)
+	if !ok {
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	store, err := o.open(getenv, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "configctl: %v\n", err)
+		return exitFailed
+	}
+	defer store.Close()
+	t := tool{o: o, store: store, stdin: stdin, out: stdout, errOut: stderr, historyPath: o.historyPath()}
+	return exitCode(t.command(ctx, fs.Arg(0), fs.Args()[1:]), stderr)
+}
+
+// parseOptions reads the global flags; ok is false (usage printed) when they do
+// not name one store and a command.
+func parseOptions(args []string, stderr io.Writer, getenv func(string) string) (options, *flag.FlagSet, bool) {
 	var o options
 	fs := flag.NewFlagSet("configctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -84,37 +103,34 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on the whole command")
 	fs.BoolVar(&o.verbose, "verbose", false, "show the Nacos SDK's own warnings")
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return o, fs, false
 	}
 	if (o.file == "") == (o.nacos == "") || fs.NArg() == 0 {
 		fmt.Fprint(stderr, usage)
-		return exitUsage
+		return o, fs, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	store, err := o.open(getenv, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "configctl: %v\n", err)
-		return exitFailed
-	}
-	defer store.Close()
-	t := tool{o: o, store: store, stdin: stdin, out: stdout, errOut: stderr, historyPath: o.historyPath()}
+	return o, fs, true
+}
 
-	cmd, rest := fs.Arg(0), fs.Args()[1:]
+// command runs one of the tool's commands.
+func (t tool) command(ctx context.Context, cmd string, rest []string) error {
 	switch cmd {
 	case "get":
-		err = t.get(ctx, rest)
+		return t.get(ctx, rest)
 	case "set":
-		err = t.set(ctx, rest)
+		return t.set(ctx, rest)
 	case "put":
-		err = t.put(ctx, rest)
+		return t.put(ctx, rest)
 	case "diff":
-		err = t.diff(ctx, rest)
+		return t.diff(ctx, rest)
 	case "history":
-		err = t.showHistory(rest)
-	default:
-		err = usageError(fmt.Sprintf("unknown command %q", cmd))
+		return t.showHistory(rest)
 	}
+	return usageError(fmt.Sprintf("unknown command %q", cmd))
+}
+
+// exitCode reports err on stderr and maps it to the tool's exit status.
+func exitCode(err error, stderr io.Writer) int {
 	var ue usageError
 	switch {
 	case err == nil:
