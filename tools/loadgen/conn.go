@@ -108,66 +108,95 @@ func (k *conn) roundTrip() (status int, keep, got bool, err error) {
 		return 0, false, false, err
 	}
 	for {
-		var line []byte
-		if line, err = k.r.ReadSlice('\n'); err != nil {
-			return 0, false, len(line) > 0, err
+		var h head
+		if h, got, err = k.readHead(); err != nil {
+			return 0, false, got, err
 		}
-		got = true
-		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
-			return 0, false, true, errors.New("malformed status line")
-		}
-		if status, err = strconv.Atoi(string(line[9:12])); err != nil {
-			return 0, false, true, err
-		}
-		keep = line[7] == '1'
-		length, chunked := -1, false
-		for {
-			if line, err = k.r.ReadSlice('\n'); err != nil {
-				return 0, false, true, err
-			}
-			h := bytes.TrimRight(line, "\r\n")
-			if len(h) == 0 {
-				break
-			}
-			name, value, ok := bytes.Cut(h, []byte(":"))
-			if !ok {
-				continue
-			}
-			value = bytes.TrimSpace(value)
-			switch {
-			case bytes.EqualFold(name, []byte("Content-Length")):
-				if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
-					return 0, false, true, errors.New("malformed Content-Length")
-				}
-			case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-				chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
-			case bytes.EqualFold(name, []byte("Connection")):
-				if bytes.EqualFold(value, []byte("close")) {
-					keep = false
-				} else if bytes.EqualFold(value, []byte("keep-alive")) {
-					keep = true
-				}
-			}
-		}
-		if status >= 100 && status < 200 { // an interim answer: the real one follows
+		if h.status >= 100 && h.status < 200 { // an interim answer: the real one follows
 			continue
 		}
-		k.body = k.body[:0]
-		switch {
-		case status == 204 || status == 304:
-		case chunked:
-			err = k.readChunked()
-		case length >= 0:
-			k.body = grow(k.body, length)
-			_, err = io.ReadFull(k.r, k.body)
-		default: // the body runs to the end of the connection
-			keep = false
-			var b bytes.Buffer
-			_, err = b.ReadFrom(k.r)
-			k.body = append(k.body, b.Bytes()...)
-		}
-		return status, keep, true, err
+		keep, err = k.readBody(h)
+		return h.status, keep, true, err
 	}
+}
+
+// head is an answer's status line and the headers its body is read by.
+type head struct {
+	status        int
+	keep, chunked bool
+	length        int // -1: no Content-Length
+}
+
+// readHead reads an answer's status line and headers; got is whether any byte came.
+func (k *conn) readHead() (h head, got bool, err error) {
+	line, err := k.r.ReadSlice('\n')
+	if err != nil {
+		return h, len(line) > 0, err
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
+		return h, true, errors.New("malformed status line")
+	}
+	if h.status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return h, true, err
+	}
+	h.keep, h.length = line[7] == '1', -1
+	for {
+		if line, err = k.r.ReadSlice('\n'); err != nil {
+			return h, true, err
+		}
+		field := bytes.TrimRight(line, "\r\n")
+		if len(field) == 0 {
+			return h, true, nil
+		}
+		if err = h.header(field); err != nil {
+			return h, true, err
+		}
+	}
+}
+
+// header reads one header field into h.
+func (h *head) header(field []byte) error {
+	name, value, ok := bytes.Cut(field, []byte(":"))
+	if !ok {
+		return nil
+	}
+	value = bytes.TrimSpace(value)
+	switch {
+	case bytes.EqualFold(name, []byte("Content-Length")):
+		var err error
+		if h.length, err = strconv.Atoi(string(value)); err != nil || h.length < 0 {
+			return errors.New("malformed Content-Length")
+		}
+	case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+		h.chunked = bytes.Contains(bytes.ToLower(value), []byte("chunked"))
+	case bytes.EqualFold(name, []byte("Connection")):
+		if bytes.EqualFold(value, []byte("close")) {
+			h.keep = false
+		} else if bytes.EqualFold(value, []byte("keep-alive")) {
+			h.keep = true
+		}
+	}
+	return nil
+}
+
+// readBody reads the body of an answer with head h into k.body, and reports
+// whether the connection stays open.
+func (k *conn) readBody(h head) (keep bool, err error) {
+	k.body = k.body[:0]
+	switch {
+	case h.status == 204 || h.status == 304:
+	case h.chunked:
+		err = k.readChunked()
+	case h.length >= 0:
+		k.body = grow(k.body, h.length)
+		_, err = io.ReadFull(k.r, k.body)
+	default: // the body runs to the end of the connection
+		h.keep = false
+		var b bytes.Buffer
+		_, err = b.ReadFrom(k.r)
+		k.body = append(k.body, b.Bytes()...)
+	}
+	return h.keep, err
 }
 
 func (k *conn) readChunked() error {
@@ -283,106 +312,129 @@ func resultOf(raw []byte) string {
 // topLevelFields finds the string values of the "result" and "code" members of the
 // JSON object raw, skipping nested values; ok is false when it cannot tell.
 func topLevelFields(raw []byte) (result, code string, ok bool) {
-	i, n := 0, len(raw)
-	skipSpace := func() {
-		for i < n && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-			i++
-		}
-	}
-	// str reads a string at raw[i] (a quote) and returns its contents; esc when it holds a backslash.
-	str := func() (s []byte, esc, good bool) {
-		start := i + 1
-		for j := start; j < n; j++ {
-			switch raw[j] {
-			case '\\':
-				esc = true
-				j++
-			case '"':
-				i = j + 1
-				return raw[start:j], esc, true
-			}
-		}
-		return nil, false, false
-	}
-	skipSpace()
-	if i >= n || raw[i] != '{' {
+	s := scanner{raw: raw}
+	s.skipSpace()
+	if !s.at('{') {
 		return "", "", false
 	}
-	i++
+	s.i++
 	for {
-		skipSpace()
-		if i < n && raw[i] == '}' {
+		s.skipSpace()
+		if s.at('}') {
 			return result, code, true
 		}
-		if i >= n || raw[i] != '"' {
+		key, value, isString, good := s.member()
+		if !good {
 			return "", "", false
 		}
-		key, esc, good := str()
-		if !good || esc {
-			return "", "", false
-		}
-		skipSpace()
-		if i >= n || raw[i] != ':' {
-			return "", "", false
-		}
-		i++
-		skipSpace()
-		if i >= n {
-			return "", "", false
-		}
-		if raw[i] == '"' {
-			v, esc, good := str()
-			if !good {
-				return "", "", false
-			}
-			if k := string(key); k == "result" || k == "code" {
-				if esc {
-					return "", "", false
-				}
-				if k == "result" {
-					result = intern(v)
-				} else {
-					code = intern(v)
-				}
-			}
-		} else {
-			// Skip a number, literal, object or array: to the comma or brace closing this member.
-			depth := 0
-		skip:
-			for ; i < n; i++ {
-				switch raw[i] {
-				case '"':
-					if _, _, good := str(); !good {
-						return "", "", false
-					}
-					i--
-				case '{', '[':
-					depth++
-				case '}', ']':
-					if depth == 0 {
-						break skip
-					}
-					depth--
-				case ',':
-					if depth == 0 {
-						break skip
-					}
-				}
+		if isString {
+			switch string(key) {
+			case "result":
+				result = intern(value)
+			case "code":
+				code = intern(value)
 			}
 		}
-		skipSpace()
-		if i >= n {
-			return "", "", false
-		}
-		switch raw[i] {
-		case ',':
-			i++
-		case '}':
+		s.skipSpace()
+		switch {
+		case s.at(','):
+			s.i++
+		case s.at('}'):
 			return result, code, true
 		default:
 			return "", "", false
 		}
 	}
+}
+
+// scanner reads a JSON object's top level in place: raw[i] is the next byte.
+type scanner struct {
+	raw []byte
+	i   int
+}
+
+func (s *scanner) at(b byte) bool { return s.i < len(s.raw) && s.raw[s.i] == b }
+
+func (s *scanner) skipSpace() {
+	for s.i < len(s.raw) && (s.raw[s.i] == ' ' || s.raw[s.i] == '\t' || s.raw[s.i] == '\n' || s.raw[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// str reads a string at raw[i] (a quote) and returns its contents; esc when it holds a backslash.
+func (s *scanner) str() (v []byte, esc, good bool) {
+	start := s.i + 1
+	for j := start; j < len(s.raw); j++ {
+		switch s.raw[j] {
+		case '\\':
+			esc = true
+			j++
+		case '"':
+			s.i = j + 1
+			return s.raw[start:j], esc, true
+		}
+	}
+	return nil, false, false
+}
+
+// member reads one member at raw[i]: its key, and its value when that is a string
+// (isString); good is false when the object cannot be told, a key or a named
+// field's string value holding an escape included.
+func (s *scanner) member() (key, value []byte, isString, good bool) {
+	if !s.at('"') {
+		return nil, nil, false, false
+	}
+	key, esc, good := s.str()
+	if !good || esc {
+		return nil, nil, false, false
+	}
+	s.skipSpace()
+	if !s.at(':') {
+		return nil, nil, false, false
+	}
+	s.i++
+	s.skipSpace()
+	if s.i >= len(s.raw) {
+		return nil, nil, false, false
+	}
+	if !s.at('"') {
+		return key, nil, false, s.skipValue()
+	}
+	value, esc, good = s.str()
+	if !good {
+		return nil, nil, false, false
+	}
+	if k := string(key); esc && (k == "result" || k == "code") {
+		return nil, nil, false, false
+	}
+	return key, value, true, true
+}
+
+// skipValue skips a number, literal, object or array: to the comma or brace
+// closing this member.
+func (s *scanner) skipValue() bool {
+	depth := 0
+	for ; s.i < len(s.raw); s.i++ {
+		switch s.raw[s.i] {
+		case '"':
+			if _, _, good := s.str(); !good {
+				return false
+			}
+			s.i--
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return true
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return true
+			}
+		}
+	}
+	return true
 }
 
 // known are the results answers repeat, so that naming one allocates nothing.

@@ -66,69 +66,87 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	r := &runner{cfg: cfg, gen: gen, onAnswer: onAnswer, answers: make([]Answer, cfg.Calls)}
 	host, lean := strings.CutPrefix(cfg.BaseURL, "http://")
-	lean = lean && host != "" && !strings.ContainsAny(host, "/?#")
-	var client *http.Client
-	if !lean {
-		client = Client(cfg.Concurrency, cfg.Timeout)
+	r.host, r.lean = host, lean && host != "" && !strings.ContainsAny(host, "/?#")
+	if !r.lean {
+		r.client = Client(cfg.Concurrency, cfg.Timeout)
 		// The run's connections end with it: left idle, the server under test would
 		// keep them (and a goroutine and buffers each, which its GC scans) into the
 		// runs that follow.
-		defer client.CloseIdleConnections()
+		defer r.client.CloseIdleConnections()
 	}
-	var done atomic.Int64
-	stopBar := Progress(cfg.Label, cfg.Calls, &done)
-	answers := make([]Answer, cfg.Calls)
-	// Workers take the next call's index from a counter rather than from a channel
-	// a feeding goroutine fills: every receive from that channel made the blocked
-	// feeder runnable, which woke a second thread to run it, which went back to
-	// sleep, a futex round trip per call (74 against 52 µs of CPU per request
-	// against grab-service's hot phase).
-	var next atomic.Int64
+	stopBar := Progress(cfg.Label, cfg.Calls, &r.done)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for w := 0; w < cfg.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var k *conn
-			if lean {
-				k = newConn(host, cfg.Timeout)
-				defer k.close()
-			}
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= cfg.Calls {
-					return
-				}
-				var a Answer
-				if lean {
-					a = k.do(ctx, gen(i))
-					if cfg.KeepBodies {
-						a.Body = bytes.Clone(a.Body)
-					} else {
-						a.Body = nil
-					}
-				} else {
-					a = Do(ctx, client, cfg.BaseURL, gen(i))
-					if !cfg.KeepBodies {
-						a.Body = nil
-					}
-				}
-				a.Index = i
-				answers[i] = a
-				if onAnswer != nil {
-					mu.Lock()
-					onAnswer(a)
-					mu.Unlock()
-				}
-				done.Add(1)
-			}
+			r.work(ctx)
 		}()
 	}
 	wg.Wait()
 	stopBar()
-	return answers
+	return r.answers
+}
+
+// runner is one Run: its calls, where their answers go, and how far it got.
+type runner struct {
+	cfg      Config
+	gen      func(i int) Call
+	onAnswer func(Answer)
+	host     string
+	lean     bool         // each worker sends on a conn of its own to host
+	client   *http.Client // else
+	answers  []Answer
+	next     atomic.Int64 // the next call's index
+	done     atomic.Int64 // answers in
+	mu       sync.Mutex   // serializes onAnswer
+}
+
+// work is one worker. It takes the next call's index from a counter rather than
+// from a channel a feeding goroutine fills, which cost a futex round trip per call
+// (docs/design.md, "Drills and checker").
+func (r *runner) work(ctx context.Context) {
+	var k *conn
+	if r.lean {
+		k = newConn(r.host, r.cfg.Timeout)
+		defer k.close()
+	}
+	for ctx.Err() == nil {
+		i := int(r.next.Add(1) - 1)
+		if i >= r.cfg.Calls {
+			return
+		}
+		a := r.call(ctx, k, i)
+		a.Index = i
+		r.answers[i] = a
+		if r.onAnswer != nil {
+			r.mu.Lock()
+			r.onAnswer(a)
+			r.mu.Unlock()
+		}
+		r.done.Add(1)
+	}
+}
+
+// call sends call i on k (nil unless the run is lean) and keeps its body only when
+// the run keeps bodies.
+func (r *runner) call(ctx context.Context, k *conn, i int) Answer {
+	if k != nil {
+		a := k.do(ctx, r.gen(i))
+		if r.cfg.KeepBodies {
+			a.Body = bytes.Clone(a.Body)
+		} else {
+			a.Body = nil
+		}
+		return a
+	}
+	a := Do(ctx, r.client, r.cfg.BaseURL, r.gen(i))
+	if !r.cfg.KeepBodies {
+		a.Body = nil
+	}
+	return a
 }
 
 // Progress shows a run's progress bar on stderr (none without a label), redrawn

@@ -9,21 +9,12 @@ import (
 	"unsafe"
 )
 
-// socketIO is how a worker reads and writes its connection. Here: the socket's
-// non-blocking read and write made as raw system calls, waiting for readiness
-// through the runtime's poller (and so the connection's deadline) as net.Conn does.
-//
-// net.Conn's Read and Write enter each system call through the scheduler, and when
-// every P is idle (a load generator waiting on a slow server is, most of the time)
-// entering one wakes the runtime's monitor thread from its deep sleep; it sleeps
-// again 20 µs later. That was a thread wake-up per read and per write. A call that
-// cannot block needs none of that bookkeeping: against grab-service's hot phase
-// (15 ms answers) the load generator spent 52 µs of CPU per request with it and
-// 32 without, where wrk spends 30.
-//
-// Race-detector builds keep net.Conn (rawio_other.go): its reads and writes tell
-// the detector that what one side wrote before answering happened before the
-// other side read the answer, which tests of handlers rely on.
+// socketIO is how a worker reads and writes its connection: here the socket's
+// non-blocking reads and writes as raw system calls, waiting for readiness through
+// the runtime's poller (and so the deadline) as net.Conn does, but without waking
+// the runtime's monitor thread on every call (docs/design.md, "Drills and checker").
+// Race-detector builds keep net.Conn (rawio_other.go): its reads and writes tell the
+// detector what one side wrote before the other read, which handler tests rely on.
 func socketIO(c net.Conn) io.ReadWriter {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
