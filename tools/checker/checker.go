@@ -1,24 +1,9 @@
-// Package checker checks docs/CONTRACT.md's invariants across the whole stack at once, the
-// way Jepsen's bank test checks that money is conserved: it reads what clients were
-// told (the final answer of every request), every promotion's Redis hash, counters and
-// request ledger, the MySQL flow log and the Kafka topic, and reconciles them request by
-// request. tools/invariants checks one promotion for the demo; this is its stack-wide
-// form for the fault drills.
-//
-// A request's fate has four witnesses, and they must agree:
-//
-//	told    the client's final answers: GRANTED and not returned since = held
-//	ledger  the Redis request ledger: G = held; R, X or no entry = not held;
-//	        P, A, C = still open (must not remain once the stack has settled)
-//	record  the MySQL flow log: a GRAB row and no CANCEL row = held
-//	broker  the Kafka topic: every event the broker holds must be in the record
-//
-// and the Redis counters (remaining, per pin, per ip) must be the sums of the ledger.
-//
-// An envelope pool's money is checked the same way (invariant 7, envelope.go): every
-// envelope held by at most one grant, the amounts each witness says were handed out
-// equal, never above the budget, and the pool's parts left exactly the split's less
-// those held.
+// Package checker checks docs/CONTRACT.md's invariants across the whole stack at
+// once, for the fault drills: it reconciles request by request what clients were
+// told with Redis (hashes, counters, request ledgers), the MySQL flow log and the
+// Kafka topic, four witnesses of each request's fate that must agree, and checks an
+// envelope pool's money the same way (invariant 7, envelope.go). The witnesses are
+// told in docs/design.md, "Drills and checker".
 package checker
 
 import (

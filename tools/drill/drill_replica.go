@@ -16,16 +16,11 @@ import (
 	"github.com/flashsale/platform/internal/shardmark"
 )
 
-// replicaDrill fails a shard over to a stale replica the way on-call does, with
-// one configctl command: a replica of the shard follows the master under load, is
-// frozen while the master keeps granting, the master is killed, the frozen replica
-// is promoted, and `configctl set shardAddrs.N <replica>` points every service at
-// it. It holds the master's built marker but not its last takes, so selling from
-// it would sell units the record already granted (the checker's oversell and
-// record findings): grab-service must fence the shard (the marker names another
-// server) until `recovery rebuild --missing`, which follows the switches too,
-// restores it on the replica from the record. Sales go on there; then the shard
-// returns to its own server, back empty, the same way, and is rebuilt again.
+// replicaDrill fails a shard over to a stale replica the way on-call does (one
+// configctl command): the promoted replica lacks the master's last takes, so
+// grab-service must fence the shard until `recovery rebuild --missing` restores it
+// there; then the shard returns to its own server, back empty, and is rebuilt
+// again (docs/design.md, "Drills and checker").
 func replicaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	shard := d.o.redisShard
 	name := fmt.Sprintf("redis-%d", shard)
