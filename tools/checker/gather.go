@@ -225,16 +225,8 @@ func readRedis(ctx context.Context, c redis.UniversalClient, key string) (PromoS
 			st.EnvAmount, st.EnvLeft = num(v), num(h["envLeft"])
 		}
 	}
-	for _, z := range pool.Val() {
-		m, _ := z.Member.(string)
-		idx, amount, err := lua.ParseEnvelopeMember(m)
-		if err != nil {
-			return st, fmt.Errorf("read %s: %w", promo.EnvelopeKey(key), err)
-		}
-		if z.Score != float64(idx) {
-			return st, fmt.Errorf("read %s: envelope %q scored %v, not by its idx", promo.EnvelopeKey(key), m, z.Score)
-		}
-		st.Pool[idx] = amount
+	if err := readPool(key, pool.Val(), st.Pool); err != nil {
+		return st, err
 	}
 	for k, v := range pins.Val() {
 		st.Pins[k] = num(v)
@@ -250,6 +242,23 @@ func readRedis(ctx context.Context, c redis.UniversalClient, key string) (PromoS
 		st.Ledger[rid] = e
 	}
 	return st, perr
+}
+
+// readPool reads an envelope pool's sorted set (idx -> amount, each scored by its
+// idx) into pool.
+func readPool(key string, zs []redis.Z, pool map[int]int64) error {
+	for _, z := range zs {
+		m, _ := z.Member.(string)
+		idx, amount, err := lua.ParseEnvelopeMember(m)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", promo.EnvelopeKey(key), err)
+		}
+		if z.Score != float64(idx) {
+			return fmt.Errorf("read %s: envelope %q scored %v, not by its idx", promo.EnvelopeKey(key), m, z.Score)
+		}
+		pool[idx] = amount
+	}
+	return nil
 }
 
 func (s Sources) readRecord(ctx context.Context, promos []Promotion, out map[string][]Row) error {

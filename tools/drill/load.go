@@ -122,6 +122,32 @@ func (l *load) start(r *round, sh shape) running {
 
 // one buyer: a grab, and sometimes its cancel.
 func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
+	req, body := l.buyer(r, rnd, sh)
+	l.track(req)
+	answer, attempts := l.call("/v1/grab", body, grabDefinite)
+	final := answer.result
+	l.mu.Lock()
+	req.Grab = final
+	keepAmounts(req, answer)
+	req.Done = time.Now()
+	l.mu.Unlock()
+	st.mu.Lock()
+	st.requests++
+	st.attempts += int64(attempts)
+	st.grabs[final]++
+	if attempts > 1 {
+		st.retried++
+	}
+	st.mu.Unlock()
+	if final != "GRANTED" || rnd.Float64() >= l.cancelShare {
+		return
+	}
+	l.cancel(req, rnd, st)
+}
+
+// buyer makes one buyer's grab of round r: its request, recorded Unknown until
+// answered, and its body.
+func (l *load) buyer(r *round, rnd *rand.Rand, sh shape) (*checker.Request, []byte) {
 	u := rnd.IntN(sh.pins)
 	req := &checker.Request{
 		RequestID: fmt.Sprintf("%s-%d", l.run, l.seq.Add(1)),
@@ -145,30 +171,12 @@ func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
 		req.RequestID = promo.RequestIDBeside(req.RequestID, promo.Key(req.Items[0].PromoID, req.Items[0].Type))
 	}
 	req.Grab = checker.Unknown
-	l.mu.Lock()
-	l.reqs = append(l.reqs, req)
-	l.mu.Unlock()
 	body, _ := json.Marshal(map[string]any{"requestId": req.RequestID, "pin": req.Pin, "ip": req.IP, "items": items})
+	return req, body
+}
 
-	answer, attempts := l.call("/v1/grab", body, grabDefinite)
-	final := answer.result
-	l.mu.Lock()
-	req.Grab = final
-	keepAmounts(req, answer)
-	req.Done = time.Now()
-	l.mu.Unlock()
-	st.mu.Lock()
-	st.requests++
-	st.attempts += int64(attempts)
-	st.grabs[final]++
-	if attempts > 1 {
-		st.retried++
-	}
-	st.mu.Unlock()
-	if final != "GRANTED" || rnd.Float64() >= l.cancelShare {
-		return
-	}
-
+// cancel cancels the granted req a moment later, for a reason picked at random.
+func (l *load) cancel(req *checker.Request, rnd *rand.Rand, st *stats) {
 	time.Sleep(time.Duration(rnd.IntN(30)) * time.Millisecond)
 	reason := []string{"USER_CANCELLED", "PAYMENT_EXPIRED", "STOCK_SHORT", "OTHER"}[rnd.IntN(4)]
 	cbody, _ := json.Marshal(map[string]any{"pin": req.Pin, "reason": reason})

@@ -144,16 +144,11 @@ func run(o options) error {
 	defer stop()
 
 	logPath := filepath.Join(o.root, ".run", "logs", "drill.log")
-	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, logw, err := openLog(logPath, o.verbose)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	logw := io.MultiWriter(logf)
-	if o.verbose {
-		logw = io.MultiWriter(logf, os.Stderr)
-	}
 	ctl, err := newStackCtl(o.stackFile, o.root, logw)
 	if err != nil {
 		return err
@@ -177,21 +172,7 @@ func run(o options) error {
 		fmt.Fprintf(os.Stderr, "drill: %-9s %s\n", dr.name, r.verdict())
 	}
 	printTable(os.Stdout, rows, o)
-	for _, r := range rows {
-		if len(r.findings) > 0 {
-			fmt.Printf("\n%s findings:\n", r.name)
-			n := len(r.findings)
-			if !o.verbose && n > 25 {
-				n = 25
-			}
-			for _, f := range r.findings[:n] {
-				fmt.Printf("  - %s\n", f)
-			}
-			if n < len(r.findings) {
-				fmt.Printf("  ... %d more in %s\n", len(r.findings)-n, logPath)
-			}
-		}
-	}
+	printFindings(os.Stdout, rows, o.verbose, logPath)
 	if ctx.Err() != nil {
 		return errors.New("interrupted")
 	}

@@ -55,16 +55,50 @@ const (
 // one hot, one big and one rate-limited promotion, the bucketed hot one, and an
 // envelope pool on poolShard (the shard the Redis drills lose, so a pool is rebuilt).
 func newRound(ctx context.Context, admin, token, run, name string, hotTotal int64, poolShard int) (*round, error) {
+	m := roundMaker{ctx: ctx, client: loadgen.Client(4, 10*time.Second), admin: admin, token: token, run: run, name: name,
+		start: time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339), end: time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
 	r := &round{name: name}
-	client := loadgen.Client(4, 10*time.Second)
+	if err := m.shardSales(r, hotTotal); err != nil {
+		return nil, err
+	}
+	b, err := m.bucketed(hotTotal)
+	if err != nil {
+		return nil, err
+	}
+	r.sales, r.bucketed = append(r.sales, b), b
+	pool, err := m.pool(poolShard)
+	if err != nil {
+		return nil, err
+	}
+	r.sales, r.pool = append(r.sales, pool), pool
+	return r, nil
+}
+
+// roundMaker creates one round's promotions, all on sale from start to end.
+type roundMaker struct {
+	ctx                     context.Context
+	client                  *http.Client
+	admin, token, run, name string
+	start, end              string
+}
+
+// create posts one promotion to promo-admin; what names it in the error.
+func (m roundMaker) create(body map[string]any, what string) error {
+	a := loadgen.Do(m.ctx, m.client, m.admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: m.token})
+	if a.Status != http.StatusCreated {
+		return fmt.Errorf("create %s: %d %s", what, a.Status, a.Body)
+	}
+	return nil
+}
+
+// shardSales creates one hot, one big and one rated promotion on every shard.
+func (m roundMaker) shardSales(r *round, hotTotal int64) error {
 	need := map[int][]kind{}
 	for s := 0; s < ring.Shards; s++ {
 		need[s] = []kind{hot, big, rated}
 	}
-	start := time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339)
-	end := time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)
 	for n := 0; len(r.sales) < ring.Shards*3; n++ {
-		id := fmt.Sprintf("%s-%s-%d", run, name, n)
+		id := fmt.Sprintf("%s-%s-%d", m.run, m.name, n)
 		typ := 1 + n%2
 		shard := ring.Default.Shard(promo.Key(id, typ))
 		if len(need[shard]) == 0 {
@@ -73,7 +107,7 @@ func newRound(ctx context.Context, admin, token, run, name string, hotTotal int6
 		k := need[shard][0]
 		need[shard] = need[shard][1:]
 		s := sale{Promotion: checker.Promotion{PromoID: id, Type: typ}, kind: k}
-		body := map[string]any{"promoId": id, "type": typ, "title": "drill " + name, "maxPerGrab": 2, "startAt": start, "endAt": end}
+		body := map[string]any{"promoId": id, "type": typ, "title": "drill " + m.name, "maxPerGrab": 2, "startAt": m.start, "endAt": m.end}
 		switch k {
 		case hot:
 			s.Total, s.PerPin, s.PerIP = hotTotal+int64(rand.IntN(int(hotTotal))), 1, 3
@@ -84,9 +118,8 @@ func newRound(ctx context.Context, admin, token, run, name string, hotTotal int6
 			body["rateLimit"] = map[string]any{"limit": s.rateLimit, "windowSeconds": 1}
 		}
 		body["total"], body["perPinLimit"], body["perIpLimit"] = s.Total, s.PerPin, s.PerIP
-		a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: token})
-		if a.Status != http.StatusCreated {
-			return nil, fmt.Errorf("create promotion %s: %d %s", id, a.Status, a.Body)
+		if err := m.create(body, "promotion "+id); err != nil {
+			return err
 		}
 		r.sales = append(r.sales, s)
 		if k == hot {
@@ -95,47 +128,36 @@ func newRound(ctx context.Context, admin, token, run, name string, hotTotal int6
 			r.other = append(r.other, s)
 		}
 	}
-	// The hot sale of the day: little stock for the crowd it draws, tight limits,
-	// its stock over drillBuckets shards, so the drills' faults meet its parts too.
-	id := fmt.Sprintf("%s-%s-b", run, name)
-	b := sale{Promotion: checker.Promotion{PromoID: id, Type: 1, Total: 4 * hotTotal, PerPin: 1, PerIP: 3, Buckets: drillBuckets}, kind: hot}
-	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + name + " (buckets)", "maxPerGrab": 2, "startAt": start, "endAt": end,
-		"total": b.Total, "perPinLimit": b.PerPin, "perIpLimit": b.PerIP, "buckets": drillBuckets}
-	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: token})
-	if a.Status != http.StatusCreated {
-		return nil, fmt.Errorf("create promotion %s in %d buckets: %d %s", id, drillBuckets, a.Status, a.Body)
-	}
-	r.sales, r.bucketed = append(r.sales, b), b
-
-	// The envelope pool: hot too, so it sells out and lives on the envelopes cancels
-	// give back; its grabs take 1 or 2 envelopes (a pin may hold 2), now and then
-	// beside other items.
-	pool, err := newPool(ctx, client, admin, token, run, name, start, end, poolShard)
-	if err != nil {
-		return nil, err
-	}
-	r.sales, r.pool = append(r.sales, pool), pool
-	return r, nil
+	return nil
 }
 
-// newPool creates a round's envelope pool through promo-admin, on shard.
-func newPool(ctx context.Context, client *http.Client, admin, token, run, name, start, end string, shard int) (sale, error) {
+// bucketed creates the hot sale of the day: little stock for the crowd it draws,
+// tight limits, its stock over drillBuckets shards, so the drills' faults meet its
+// parts too.
+func (m roundMaker) bucketed(hotTotal int64) (sale, error) {
+	id := fmt.Sprintf("%s-%s-b", m.run, m.name)
+	b := sale{Promotion: checker.Promotion{PromoID: id, Type: 1, Total: 4 * hotTotal, PerPin: 1, PerIP: 3, Buckets: drillBuckets}, kind: hot}
+	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + m.name + " (buckets)", "maxPerGrab": 2, "startAt": m.start, "endAt": m.end,
+		"total": b.Total, "perPinLimit": b.PerPin, "perIpLimit": b.PerIP, "buckets": drillBuckets}
+	return b, m.create(body, fmt.Sprintf("promotion %s in %d buckets", id, drillBuckets))
+}
+
+// pool creates the round's envelope pool on shard: hot too, so it sells out and
+// lives on the envelopes cancels give back; its grabs take 1 or 2 envelopes (a pin
+// may hold 2), now and then beside other items.
+func (m roundMaker) pool(shard int) (sale, error) {
 	var id string
 	for n := 0; ; n++ {
-		id = fmt.Sprintf("%s-%s-e%d", run, name, n)
+		id = fmt.Sprintf("%s-%s-e%d", m.run, m.name, n)
 		if ring.Default.Shard(promo.Key(id, 1)) == shard {
 			break
 		}
 	}
 	amount := int64(poolEnvelopes*poolMeanAmount) + rand.Int64N(poolEnvelopes) // not a round sum: the split must hit it to the unit
 	s := sale{Promotion: checker.Promotion{PromoID: id, Type: 1, Total: poolEnvelopes, PerPin: 2, PerIP: 6, EnvelopeAmount: amount}, kind: hot}
-	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + name + " (envelope pool)", "maxPerGrab": 2, "startAt": start, "endAt": end,
+	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + m.name + " (envelope pool)", "maxPerGrab": 2, "startAt": m.start, "endAt": m.end,
 		"total": s.Total, "perPinLimit": s.PerPin, "perIpLimit": s.PerIP, "envelope": map[string]any{"amount": amount, "minAmount": poolMinAmount}}
-	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: token})
-	if a.Status != http.StatusCreated {
-		return s, fmt.Errorf("create envelope pool %s: %d %s", id, a.Status, a.Body)
-	}
-	return s, nil
+	return s, m.create(body, "envelope pool "+id)
 }
 
 // pick chooses the promotions of one grab: usually one, sometimes two or three on

@@ -129,3 +129,24 @@ func byResult(m map[string]int64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// printFindings lists each drill's findings, the first 25 unless verbose (the rest
+// are in the log at logPath).
+func printFindings(w io.Writer, rows []row, verbose bool, logPath string) {
+	for _, r := range rows {
+		if len(r.findings) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s findings:\n", r.name)
+		n := len(r.findings)
+		if !verbose && n > 25 {
+			n = 25
+		}
+		for _, f := range r.findings[:n] {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
+		if n < len(r.findings) {
+			fmt.Fprintf(w, "  ... %d more in %s\n", len(r.findings)-n, logPath)
+		}
+	}
+}
