@@ -108,11 +108,7 @@ func TestBucketsUndoneWhenBucket0DidNotTakeTheChange(t *testing.T) {
 // change stays pending, and the repairer completes it on every bucket.
 func TestBucketsCompletedOnceBucket0TookTheChange(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name, method, suffix string
-		body                 any
-		fence                bool // fence bucket 2's shard, else kill the server after bucket 0's write
-	}{
+	for _, c := range []completeCase{
 		{"stop, a bucket fenced", http.MethodPost, "/stop", nil, true},
 		{"raising patch, a bucket fenced", http.MethodPatch, "", map[string]any{"total": 30, "perPinLimit": 9}, true},
 		{"delete, the server dead", http.MethodDelete, "", nil, false},
@@ -120,53 +116,64 @@ func TestBucketsCompletedOnceBucket0TookTheChange(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rs, e := ownShard(t)
-			id := "complete-" + testenv.Suffix()
-			createInBuckets(t, e, id, 20)
-			l := e.Layout(id, 1, k)
-			fence := promo.FenceKey(l.Shards[2])
-			if c.fence {
-				e.Shard(l.Shards[2]).Set(context.Background(), fence, "rebuild", 0)
-			} else {
-				var once sync.Once
-				adminservice.SetFaults(e.App.Admin, nil, func() { once.Do(rs.Kill) })
-			}
-			r := e.Do(c.method, "/v1/promotions/"+id+"/1"+c.suffix, admintest.AdminToken, c.body)
-			want := "redis shard"
-			if c.fence {
-				want = fmt.Sprintf("redis shard %d", l.Shards[2])
-			}
-			if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, want) || !strings.Contains(r.Error().Message, "pending") {
-				t.Fatalf("with a bucket out of reach: want 503 naming %q, saying the change is pending, have %s", want, r)
-			}
-			row, _ := e.Row(id, 1)
-			if row.Pending == nil {
-				t.Fatal("the change is not pending")
-			}
-			adminservice.SetFaults(e.App.Admin, nil, nil)
-			if c.fence {
-				e.Shard(l.Shards[2]).Del(context.Background(), fence)
-			} else {
-				rs.Start()
-			}
-			hashes, exists := e.Buckets(id, 1, k)
-			if c.method == http.MethodDelete {
-				if exists[0] || !exists[2] {
-					t.Fatalf("want bucket 0 deleted and bucket 2 not, have %v", exists)
-				}
-			} else if hashes[0].Ver != 2 || hashes[2].Ver != 1 {
-				t.Fatalf("want bucket 0 at version 2 and bucket 2 at 1, have %+v", hashes)
-			}
-			repair(t, e)
-			row, _ = e.Row(id, 1)
-			if row.Pending != nil || row.Version != 2 {
-				t.Errorf("the change should be promoted: %+v", row)
-			}
-			e.Agree(id, 1)
-			if _, exists := e.Buckets(id, 1, k); c.method == http.MethodDelete && slices.Contains(exists, true) {
-				t.Errorf("buckets left after the delete was completed: %v", exists)
-			}
+			completeOnceBucket0Took(t, c)
 		})
+	}
+}
+
+// completeCase is a change bucket 0 takes while another bucket is out of reach.
+type completeCase struct {
+	name, method, suffix string
+	body                 any
+	fence                bool // fence bucket 2's shard, else kill the server after bucket 0's write
+}
+
+func completeOnceBucket0Took(t *testing.T, c completeCase) {
+	rs, e := ownShard(t)
+	id := "complete-" + testenv.Suffix()
+	createInBuckets(t, e, id, 20)
+	l := e.Layout(id, 1, k)
+	fence := promo.FenceKey(l.Shards[2])
+	if c.fence {
+		e.Shard(l.Shards[2]).Set(context.Background(), fence, "rebuild", 0)
+	} else {
+		var once sync.Once
+		adminservice.SetFaults(e.App.Admin, nil, func() { once.Do(rs.Kill) })
+	}
+	r := e.Do(c.method, "/v1/promotions/"+id+"/1"+c.suffix, admintest.AdminToken, c.body)
+	want := "redis shard"
+	if c.fence {
+		want = fmt.Sprintf("redis shard %d", l.Shards[2])
+	}
+	if r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, want) || !strings.Contains(r.Error().Message, "pending") {
+		t.Fatalf("with a bucket out of reach: want 503 naming %q, saying the change is pending, have %s", want, r)
+	}
+	row, _ := e.Row(id, 1)
+	if row.Pending == nil {
+		t.Fatal("the change is not pending")
+	}
+	adminservice.SetFaults(e.App.Admin, nil, nil)
+	if c.fence {
+		e.Shard(l.Shards[2]).Del(context.Background(), fence)
+	} else {
+		rs.Start()
+	}
+	hashes, exists := e.Buckets(id, 1, k)
+	if c.method == http.MethodDelete {
+		if exists[0] || !exists[2] {
+			t.Fatalf("want bucket 0 deleted and bucket 2 not, have %v", exists)
+		}
+	} else if hashes[0].Ver != 2 || hashes[2].Ver != 1 {
+		t.Fatalf("want bucket 0 at version 2 and bucket 2 at 1, have %+v", hashes)
+	}
+	repair(t, e)
+	row, _ = e.Row(id, 1)
+	if row.Pending != nil || row.Version != 2 {
+		t.Errorf("the change should be promoted: %+v", row)
+	}
+	e.Agree(id, 1)
+	if _, exists := e.Buckets(id, 1, k); c.method == http.MethodDelete && slices.Contains(exists, true) {
+		t.Errorf("buckets left after the delete was completed: %v", exists)
 	}
 }
 

@@ -91,67 +91,79 @@ func TestShardDiesBetweenTheWrites(t *testing.T) {
 	for _, c := range changes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rs, e := ownShard(t)
-			id := c.name + "-" + testenv.Suffix()
-			if c.existed {
-				e.Create(id)
-			}
-			before, _ := e.Row(id, 1)
-			var once sync.Once
-			adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
-
-			proposed := e.Clock.Now() // the steps until the grace is passed on purpose run at this time, however slow the machine
-			r := c.send(e, id)
-			want := fmt.Sprintf("redis shard %d", shardOf(id))
-			if r.Status != http.StatusServiceUnavailable || r.Error().Code != "UNAVAILABLE" || !strings.Contains(r.Error().Message, want) {
-				t.Fatalf("with the shard down: want 503 UNAVAILABLE naming %q, have %s", want, r)
-			}
-			row, ok := e.Row(id, 1)
-			if !ok || row.Pending == nil || row.Pending.Version != before.Version+1 || row.Version != before.Version {
-				t.Fatalf("the change should be pending at version %d over the committed %d: %+v (exists %v)", before.Version+1, before.Version, row, ok)
-			}
-			// While it is young, the pending change belongs to its request: BUSY.
-			e.Clock.Rewind(proposed)
-			if r := c.send(e, id); r.Status != http.StatusConflict || r.Error().Code != "BUSY" {
-				t.Errorf("a second change while the first is pending: want 409 BUSY, have %s", r)
-			}
-
-			if c.existed {
-				if r := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, want) {
-					t.Errorf("get with the shard down: want 503 naming %q, have %s", want, r)
-				}
-			}
-			e.Clock.Rewind(proposed)
-			if err := e.App.Admin.Repair(context.Background()); err != nil {
-				t.Fatalf("repair within the grace: %v", err)
-			}
-			if row, _ := e.Row(id, 1); row.Pending == nil {
-				t.Fatal("the repairer resolved a change younger than the grace")
-			}
-			e.Clock.Advance(grace + time.Second)
-			if err := e.App.Admin.Repair(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("repair with the shard down: want an error naming %q, have %v", want, err)
-			}
-			if row, _ := e.Row(id, 1); row.Pending == nil {
-				t.Fatal("the repairer resolved a change without hearing from its shard")
-			}
-
-			rs.Start()
-			if err := e.App.Admin.Repair(context.Background()); err != nil {
-				t.Fatalf("repair: %v", err)
-			}
-			e.Agree(id, 1)
-			if row, ok := e.Row(id, 1); ok != c.existed || row.Version != before.Version {
-				t.Errorf("after repair: want the change undone (version %d, exists %v), have version %d, exists %v", before.Version, c.existed, row.Version, ok)
-			}
-
-			adminservice.SetFaults(e.App.Admin, nil, nil)
-			c.succeeds(t, e, id, "once the shard is back")
-			if row, _ := e.Row(id, 1); row.Version != c.version {
-				t.Errorf("after the retry: want version %d, have %d", c.version, row.Version)
-			}
+			shardDiesBetweenTheWrites(t, c)
 		})
 	}
+}
+
+func shardDiesBetweenTheWrites(t *testing.T, c change) {
+	rs, e := ownShard(t)
+	id := c.name + "-" + testenv.Suffix()
+	if c.existed {
+		e.Create(id)
+	}
+	before, _ := e.Row(id, 1)
+	var once sync.Once
+	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
+
+	proposed := e.Clock.Now() // the steps until the grace is passed on purpose run at this time, however slow the machine
+	r := c.send(e, id)
+	want := fmt.Sprintf("redis shard %d", shardOf(id))
+	if r.Status != http.StatusServiceUnavailable || r.Error().Code != "UNAVAILABLE" || !strings.Contains(r.Error().Message, want) {
+		t.Fatalf("with the shard down: want 503 UNAVAILABLE naming %q, have %s", want, r)
+	}
+	row, ok := e.Row(id, 1)
+	if !ok || row.Pending == nil || row.Pending.Version != before.Version+1 || row.Version != before.Version {
+		t.Fatalf("the change should be pending at version %d over the committed %d: %+v (exists %v)", before.Version+1, before.Version, row, ok)
+	}
+	// While it is young, the pending change belongs to its request: BUSY.
+	e.Clock.Rewind(proposed)
+	if r := c.send(e, id); r.Status != http.StatusConflict || r.Error().Code != "BUSY" {
+		t.Errorf("a second change while the first is pending: want 409 BUSY, have %s", r)
+	}
+
+	if c.existed {
+		if r := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Error().Message, want) {
+			t.Errorf("get with the shard down: want 503 naming %q, have %s", want, r)
+		}
+	}
+	repairOnceTheShardAnswers(t, e, rs, id, want, proposed)
+	if row, ok := e.Row(id, 1); ok != c.existed || row.Version != before.Version {
+		t.Errorf("after repair: want the change undone (version %d, exists %v), have version %d, exists %v", before.Version, c.existed, row.Version, ok)
+	}
+
+	adminservice.SetFaults(e.App.Admin, nil, nil)
+	c.succeeds(t, e, id, "once the shard is back")
+	if row, _ := e.Row(id, 1); row.Version != c.version {
+		t.Errorf("after the retry: want version %d, have %d", c.version, row.Version)
+	}
+}
+
+// repairOnceTheShardAnswers runs the repairer on the change of id proposed at
+// proposed, whose shard (named want) is down: it is left pending within the grace
+// and while the shard is down, and resolved once the shard is back.
+func repairOnceTheShardAnswers(t *testing.T, e *admintest.Env, rs *admintest.RedisServer, id, want string, proposed time.Time) {
+	t.Helper()
+	e.Clock.Rewind(proposed)
+	if err := e.App.Admin.Repair(context.Background()); err != nil {
+		t.Fatalf("repair within the grace: %v", err)
+	}
+	if row, _ := e.Row(id, 1); row.Pending == nil {
+		t.Fatal("the repairer resolved a change younger than the grace")
+	}
+	e.Clock.Advance(grace + time.Second)
+	if err := e.App.Admin.Repair(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("repair with the shard down: want an error naming %q, have %v", want, err)
+	}
+	if row, _ := e.Row(id, 1); row.Pending == nil {
+		t.Fatal("the repairer resolved a change without hearing from its shard")
+	}
+
+	rs.Start()
+	if err := e.App.Admin.Repair(context.Background()); err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	e.Agree(id, 1)
 }
 
 // MySQL fails after the hash took the change and before the row is promoted:
@@ -247,28 +259,10 @@ func TestAbandonedChangesAreResolved(t *testing.T) {
 	a, b := "takeover-"+testenv.Suffix(), "repairer-"+testenv.Suffix()
 	e.Create(a)
 	e.Create(b)
-	var once sync.Once
-	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
-	if r := e.Do(http.MethodPatch, "/v1/promotions/"+a+"/1", admintest.AdminToken, map[string]any{"total": 7}); r.Status != http.StatusServiceUnavailable {
-		t.Fatalf("patch with the shard down: %s", r)
-	}
-	adminservice.SetFaults(e.App.Admin, nil, nil)
-	rs.Start()
-	once = sync.Once{}
-	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
-	if r := e.Do(http.MethodPost, "/v1/promotions/"+b+"/1/stop", admintest.AdminToken, nil); r.Status != http.StatusServiceUnavailable {
-		t.Fatalf("stop with the shard down: %s", r)
-	}
-	adminservice.SetFaults(e.App.Admin, nil, nil)
-	rs.Start()
+	abandon(t, e, rs, "patch", http.MethodPatch, "/v1/promotions/"+a+"/1", map[string]any{"total": 7})
+	abandon(t, e, rs, "stop", http.MethodPost, "/v1/promotions/"+b+"/1/stop", nil)
 	c := "create-" + testenv.Suffix()
-	once = sync.Once{}
-	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
-	if r := e.Do(http.MethodPost, "/v1/promotions", admintest.AdminToken, e.Spec(c)); r.Status != http.StatusServiceUnavailable {
-		t.Fatalf("create with the shard down: %s", r)
-	}
-	adminservice.SetFaults(e.App.Admin, nil, nil)
-	rs.Start()
+	abandon(t, e, rs, "create", http.MethodPost, "/v1/promotions", e.Spec(c))
 	e.Clock.Advance(grace + time.Second)
 
 	// A create over an abandoned create resolves it, then creates.
@@ -285,12 +279,36 @@ func TestAbandonedChangesAreResolved(t *testing.T) {
 	e.Agree(a, 1)
 
 	// The repairer resolves b on its first run, at start.
+	runRepairerUntilResolved(t, e, b)
+	e.Agree(b, 1)
+	if row, _ := e.Row(b, 1); row.State != promo.Active || row.Version != 1 {
+		t.Errorf("the abandoned stop should be undone: %+v", row)
+	}
+}
+
+// abandon sends a change (what) that the shard's death leaves pending, as a
+// request that dies would, and starts the shard again.
+func abandon(t *testing.T, e *admintest.Env, rs *admintest.RedisServer, what, method, path string, body any) {
+	t.Helper()
+	var once sync.Once
+	adminservice.SetFaults(e.App.Admin, func() { once.Do(rs.Kill) }, nil)
+	if r := e.Do(method, path, admintest.AdminToken, body); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("%s with the shard down: %s", what, r)
+	}
+	adminservice.SetFaults(e.App.Admin, nil, nil)
+	rs.Start()
+}
+
+// runRepairerUntilResolved runs the background repairer until the pending change
+// of id is resolved.
+func runRepairerUntilResolved(t *testing.T, e *admintest.Env, id string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.App.Admin.RunRepairer(ctx) }()
 	deadline := time.Now().Add(30 * time.Second) // a bound on a wait, not a speed
 	for {
-		if row, _ := e.Row(b, 1); row.Pending == nil {
+		if row, _ := e.Row(id, 1); row.Pending == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -301,10 +319,6 @@ func TestAbandonedChangesAreResolved(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("repairer: %v", err)
-	}
-	e.Agree(b, 1)
-	if row, _ := e.Row(b, 1); row.State != promo.Active || row.Version != 1 {
-		t.Errorf("the abandoned stop should be undone: %+v", row)
 	}
 }
 

@@ -69,13 +69,41 @@ type Env struct {
 // Start builds and serves promo-admin; everything is closed when the test ends.
 func Start(t testing.TB, o Options) *Env {
 	t.Helper()
+	clock := &testenv.Clock{}
+	o = o.withDefaults(t, clock)
+	a := newApp(t, o)
+	followCtx, stopFollowing := context.WithCancel(context.Background())
+	following := make(chan error, 1)
+	go func() { following <- a.FollowSwitches(followCtx) }()
+	// Every request of the test, and its answer, is checked against api/openapi.yaml.
+	// The request id middleware, as the server's httpx.Serve gives it (svc.Server).
+	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, httpx.Serve(nil, 0, a.Handler)))
+	e := &Env{t: t, App: a, Server: srv, Ops: httptest.NewServer(a.Ops), Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
+	byAddr := e.dialShards()
+	t.Cleanup(func() {
+		stopFollowing()
+		if err := <-following; err != nil {
+			t.Errorf("follow switches: %v", err)
+		}
+		srv.Close()
+		e.Ops.Close()
+		a.Close()
+		for _, c := range byAddr {
+			c.Close()
+		}
+	})
+	return e
+}
+
+// withDefaults fills the local stack, a fresh database, the test clock and the
+// tests' timeouts into what o leaves zero.
+func (o Options) withDefaults(t testing.TB, clock *testenv.Clock) Options {
 	if o.RedisAddrs == nil {
 		o.RedisAddrs = testenv.Stack(t).Redis
 	}
 	if o.DSN == "" {
 		o.DSN = testenv.MySQLDSN(t)
 	}
-	clock := &testenv.Clock{}
 	if o.Service.Now == nil {
 		o.Service.Now = clock.Now
 	}
@@ -87,6 +115,12 @@ func Start(t testing.TB, o Options) *Env {
 	if o.Service.RepairGrace == 0 {
 		o.Service.RepairGrace = 10 * time.Second
 	}
+	return o
+}
+
+// newApp wires promo-admin with the tests' tokens, logging warnings only.
+func newApp(t testing.TB, o Options) *app.App {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
@@ -104,15 +138,14 @@ func Start(t testing.TB, o Options) *Env {
 	if err != nil {
 		t.Fatalf("start promo-admin: %v", err)
 	}
-	followCtx, stopFollowing := context.WithCancel(context.Background())
-	following := make(chan error, 1)
-	go func() { following <- a.FollowSwitches(followCtx) }()
-	// Every request of the test, and its answer, is checked against api/openapi.yaml.
-	// The request id middleware, as the server's httpx.Serve gives it (svc.Server).
-	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, httpx.Serve(nil, 0, a.Handler)))
-	e := &Env{t: t, App: a, Server: srv, Ops: httptest.NewServer(a.Ops), Clock: clock, DSN: o.DSN, Addrs: o.RedisAddrs}
+	return a
+}
+
+// dialShards gives the test its own client of each logical shard, one client an
+// address; it returns them by address, for closing.
+func (e *Env) dialShards() map[string]*redis.Client {
 	byAddr := map[string]*redis.Client{}
-	for _, addr := range o.RedisAddrs {
+	for _, addr := range e.Addrs {
 		c, ok := byAddr[addr]
 		if !ok {
 			c = redis.NewClient(&redis.Options{Addr: addr, Protocol: shardpool.Protocol, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
@@ -120,19 +153,7 @@ func Start(t testing.TB, o Options) *Env {
 		}
 		e.shards = append(e.shards, c)
 	}
-	t.Cleanup(func() {
-		stopFollowing()
-		if err := <-following; err != nil {
-			t.Errorf("follow switches: %v", err)
-		}
-		srv.Close()
-		e.Ops.Close()
-		a.Close()
-		for _, c := range byAddr {
-			c.Close()
-		}
-	})
-	return e
+	return byAddr
 }
 
 // Response is an answer of the service.

@@ -33,7 +33,16 @@ func TestLifecycle(t *testing.T) {
 	e := admintest.Start(t, admintest.Options{})
 	id := uid("life")
 	spec := e.Spec(id)
+	key := lifecycleCreate(t, e, id, spec)
+	lifecyclePatch(t, e, id)
+	lifecycleStop(t, e, id)
+	lifecycleDelete(t, e, id, key)
+	lifecycleDeleted(t, e, id, spec)
+}
 
+// lifecycleCreate creates id, reads it with either token and returns its key.
+func lifecycleCreate(t *testing.T, e *admintest.Env, id string, spec map[string]any) string {
+	t.Helper()
 	r := e.Do(http.MethodPost, "/v1/promotions", admin, spec)
 	if r.Status != http.StatusCreated {
 		t.Fatalf("create: %s", r)
@@ -55,11 +64,17 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 
-	r = e.Do(http.MethodPatch, path(id), admin, map[string]any{
+	return key
+}
+
+// lifecyclePatch changes every field a patch may, then lists.
+func lifecyclePatch(t *testing.T, e *admintest.Env, id string) {
+	t.Helper()
+	r := e.Do(http.MethodPatch, path(id), admin, map[string]any{
 		"total": 150, "perPinLimit": 3, "perIpLimit": 0, "rateLimit": map[string]any{"limit": 7},
 		"endAt": e.Clock.Now().Add(48 * time.Hour).Format(time.RFC3339),
 	})
-	p = r.Promotion()
+	p := r.Promotion()
 	if r.Status != http.StatusOK || p.Total != 150 || p.Remaining != 150 || p.PerPinLimit != 3 || p.PerIPLimit != 0 ||
 		p.RateLimit == nil || p.RateLimit.Limit != 7 || p.RateLimit.WindowSeconds != 60 || p.MaxPerGrab != 2 {
 		t.Errorf("patch: %s", r)
@@ -71,7 +86,12 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("list: %s", r)
 	}
 
-	r = e.Do(http.MethodPost, path(id)+"/stop", admin, map[string]any{"reason": "price error"})
+}
+
+// lifecycleStop stops id, twice, and a patch of it is then STOPPED.
+func lifecycleStop(t *testing.T, e *admintest.Env, id string) {
+	t.Helper()
+	r := e.Do(http.MethodPost, path(id)+"/stop", admin, map[string]any{"reason": "price error"})
 	if r.Status != http.StatusOK || r.Promotion().State != promo.Stopped {
 		t.Errorf("stop: %s", r)
 	}
@@ -90,11 +110,16 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("patch of a stopped promotion: %s", r)
 	}
 
-	r = e.Do(http.MethodDelete, path(id), admin, nil)
+}
+
+// lifecycleDelete deletes id: its row stays DELETED, its keys leave Redis.
+func lifecycleDelete(t *testing.T, e *admintest.Env, id, key string) {
+	t.Helper()
+	r := e.Do(http.MethodDelete, path(id), admin, nil)
 	if r.Status != http.StatusNoContent || len(r.Body) != 0 {
 		t.Errorf("delete: %s", r)
 	}
-	row, _ = e.Row(id, 1)
+	row, _ := e.Row(id, 1)
 	if row.State != promo.Deleted {
 		t.Errorf("row after delete: state %s, want DELETED", row.State)
 	}
@@ -106,6 +131,12 @@ func TestLifecycle(t *testing.T) {
 	}
 	e.Agree(id, 1)
 
+}
+
+// lifecycleDeleted checks a deleted promotion is NOT_FOUND everywhere, listed
+// only when asked for, and its id not reused.
+func lifecycleDeleted(t *testing.T, e *admintest.Env, id string, spec map[string]any) {
+	t.Helper()
 	// Deleted: NOT_FOUND everywhere, hidden from the list unless asked for.
 	for _, c := range []struct{ method, path string }{
 		{http.MethodGet, path(id)}, {http.MethodPatch, path(id)},
@@ -396,7 +427,16 @@ func TestHistory(t *testing.T) {
 			t.Fatalf("%s %s: %s, want %d", st.method, st.path, r, st.status)
 		}
 	}
-	r := e.Do(http.MethodGet, path(id)+"/history", viewer, nil)
+	checkAuditTrail(t, e.Do(http.MethodGet, path(id)+"/history", viewer, nil))
+	if r := e.Do(http.MethodGet, path(uid("never"))+"/history", admin, nil); r.Status != http.StatusNotFound {
+		t.Errorf("history of a promotion never created: %s, want 404", r)
+	}
+}
+
+// checkAuditTrail checks the history of a promotion created, patched, refused a
+// patch, stopped and deleted by the merchandiser: four entries, newest first.
+func checkAuditTrail(t *testing.T, r admintest.Response) {
+	t.Helper()
 	var h struct {
 		Entries []struct {
 			At     time.Time `json:"at"`
@@ -448,8 +488,5 @@ func TestHistory(t *testing.T) {
 		if i > 0 && en.At.After(h.Entries[i-1].At) {
 			t.Errorf("entry %d is newer than entry %d", i, i-1)
 		}
-	}
-	if r := e.Do(http.MethodGet, path(uid("never"))+"/history", admin, nil); r.Status != http.StatusNotFound {
-		t.Errorf("history of a promotion never created: %s, want 404", r)
 	}
 }

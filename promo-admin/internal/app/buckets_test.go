@@ -45,6 +45,16 @@ func TestPromotionInBuckets(t *testing.T) {
 	e := admintest.Start(t, admintest.Options{})
 	id := uid("buckets")
 	const k = 4
+	l := bucketsCreate(t, e, id, k)
+	bucketsGrant(t, e, id, k, l)
+	bucketsPatch(t, e, id, k, l)
+	bucketsStopAndDelete(t, e, id, k)
+}
+
+// bucketsCreate creates id in k buckets of 10 units, on k shards, and returns
+// where they live.
+func bucketsCreate(t *testing.T, e *admintest.Env, id string, k int) bucket.Layout {
+	t.Helper()
 	r := e.Do(http.MethodPost, "/v1/promotions", admin, bucketSpec(e, id, k, 10))
 	if r.Status != http.StatusCreated {
 		t.Fatalf("create in %d buckets: %s", k, r)
@@ -63,15 +73,21 @@ func TestPromotionInBuckets(t *testing.T) {
 	}
 	hashes, _ := e.Buckets(id, 1, k)
 	for b, h := range hashes {
-		if h.RateLimit != 250 || h.Buckets != k {
+		if h.RateLimit != 250 || h.Buckets != int64(k) {
 			t.Errorf("bucket %d: rate limit %d of 1000, buckets %d: %+v", b, h.RateLimit, h.Buckets, h)
 		}
 	}
 	e.Agree(id, 1)
 
+	return l
+}
+
+// bucketsGrant takes from buckets 2 and 0: get and list show each bucket's units.
+func bucketsGrant(t *testing.T, e *admintest.Env, id string, k int, l bucket.Layout) {
+	t.Helper()
 	e.Take(id, k, 2, "p1", 2) // bucket 2 sold out
 	e.Take(id, k, 0, "p2", 1)
-	r = e.Do(http.MethodGet, path(id), viewer, nil)
+	r := e.Do(http.MethodGet, path(id), viewer, nil)
 	if r.Status != http.StatusOK {
 		t.Fatalf("get: %s", r)
 	}
@@ -81,8 +97,14 @@ func TestPromotionInBuckets(t *testing.T) {
 		t.Errorf("the list does not show the buckets: %s", r)
 	}
 
+}
+
+// bucketsPatch raises and lowers the total over the buckets' grants; the count
+// of buckets is fixed.
+func bucketsPatch(t *testing.T, e *admintest.Env, id string, k int, l bucket.Layout) {
+	t.Helper()
 	// Raised: every bucket to its share of 14 ([4 4 3 3]), less its grants.
-	r = e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 14, "rateLimit": map[string]any{"limit": 10}})
+	r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 14, "rateLimit": map[string]any{"limit": 10}})
 	if r.Status != http.StatusOK {
 		t.Fatalf("patch up: %s", r)
 	}
@@ -117,11 +139,16 @@ func TestPromotionInBuckets(t *testing.T) {
 	}
 	e.Agree(id, 1)
 
-	r = e.Do(http.MethodPost, path(id)+"/stop", admin, nil)
+}
+
+// bucketsStopAndDelete stops id on every bucket, then deletes every bucket.
+func bucketsStopAndDelete(t *testing.T, e *admintest.Env, id string, k int) {
+	t.Helper()
+	r := e.Do(http.MethodPost, path(id)+"/stop", admin, nil)
 	if r.Status != http.StatusOK || r.Promotion().State != promo.Stopped {
 		t.Fatalf("stop: %s", r)
 	}
-	hashes, _ = e.Buckets(id, 1, k)
+	hashes, _ := e.Buckets(id, 1, k)
 	for b, h := range hashes {
 		if h.State != string(promo.Stopped) {
 			t.Errorf("bucket %d not stopped: %+v", b, h)

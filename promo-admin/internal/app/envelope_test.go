@@ -50,13 +50,26 @@ func TestEnvelopePool(t *testing.T) {
 	t.Parallel()
 	e := admintest.Start(t, admintest.Options{})
 	id := uid("pool")
-	const n, amount, min = 50, 10_000, 20
+	split := poolCreate(t, e, id)
+	poolGrantAndList(t, e, id, split)
+	poolPatch(t, e, id, split)
+	poolHistoryStopDelete(t, e, id, split)
+}
+
+// The pool of TestEnvelopePool: n envelopes splitting amount, each at least min.
+const poolN, poolAmount, poolMin = 50, 10_000, 20
+
+// poolCreate creates the pool id and returns its split, which the record and the
+// shard hold alike.
+func poolCreate(t *testing.T, e *admintest.Env, id string) []int64 {
+	t.Helper()
+	const n, amount, min = poolN, poolAmount, poolMin
+	ref := store.ID{PromoID: id, Type: 1}
 	r := e.Do(http.MethodPost, "/v1/promotions", admin, poolBody(e, id, n, amount, min))
 	if r.Status != http.StatusCreated {
 		t.Fatalf("create the pool: %s", r)
 	}
 	wantEnvelope(t, "create", envelopeOf(t, r), amount, min, amount)
-	ref := store.ID{PromoID: id, Type: 1}
 
 	split, err := e.App.Store.EnvelopeParts(context.Background(), ref)
 	if err != nil || len(split) != n {
@@ -86,10 +99,18 @@ func TestEnvelopePool(t *testing.T) {
 	}
 	e.Agree(id, 1)
 
+	return split
+}
+
+// poolGrantAndList hands out two envelopes: get shows the amount left, the list
+// the record's.
+func poolGrantAndList(t *testing.T, e *admintest.Env, id string, split []int64) {
+	t.Helper()
+	const n, amount, min = poolN, poolAmount, poolMin
 	// Two envelopes handed out (the two of lowest idx): GET reads what is left
 	// from the shard; the list, whose counters are the record's, has no flow row yet.
 	e.Take(id, 1, 0, "p1", 2)
-	r = e.Do(http.MethodGet, path(id), viewer, nil)
+	r := e.Do(http.MethodGet, path(id), viewer, nil)
 	if r.Status != http.StatusOK || r.Promotion().Remaining != n-2 {
 		t.Fatalf("get: %s", r)
 	}
@@ -115,6 +136,13 @@ func TestEnvelopePool(t *testing.T) {
 		t.Error("the pool is not listed")
 	}
 
+}
+
+// poolPatch refuses a pool's other size and takes its end, limits and rate.
+func poolPatch(t *testing.T, e *admintest.Env, id string, split []int64) {
+	t.Helper()
+	const n, amount, min = poolN, poolAmount, poolMin
+	ref := store.ID{PromoID: id, Type: 1}
 	// Its size is fixed: another total is refused and changes nothing.
 	before := e.Snapshot(ref)
 	for _, body := range []map[string]any{{"total": n + 10}, {"total": n - 1, "perPinLimit": 3}} {
@@ -128,7 +156,7 @@ func TestEnvelopePool(t *testing.T) {
 	}
 	// Its end, limits and rate may change; its own total changes nothing.
 	end := e.Clock.Now().UTC().Add(48 * time.Hour).Truncate(time.Millisecond)
-	r = e.Do(http.MethodPatch, path(id), admin, map[string]any{"endAt": end.Format(time.RFC3339Nano), "total": n,
+	r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"endAt": end.Format(time.RFC3339Nano), "total": n,
 		"perPinLimit": 5, "perIpLimit": 50, "rateLimit": map[string]any{"limit": 77}})
 	if p := r.Promotion(); r.Status != http.StatusOK || !p.EndAt.Equal(end) || p.PerPinLimit != 5 || p.Total != n || p.RateLimit == nil || p.RateLimit.Limit != 77 {
 		t.Fatalf("patch of the end, limits and rate: %s", r)
@@ -139,7 +167,14 @@ func TestEnvelopePool(t *testing.T) {
 		t.Error("a patch changed the record's split")
 	}
 
-	r = e.Do(http.MethodGet, path(id)+"/history", viewer, nil)
+}
+
+// poolHistoryStopDelete reads the pool's history, stops and deletes it: its
+// split outlives it in the record.
+func poolHistoryStopDelete(t *testing.T, e *admintest.Env, id string, split []int64) {
+	t.Helper()
+	ref := store.ID{PromoID: id, Type: 1}
+	r := e.Do(http.MethodGet, path(id)+"/history", viewer, nil)
 	if r.Status != http.StatusOK || strings.Count(string(r.Body), `"envelope":{"amount":10000,"minAmount":20}`) != 3 {
 		t.Errorf("history: want the pool's envelope in the create's after and the patch's before and after: %s", r)
 	}
@@ -172,14 +207,7 @@ func seq(n int) []int {
 func TestInvalidEnvelopePools(t *testing.T) {
 	t.Parallel()
 	e := admintest.Start(t, admintest.Options{})
-	for _, c := range []struct {
-		name     string
-		total    int64
-		envelope any
-		buckets  int
-		maxPer   int64 // maxPerGrab, 0: the default
-		field    string
-	}{
+	for _, c := range []badPool{
 		{"amount below total * minAmount", 10, map[string]any{"amount": 99, "minAmount": 10}, 0, 0, "envelope"},
 		{"minAmount 0", 10, map[string]any{"amount": 100, "minAmount": 0}, 0, 0, "envelope"},
 		{"amount 0", 10, map[string]any{"amount": 0, "minAmount": 1}, 0, 0, "envelope"},
@@ -195,36 +223,54 @@ func TestInvalidEnvelopePools(t *testing.T) {
 		{"above 100,000 envelopes", 100_001, map[string]any{"amount": 1_000_000, "minAmount": 1}, 0, 0, "total"},
 		{"above 1,000 envelopes a grab", 2000, map[string]any{"amount": 2000, "minAmount": 1}, 0, 1001, "maxPerGrab"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			id := uid("bad-pool")
-			body := e.Spec(id)
-			body["total"], body["envelope"] = c.total, c.envelope
-			if c.buckets > 0 {
-				body["buckets"] = c.buckets
-			}
-			if c.maxPer > 0 {
-				body["maxPerGrab"] = c.maxPer
-			}
-			r := e.Do(http.MethodPost, "/v1/promotions", admin, body)
-			if r.Status != http.StatusBadRequest || r.Error().Code != "INVALID_REQUEST" || r.Error().Field != c.field {
-				t.Errorf("want 400 naming %s, have %s", c.field, r)
-			}
-			ref := store.ID{PromoID: id, Type: 1}
-			if _, ok := e.Row(id, 1); ok {
-				t.Error("a row was written")
-			}
-			if _, err := e.App.Store.EnvelopeParts(context.Background(), ref); err == nil {
-				t.Error("parts were written")
-			}
-			if _, exists := e.Buckets(id, 1, bucket.Max); slices.Contains(exists, true) {
-				t.Errorf("hashes were written: %v", exists)
-			}
-			if left, _ := e.Pool(id, 1); len(left) > 0 {
-				t.Errorf("%d parts were written to the shard", len(left))
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { badPoolRefused(t, e, c) })
 	}
-	// A PATCH has no envelope to change.
+	poolEnvelopeNotPatched(t, e)
+}
+
+// badPool is a create of an envelope pool the contract refuses, naming field.
+type badPool struct {
+	name     string
+	total    int64
+	envelope any
+	buckets  int
+	maxPer   int64 // maxPerGrab, 0: the default
+	field    string
+}
+
+// badPoolRefused creates c: 400 naming its field, and nothing written anywhere.
+func badPoolRefused(t *testing.T, e *admintest.Env, c badPool) {
+	id := uid("bad-pool")
+	body := e.Spec(id)
+	body["total"], body["envelope"] = c.total, c.envelope
+	if c.buckets > 0 {
+		body["buckets"] = c.buckets
+	}
+	if c.maxPer > 0 {
+		body["maxPerGrab"] = c.maxPer
+	}
+	r := e.Do(http.MethodPost, "/v1/promotions", admin, body)
+	if r.Status != http.StatusBadRequest || r.Error().Code != "INVALID_REQUEST" || r.Error().Field != c.field {
+		t.Errorf("want 400 naming %s, have %s", c.field, r)
+	}
+	ref := store.ID{PromoID: id, Type: 1}
+	if _, ok := e.Row(id, 1); ok {
+		t.Error("a row was written")
+	}
+	if _, err := e.App.Store.EnvelopeParts(context.Background(), ref); err == nil {
+		t.Error("parts were written")
+	}
+	if _, exists := e.Buckets(id, 1, bucket.Max); slices.Contains(exists, true) {
+		t.Errorf("hashes were written: %v", exists)
+	}
+	if left, _ := e.Pool(id, 1); len(left) > 0 {
+		t.Errorf("%d parts were written to the shard", len(left))
+	}
+}
+
+// poolEnvelopeNotPatched: a PATCH has no envelope to change.
+func poolEnvelopeNotPatched(t *testing.T, e *admintest.Env) {
+	t.Helper()
 	id := uid("pool")
 	if r := e.Do(http.MethodPost, "/v1/promotions", admin, poolBody(e, id, 5, 50, 1)); r.Status != http.StatusCreated {
 		t.Fatalf("create: %s", r)

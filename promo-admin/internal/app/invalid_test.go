@@ -19,37 +19,78 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	e.Create(id)
 	fresh := uid("fresh") // a create of it must never succeed here
 	now := e.Clock.Now().UTC()
-	ts := func(d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+	cases := append(badCreates(e, fresh, now), badChanges(id, fresh, now)...)
+	ids := []store.ID{{PromoID: id, Type: 1}, {PromoID: fresh, Type: 1}, {PromoID: "a_b", Type: 1}}
+	before := e.Snapshot(ids...)
+	for _, c := range cases {
+		r := e.Do(c.method, c.path, admintest.AdminToken, c.body)
+		er := r.Error()
+		wantCode := "INVALID_REQUEST"
+		if c.status == 413 {
+			wantCode = "PAYLOAD_TOO_LARGE"
+		}
+		if r.Status != c.status || er.Code != wantCode || er.Field != c.field || er.Message == "" {
+			t.Errorf("%s: want %d %s naming %q, have %s", c.name, c.status, wantCode, c.field, r)
+		}
+	}
+	if after := e.Snapshot(ids...); after != before {
+		t.Errorf("bad input changed something:\nbefore %s\nafter  %s", before, after)
+	}
+	// And the valid request still works afterwards.
+	if r := e.Do(http.MethodPost, "/v1/promotions", admintest.AdminToken, specWith(e, fresh)); r.Status != http.StatusCreated {
+		t.Errorf("valid create after the refusals: %s", r)
+	}
+}
 
-	// with returns the valid create body of fresh with one field changed (or removed, for nil).
-	with := func(kv ...any) map[string]any {
-		s := e.Spec(fresh)
-		for i := 0; i < len(kv); i += 2 {
-			if kv[i+1] == nil {
-				delete(s, kv[i].(string))
-			} else {
-				s[kv[i].(string)] = kv[i+1]
-			}
+// badInput is a request the contract refuses with status, naming field.
+type badInput struct {
+	name   string
+	method string
+	path   string
+	body   any
+	status int
+	field  string
+}
+
+const post, patch, get, del = http.MethodPost, http.MethodPatch, http.MethodGet, http.MethodDelete
+
+// specWith returns the valid create body of id with fields changed (or removed,
+// for nil), given as name, value pairs.
+func specWith(e *admintest.Env, id string, kv ...any) map[string]any {
+	s := e.Spec(id)
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == nil {
+			delete(s, kv[i].(string))
+		} else {
+			s[kv[i].(string)] = kv[i+1]
 		}
-		return s
 	}
-	rl := func(kv ...any) map[string]any {
-		m := map[string]any{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		return m
+	return s
+}
+
+// rl is a JSON object of name, value pairs.
+func rl(kv ...any) map[string]any {
+	m := map[string]any{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
 	}
-	const post, patch, get, del = http.MethodPost, http.MethodPatch, http.MethodGet, http.MethodDelete
-	big := `{"promoId":"` + fresh + `","title":"` + strings.Repeat("x", 70<<10) + `"}`
-	cases := []struct {
-		name   string
-		method string
-		path   string
-		body   any
-		status int
-		field  string
-	}{
+	return m
+}
+
+// at is now+d in RFC 3339.
+func at(now time.Time, d time.Duration) string { return now.Add(d).Format(time.RFC3339) }
+
+// oversized is a body over 64 KiB.
+func oversized(fresh string) string {
+	return `{"promoId":"` + fresh + `","title":"` + strings.Repeat("x", 70<<10) + `"}`
+}
+
+// badCreates are the refused creates of fresh.
+func badCreates(e *admintest.Env, fresh string, now time.Time) []badInput {
+	with := func(kv ...any) map[string]any { return specWith(e, fresh, kv...) }
+	ts := func(d time.Duration) string { return at(now, d) }
+	big := oversized(fresh)
+	return []badInput{
 		// create
 		{"unknown field", post, "/v1/promotions", with("colour", "red"), 400, "colour"},
 		{"unknown nested field", post, "/v1/promotions", with("rateLimit", rl("limit", 1, "burst", 2)), 400, "burst"},
@@ -89,6 +130,15 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"body empty", post, "/v1/promotions", "", 400, ""},
 		{"two objects", post, "/v1/promotions", `{"promoId":"a"} {}`, 400, ""},
 		{"body over 64 KiB", post, "/v1/promotions", big, 413, ""},
+	}
+}
+
+// badChanges are the refused patches, stops, gets, deletes and lists of id
+// (fresh names the oversized body).
+func badChanges(id, fresh string, now time.Time) []badInput {
+	ts := func(d time.Duration) string { return at(now, d) }
+	big := oversized(fresh)
+	return []badInput{
 		// patch
 		{"empty patch", patch, path(id), map[string]any{}, 400, "body"},
 		{"patch without body", patch, path(id), nil, 400, ""},
@@ -126,25 +176,5 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"list state lower case", get, "/v1/promotions?state=active", nil, 400, "state"},
 		{"list state empty", get, "/v1/promotions?state=", nil, 400, "state"},
 		{"list bad cursor", get, "/v1/promotions?cursor=garbage", nil, 400, "cursor"},
-	}
-	ids := []store.ID{{PromoID: id, Type: 1}, {PromoID: fresh, Type: 1}, {PromoID: "a_b", Type: 1}}
-	before := e.Snapshot(ids...)
-	for _, c := range cases {
-		r := e.Do(c.method, c.path, admintest.AdminToken, c.body)
-		er := r.Error()
-		wantCode := "INVALID_REQUEST"
-		if c.status == 413 {
-			wantCode = "PAYLOAD_TOO_LARGE"
-		}
-		if r.Status != c.status || er.Code != wantCode || er.Field != c.field || er.Message == "" {
-			t.Errorf("%s: want %d %s naming %q, have %s", c.name, c.status, wantCode, c.field, r)
-		}
-	}
-	if after := e.Snapshot(ids...); after != before {
-		t.Errorf("bad input changed something:\nbefore %s\nafter  %s", before, after)
-	}
-	// And the valid request still works afterwards.
-	if r := e.Do(http.MethodPost, "/v1/promotions", admintest.AdminToken, with()); r.Status != http.StatusCreated {
-		t.Errorf("valid create after the refusals: %s", r)
 	}
 }

@@ -14,19 +14,13 @@ import (
 func TestRolesOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	e := admintest.Start(t, admintest.Options{})
-	type route struct {
-		name, method, path string
-		body               any
-		write              bool
-		ok                 int
-	}
 	newID := uid("role-new")
 	ids := map[string]string{}
 	for _, name := range []string{"get", "patch", "stop", "delete"} {
 		ids[name] = uid("role-" + name)
 		e.Create(ids[name])
 	}
-	routes := []route{
+	routes := []roleRoute{
 		{"create", http.MethodPost, "/v1/promotions", e.Spec(newID), true, http.StatusCreated},
 		{"list", http.MethodGet, "/v1/promotions", nil, false, http.StatusOK},
 		{"get", http.MethodGet, path(ids["get"]), nil, false, http.StatusOK},
@@ -39,6 +33,24 @@ func TestRolesOnEveryRoute(t *testing.T) {
 	for _, id := range ids {
 		all = append(all, store.ID{PromoID: id, Type: 1})
 	}
+	for _, rt := range routes {
+		checkRoute(t, e, rt, all)
+	}
+}
+
+// roleRoute is a route and the roles it takes: a write takes the merchandiser's
+// token alone, ok is its success.
+type roleRoute struct {
+	name, method, path string
+	body               any
+	write              bool
+	ok                 int
+}
+
+// checkRoute refuses rt to no token, unknown tokens and (for a write) the viewer's,
+// changing nothing among all, and takes it from the merchandiser.
+func checkRoute(t *testing.T, e *admintest.Env, rt roleRoute, all []store.ID) {
+	t.Helper()
 	refusals := []struct {
 		name, token string
 		status      int
@@ -48,34 +60,32 @@ func TestRolesOnEveryRoute(t *testing.T) {
 		{"unknown token", "not-a-token", http.StatusUnauthorized, "UNAUTHORIZED"},
 		{"grab-service's token", admintest.CheckoutToken, http.StatusUnauthorized, "UNAUTHORIZED"},
 	}
-	for _, rt := range routes {
-		before := e.Snapshot(all...)
-		for _, ref := range refusals {
-			r := e.Do(rt.method, rt.path, ref.token, rt.body)
-			if r.Status != ref.status || r.Error().Code != ref.code {
-				t.Errorf("%s with %s: want %d %s, have %s", rt.name, ref.name, ref.status, ref.code, r)
-			}
+	before := e.Snapshot(all...)
+	for _, ref := range refusals {
+		r := e.Do(rt.method, rt.path, ref.token, rt.body)
+		if r.Status != ref.status || r.Error().Code != ref.code {
+			t.Errorf("%s with %s: want %d %s, have %s", rt.name, ref.name, ref.status, ref.code, r)
 		}
-		// A malformed Authorization header is no token at all.
-		req, _ := http.NewRequest(rt.method, e.Server.URL+rt.path, nil)
-		req.Header.Set("Authorization", "Basic "+admintest.AdminToken)
-		if resp, err := e.Server.Client().Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("%s with a Basic header: %v %v", rt.name, resp.StatusCode, err)
-		} else {
-			resp.Body.Close()
-		}
-		r := e.Do(rt.method, rt.path, admintest.ViewerToken, rt.body)
-		switch {
-		case rt.write && (r.Status != http.StatusForbidden || r.Error().Code != "FORBIDDEN"):
-			t.Errorf("%s with the viewer token: want 403 FORBIDDEN, have %s", rt.name, r)
-		case !rt.write && r.Status != rt.ok:
-			t.Errorf("%s with the viewer token: want %d, have %s", rt.name, rt.ok, r)
-		}
-		if after := e.Snapshot(all...); after != before {
-			t.Errorf("%s: a refused caller changed something:\nbefore %s\nafter  %s", rt.name, before, after)
-		}
-		if r := e.Do(rt.method, rt.path, admintest.AdminToken, rt.body); r.Status != rt.ok {
-			t.Errorf("%s with the merchandiser token: want %d, have %s", rt.name, rt.ok, r)
-		}
+	}
+	// A malformed Authorization header is no token at all.
+	req, _ := http.NewRequest(rt.method, e.Server.URL+rt.path, nil)
+	req.Header.Set("Authorization", "Basic "+admintest.AdminToken)
+	if resp, err := e.Server.Client().Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("%s with a Basic header: %v %v", rt.name, resp.StatusCode, err)
+	} else {
+		resp.Body.Close()
+	}
+	r := e.Do(rt.method, rt.path, admintest.ViewerToken, rt.body)
+	switch {
+	case rt.write && (r.Status != http.StatusForbidden || r.Error().Code != "FORBIDDEN"):
+		t.Errorf("%s with the viewer token: want 403 FORBIDDEN, have %s", rt.name, r)
+	case !rt.write && r.Status != rt.ok:
+		t.Errorf("%s with the viewer token: want %d, have %s", rt.name, rt.ok, r)
+	}
+	if after := e.Snapshot(all...); after != before {
+		t.Errorf("%s: a refused caller changed something:\nbefore %s\nafter  %s", rt.name, before, after)
+	}
+	if r := e.Do(rt.method, rt.path, admintest.AdminToken, rt.body); r.Status != rt.ok {
+		t.Errorf("%s with the merchandiser token: want %d, have %s", rt.name, rt.ok, r)
 	}
 }
