@@ -82,27 +82,14 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	hashKeys := make([]string, len(c.Items))
 	args := make([]interface{}, 0, 7+2*len(c.Items))
 	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille)
-	parts := false
 	for i, it := range c.Items {
-		parts = parts || it.Buckets > 1
 		if it.Num < 1 {
 			return nil, nil, fmt.Errorf("grab %s: item %s: num %d < 1", c.RequestID, it.Key, it.Num)
 		}
 		hashKeys[i] = it.Key
 		args = append(args, it.Num)
-		parts = parts || it.Part != ""
 	}
-	if parts { // ordinary calls stay as they were: no part arguments at all
-		for _, it := range c.Items {
-			part := cmp.Or(it.Part, promo.PartAll)
-			if it.Buckets > 0 {
-				part += strconv.Itoa(it.Buckets)
-			} else if it.Part == "" {
-				part += "1" // an ordinary item among parts is one of one bucket
-			}
-			args = append(args, part)
-		}
-	}
+	args = append(args, c.partArgs()...)
 	keys, err := itemKeysAndOutbox(hashKeys, c.Outbox)
 	if err != nil {
 		return nil, nil, fmt.Errorf("grab %s: %w", c.RequestID, err)
@@ -115,6 +102,29 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 		args = append(args, cl.Entry, cl.TTLSeconds)
 	}
 	return keys, args, nil
+}
+
+// partArgs is each item's part argument (its letters and bucket count), or none
+// when no item is a part: ordinary calls stay as they were.
+func (c GrabCall) partArgs() []interface{} {
+	parts := false
+	for _, it := range c.Items {
+		parts = parts || it.Buckets > 1 || it.Part != ""
+	}
+	if !parts {
+		return nil
+	}
+	out := make([]interface{}, 0, len(c.Items))
+	for _, it := range c.Items {
+		part := cmp.Or(it.Part, promo.PartAll)
+		if it.Buckets > 0 {
+			part += strconv.Itoa(it.Buckets)
+		} else if it.Part == "" {
+			part += "1" // an ordinary item among parts is one of one bucket
+		}
+		out = append(out, part)
+	}
+	return out
 }
 
 // QueueGrab queues q.lua on a pipeline (EVALSHA only: Load the scripts first, and again after NOSCRIPT).
@@ -136,7 +146,7 @@ func Grab(ctx context.Context, c redis.Scripter, call GrabCall) (GrabReply, erro
 	return ParseGrab(qScript.Run(ctx, c, keys, args...))
 }
 
-// ParseGrab reads q.lua's reply.
+// ParseGrab reads q.lua's reply: its code and index, then what the code carries.
 func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 	vals, err := cmd.Slice()
 	if err != nil {
@@ -151,61 +161,68 @@ func ParseGrab(cmd *redis.Cmd) (GrabReply, error) {
 		return GrabReply{}, fmt.Errorf("q.lua: bad reply %v", vals)
 	}
 	r := GrabReply{Code: Code(code), Index: int(index)}
+	if err := r.readRest(cmd, vals); err != nil {
+		return GrabReply{}, err
+	}
+	return r, nil
+}
+
+// readRest reads what the reply's code carries after the code and index.
+func (r *GrabReply) readRest(cmd *redis.Cmd, vals []interface{}) error {
+	var err error
 	switch r.Code {
 	case CodeOK, CodeEnded:
-		ints, changes, envs, err := replyWithEnvelopes(cmd, "q.lua", 2)
-		if err != nil {
-			return GrabReply{}, err
-		}
-		if r.Code == CodeOK {
-			r.Remaining = ints[2:]
-		}
-		r.Changes, r.Envelopes = changes, envs
-		if envs != nil && len(envs) != len(r.Remaining) {
-			return GrabReply{}, fmt.Errorf("q.lua: %d envelopes for %d items", len(envs), len(r.Remaining))
-		}
+		return r.readTaken(cmd)
 	case CodeDuplicate:
-		s, err := third[string](vals, "ledger state")
-		if err != nil {
-			return GrabReply{}, err
-		}
-		r.LedgerState = s
-		if len(vals) > 3 {
-			if r.Envelopes, err = parseEnvelopes(vals[3], "q.lua"); err != nil {
-				return GrabReply{}, err
-			}
-		}
+		return r.readDuplicate(vals)
 	case CodeRateLimited:
-		n, err := third[int64](vals, "retry time")
-		if err != nil {
-			return GrabReply{}, err
-		}
-		r.RetryAfterMs = n
+		r.RetryAfterMs, err = third[int64](vals, "retry time")
 	case CodeNotStarted:
-		n, err := third[int64](vals, "start time")
-		if err != nil {
-			return GrabReply{}, err
-		}
-		r.StartMs = n
+		r.StartMs, err = third[int64](vals, "start time")
 	case CodeSoldOut:
 		if len(vals) > 2 {
-			n, err := third[int64](vals, "remaining")
-			if err != nil {
-				return GrabReply{}, err
-			}
-			r.Left = n
+			r.Left, err = third[int64](vals, "remaining")
 		}
 	case CodeBucketed:
-		n, err := third[int64](vals, "bucket count")
-		if err != nil {
-			return GrabReply{}, err
-		}
+		var n int64
+		n, err = third[int64](vals, "bucket count")
 		r.Buckets = int(n)
 	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded, CodeClaimed:
 	default:
-		return GrabReply{}, errors.New("q.lua: unknown code " + strconv.FormatInt(code, 10))
+		return errors.New("q.lua: unknown code " + strconv.FormatInt(int64(r.Code), 10))
 	}
-	return r, nil
+	return err
+}
+
+// readTaken reads an OK's or an ENDED's reply: each item's remaining (OK), the
+// state changes the call made and, of a pool's items, the envelopes taken.
+func (r *GrabReply) readTaken(cmd *redis.Cmd) error {
+	ints, changes, envs, err := replyWithEnvelopes(cmd, "q.lua", 2)
+	if err != nil {
+		return err
+	}
+	if r.Code == CodeOK {
+		r.Remaining = ints[2:]
+	}
+	r.Changes, r.Envelopes = changes, envs
+	if envs != nil && len(envs) != len(r.Remaining) {
+		return fmt.Errorf("q.lua: %d envelopes for %d items", len(envs), len(r.Remaining))
+	}
+	return nil
+}
+
+// readDuplicate reads a DUPLICATE's ledger state and, when its entries hold
+// envelopes, those.
+func (r *GrabReply) readDuplicate(vals []interface{}) error {
+	s, err := third[string](vals, "ledger state")
+	if err != nil {
+		return err
+	}
+	r.LedgerState = s
+	if len(vals) > 3 {
+		r.Envelopes, err = parseEnvelopes(vals[3], "q.lua")
+	}
+	return err
 }
 
 // third is the value a reply carries after its code and index: a DUPLICATE's

@@ -1,27 +1,9 @@
 // Package apitest holds the services' component tests to their contract,
-// api/openapi.yaml: Wrap puts a validator in front of a service's handler, so every
-// request a test sends and every answer it gets is checked against the spec, and a
-// violation fails the test that made it. Main, from a package's TestMain, then fails
-// the suite when an operation of the spec was reached by no test.
-//
-// What is checked, for one service (the operations tagged with its name):
-//   - every answer, status, headers and body, against the operation the request
-//     routes to: a status the operation does not list is a violation, and the spec's
-//     answer schemas are closed (additionalProperties: false), so a field the code
-//     writes and the spec does not list is one too;
-//   - every request, but a request the spec refuses is a violation only when the
-//     service does not refuse it with a 4xx. The tests send malformed requests on
-//     purpose (to see them refused with a 400 naming the field), so a refused bad
-//     request is expected; what must not happen is that the service accepts what the
-//     spec refuses (the spec or the code is wrong: one of them accepts too much) or
-//     answers bad input with a 5xx (docs/CONTRACT.md, invariant 6). The answer to a
-//     deliberately bad request is still validated like any other, so the 400's Error
-//     body must be the spec's;
-//   - a request to a path or method no operation lists must get the spec's 404
-//     NOT_FOUND or 405 METHOD_NOT_ALLOWED Error body: any other answer means the
-//     service serves a route the spec does not name.
-//
-// Paths the spec declares out of its scope (Unspecified) are not checked.
+// api/openapi.yaml: Wrap validates every request a test sends and every answer it
+// gets against the spec, and Main fails the suite when an operation was reached by
+// no test. A request the spec refuses is a violation only when the service does
+// not refuse it with a 4xx, as tests send bad requests on purpose (docs/design.md,
+// "Scripts and keys", says what is checked). Unspecified paths are not checked.
 package apitest
 
 import (

@@ -11,14 +11,10 @@ import (
 
 // Main runs a package's tests from its TestMain and returns the exit code. When the
 // whole suite ran (no -run, -skip or -list) and passed, it fails the suite if an
-// operation of service in the spec was reached by none of its tests, except those
-// in exempt (operation, as "METHOD /path" -> why no test of the package reaches it).
-// An exemption of an operation the spec does not have, or that a test reached after
-// all, fails it too, so the list never outlives its reasons. With -v it also lists,
-// per operation, the answers the spec lists that no test saw.
-//
-// Operations are counted by the validator Wrap uses, so only the requests of this
-// package's tests through Wrap count.
+// operation of service was reached by none of its tests through Wrap, except those
+// in exempt ("METHOD /path" -> why no test reaches it); an exemption the spec lacks,
+// or a test reached, fails it too, so the list never outlives its reasons. With -v
+// it also lists, per operation, the answers the spec lists that no test saw.
 func Main(m *testing.M, service string, exempt map[string]string) int {
 	code := m.Run()
 	if code != 0 || !wholeSuite() {

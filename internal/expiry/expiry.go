@@ -1,14 +1,9 @@
 // Package expiry is a bounded concurrent map whose entries lapse a fixed time after
-// they are put: the local caches of refusals (sold out, stopped, ...) and of status
-// answers, which must never outlive their reason for long, since stock can come
-// back through another instance, and which are keyed by what clients send, so must
-// not grow with it.
-//
-// Both bounds hold without a read of the entry: at most Size entries (putting one
-// more drops the one put longest ago), and a lapsed entry is dropped by the next
-// Puts (a few each) or by Sweep, which the owner runs on a timer, so a flood of
-// distinct keys leaves nothing behind once it stops. A map made WithStale keeps a
-// lapsed entry that much longer for GetStale, the answer of last resort.
+// they are put: the local caches of refusals and of status answers, which must not
+// outlive their reason for long nor grow with what clients send. Both bounds hold
+// without a read of the entry: at most Size entries, and lapsed ones dropped by the
+// next Puts or by Sweep (docs/design.md, "Scripts and keys"). A map made WithStale
+// keeps a lapsed entry that much longer for GetStale, the answer of last resort.
 package expiry
 
 import (

@@ -45,16 +45,10 @@ func (e Envelope) Check(total int64) error {
 }
 
 // SplitEnvelope splits amount into n parts of at least min each, summing exactly
-// to amount, in the order they will be handed out (Check holds for the pool).
-//
-// The split is uniform over every possible split: what lies above the minimums
-// (spare) is dealt by stars and bars, n-1 bars at distinct places among
-// spare+n-1, drawn by Floyd's algorithm (each set of places equally likely), the
-// parts being the runs of stars between them. So every place in the order has the
-// same distribution of amounts. The seed's "double mean" (each part uniform in
-// [min, twice the mean left]) gives every place the same mean but not the same
-// spread: the last grabbers' amounts vary most. Here the arrival order changes
-// nothing a buyer could see.
+// to amount, in the order they will be handed out (Check holds for the pool). The
+// split is uniform over every possible split (stars and bars, the bars drawn by
+// Floyd's algorithm), so the arrival order changes nothing a buyer could see
+// (docs/design.md, "Scripts and keys").
 func SplitEnvelope(amount, min int64, n int, rnd *rand.Rand) []int64 {
 	spare := amount - int64(n)*min
 	places := spare + int64(n) - 1

@@ -1,16 +1,9 @@
 // Package shardmark reads and writes a shard's markers (promo.FenceKey,
-// promo.BuiltKey): whether a rebuild is at work on the shard, and whether the
-// server's contents are whole. grab-service's fence and the rebuild both use it, so
-// the two agree on what "whole" means.
-//
-// The built marker names the server it was written on (its run_id). A server that
-// holds a marker naming another one did not build its contents itself: it is a
-// replica promoted in a failover (or a copy restored from another server's disk),
-// and Redis replication is asynchronous, so it may lack the last acknowledged takes
-// and returns of the server that failed. Selling from it could sell a unit the
-// record already granted. It is therefore treated as lost: fenced until a rebuild
-// from the record writes a marker of its own. A marker without a run_id (written
-// before the field existed) is trusted as it always was.
+// promo.BuiltKey), so grab-service's fence and the rebuild agree on what "whole"
+// means. The built marker names the server it was written on (its run_id): one
+// naming another server is a promoted replica that may lack the last acknowledged
+// takes, so it is treated as lost until a rebuild (docs/design.md, "Scripts and
+// keys"). A marker without a run_id is trusted as it always was.
 package shardmark
 
 import (
