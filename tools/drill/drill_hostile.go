@@ -34,8 +34,9 @@ func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		out.fail("read the canary: %v", err)
 		return
 	}
-	res, slowTried, slowHeld := d.storm(hostileCases(d.run, d.checkout, d.viewer, d.admin, canary, g1, g2))
-	d.sendRawCases(canary, &res)
+	h := hostileRun{ctx: ctx, d: d}
+	res, slowTried, slowHeld := h.storm(hostileCases(d.run, d.checkout, d.viewer, d.admin, canary, g1, g2))
+	h.sendRawCases(canary, &res)
 	out.bad = res.tried + slowTried
 	for _, f := range res.findings {
 		out.fail("%s", f)
@@ -43,12 +44,19 @@ func hostileDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 	for _, f := range slowHeld {
 		out.fail("%s", f)
 	}
-	d.nothingChanged(ctx, shard, key, before, out)
+	h.nothingChanged(shard, key, before, out)
+}
+
+// hostileRun is one run of the hostile drill.
+type hostileRun struct {
+	ctx context.Context
+	d   *drillEnv
 }
 
 // storm sends every case three times over 8 workers while slow clients hold
 // connections open, and returns what the cases and the slow clients found.
-func (d *drillEnv) storm(cases []hostileCase) (res hostileResult, slowTried int, slowHeld []string) {
+func (h hostileRun) storm(cases []hostileCase) (res hostileResult, slowTried int, slowHeld []string) {
+	d := h.d
 	client := loadgen.Client(16, 15*time.Second)
 	bases := map[string]string{"grab": d.ctl.st.Grab, "admin": d.ctl.st.Admin}
 	var mu sync.Mutex
@@ -81,7 +89,8 @@ func (d *drillEnv) storm(cases []hostileCase) (res hostileResult, slowTried int,
 
 // sendRawCases writes the raw cases to grab-service's socket; a raw request
 // smuggling a grab must not grant it: its body is a valid grab of the canary.
-func (d *drillEnv) sendRawCases(canary sale, res *hostileResult) {
+func (h hostileRun) sendRawCases(canary sale, res *hostileResult) {
+	d := h.d
 	smuggled := string(grabJSON(q(d.run+"-hx-199"), q(d.run+"-hostile"), q("10.99.0.1"), fmt.Sprintf(`[{"promoId":%s,"type":1,"num":1}]`, q(canary.PromoID))))
 	host := strings.TrimPrefix(d.ctl.st.Grab, "http://")
 	for name, raw := range rawCases(host, smuggled) {
@@ -100,7 +109,8 @@ func (d *drillEnv) sendRawCases(canary sale, res *hostileResult) {
 
 // nothingChanged checks the storm left everything as it was: the canary, the
 // request index, the record, promo-admin.
-func (d *drillEnv) nothingChanged(ctx context.Context, shard redis.UniversalClient, key string, before canaryState, out *outcome) {
+func (h hostileRun) nothingChanged(shard redis.UniversalClient, key string, before canaryState, out *outcome) {
+	ctx, d := h.ctx, h.d
 	after, err := readCanary(ctx, shard, key)
 	if err != nil {
 		out.fail("read the canary: %v", err)
