@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
-	"github.com/flashsale/platform/lua"
 )
 
 // core is what every part of the service shares: its dependencies, its
@@ -20,7 +20,7 @@ type core struct {
 }
 
 // post hands the state changes a script on shard made to the publisher.
-func (c *core) post(shard int, changes []lua.StateChange) {
+func (c *core) post(shard int, changes []promo.StateChange) {
 	if c.States != nil && len(changes) > 0 {
 		c.States.Post(c.Shards[shard], changes)
 	}

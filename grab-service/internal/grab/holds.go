@@ -134,7 +134,7 @@ func (s *Grabber) settleHold(rid string, back bool) {
 		if back {
 			return lua.QueueRestoreHold(ctx, p, s.cfg.HoldsKey, rid)
 		}
-		c := redis.NewCmd(ctx, "zrem", lua.ConfirmingKey(s.cfg.HoldsKey), rid)
+		c := redis.NewCmd(ctx, "zrem", promo.ConfirmingKey(s.cfg.HoldsKey), rid)
 		_ = p.Process(ctx, c)
 		return c
 	}).Err()
@@ -151,7 +151,7 @@ func (s *Reconciler) expireHolds(ctx context.Context, now time.Time) (int, error
 			continue // its entries wait for the rebuild
 		}
 		rids, err := lua.ParseHoldsDue(exec.do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-			return lua.QueueHoldsDue(ctx, p, s.cfg.HoldsKey, lua.ExpiringKey(s.cfg.HoldsKey), now.UnixMilli(), holdLease.Milliseconds(), holdsPerPass)
+			return lua.QueueHoldsDue(ctx, p, s.cfg.HoldsKey, promo.ExpiringKey(s.cfg.HoldsKey), now.UnixMilli(), holdLease.Milliseconds(), holdsPerPass)
 		}))
 		if err != nil {
 			firstErr = cmp.Or(firstErr, err)
@@ -165,7 +165,7 @@ func (s *Reconciler) expireHolds(ctx context.Context, now time.Time) (int, error
 			if !done {
 				continue // taken up again when its lease ends
 			}
-			if err := s.index.dropHold(ctx, lua.ExpiringKey(s.cfg.HoldsKey), rid); err != nil {
+			if err := s.index.dropHold(ctx, promo.ExpiringKey(s.cfg.HoldsKey), rid); err != nil {
 				firstErr = cmp.Or(firstErr, err)
 			}
 			returned++

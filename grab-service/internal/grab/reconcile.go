@@ -291,7 +291,7 @@ func (s *Reconciler) settleDue(ctx context.Context, shard int, c redis.Universal
 				if blockedSince.IsZero() || settleAt.Before(blockedSince) {
 					blockedSince = settleAt
 				}
-			} else if d && lua.HoldsStock(e.Part) { // a part without stock owes nothing
+			} else if d && promo.HoldsStock(e.Part) { // a part without stock owes nothing
 				e.State = lua.LedgerAborted
 				debts = append(debts, owed{shard, key, rid, e})
 			}

@@ -12,8 +12,8 @@ import (
 	"github.com/flashsale/platform/internal/expiry"
 	"github.com/flashsale/platform/internal/fault"
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
-	"github.com/flashsale/platform/lua"
 )
 
 // Record is the system of record as the grab path consults it: whether a GRAB
@@ -85,8 +85,8 @@ func Defaults() Config {
 		Workers:             4,
 		MaxBatch:            64,
 		Queue:               4096,
-		HoldsKey:            lua.HoldsKey,
-		StateOutboxKey:      lua.StateOutboxKey,
+		HoldsKey:            promo.HoldsKey,
+		StateOutboxKey:      promo.StateOutboxKey,
 	}
 }
 
@@ -121,9 +121,9 @@ type Deps struct {
 // States publishes promotion sale state changes (internal/promostate).
 type States interface {
 	// Post publishes changes in the background; c is the server whose outbox holds them.
-	Post(c redis.Cmdable, changes []lua.StateChange)
+	Post(c redis.Cmdable, changes []promo.StateChange)
 	// Announce publishes changes and clears them from c's outbox.
-	Announce(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) error
+	Announce(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error
 	// Sweep publishes what a crash left in c's outbox.
 	Sweep(ctx context.Context, c redis.UniversalClient, now time.Time) (int, error)
 }
@@ -209,7 +209,7 @@ type group struct {
 // holdsStock reports whether the group's k-th key is where its item's units come
 // from (the item itself, or its stock part).
 func (g group) holdsStock(k int) bool {
-	return lua.HoldsStock(g.parts[k])
+	return promo.HoldsStock(g.parts[k])
 }
 
 // Resend implements Service: not a first attempt, and its requestId holds a claim.
