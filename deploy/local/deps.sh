@@ -48,6 +48,7 @@ sbin() {
 # ---- packages -------------------------------------------------------------------------
 missing=()
 have redis-server && have redis-cli || missing+=(redis-server)
+have redis-sentinel || missing+=(redis-sentinel) # FLASHSALE_REPLICAS=1, and the failover tests
 sbin mariadbd mysqld >/dev/null || missing+=(mariadb-server)
 have mariadb || have mysql || missing+=(mariadb-client)
 have curl || missing+=(curl ca-certificates)

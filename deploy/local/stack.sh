@@ -8,6 +8,11 @@
 #                    system redis on :6379)
 #   stack.sh status  one line per component
 #
+# FLASHSALE_REPLICAS=1 gives each shard a replica (port +100) and runs three Redis
+# Sentinels (FLASHSALE_SENTINEL_BASE_PORT, 26379..26381) watching the 16 masters as
+# shard-0..shard-15: a killed master is promoted away, the services follow the
+# sentinels, and the flow sink's healer rebuilds the promoted replica from the record.
+#
 # Environment: FLASHSALE_REDIS_BASE_PORT (7001), FLASHSALE_KAFKA_ADDR (127.0.0.1:9092),
 # FLASHSALE_GRAB_ADDR (127.0.0.1:8080), FLASHSALE_ADMIN_ADDR (127.0.0.1:8081),
 # FLASHSALE_SINK_ADDR (127.0.0.1:8082), FLASHSALE_{GRAB,ADMIN,SINK}_OPS_ADDR (127.0.0.1:9180..9182:
@@ -41,6 +46,16 @@ ADMIN_OPS_ADDR="${FLASHSALE_ADMIN_OPS_ADDR:-127.0.0.1:9181}"
 SINK_OPS_ADDR="${FLASHSALE_SINK_OPS_ADDR:-127.0.0.1:9182}"
 MYSQL_DSN="${FLASHSALE_MYSQL_DSN:-flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?parseTime=true}"
 
+# Replicas and sentinels (FLASHSALE_REPLICAS=1): docs/RUNBOOK.md, "A lost Redis master".
+REPLICAS="${FLASHSALE_REPLICAS:-0}"
+REPLICA_OFFSET=100
+SENTINELS=3
+SENTINEL_BASE_PORT="${FLASHSALE_SENTINEL_BASE_PORT:-26379}"
+SENTINEL_PREFIX=shard-
+# A master is down after 1 s without an answer; two of three sentinels must agree.
+SENTINEL_DOWN_AFTER_MS=1000
+SENTINEL_QUORUM=2
+
 REDIS_READY_SECS=15
 KAFKA_READY_SECS=30
 SERVICE_READY_SECS=60
@@ -54,10 +69,20 @@ die() { log "ERROR: $*"; exit 1; }
 # ---- component table ------------------------------------------------------------------
 
 redis_port() { echo $((REDIS_BASE_PORT + ${1#redis-})); }
+replica_port() { echo $((REDIS_BASE_PORT + REPLICA_OFFSET + ${1#replica-})); }
+sentinel_port() { echo $((SENTINEL_BASE_PORT + ${1#sentinel-})); }
+replicas_on() { [[ "$REPLICAS" == 1 ]]; }
+
+replica_names() { local i; for ((i = 0; i < SHARDS; i++)); do echo "replica-$i"; done; }
+sentinel_names() { local i; for ((i = 0; i < SENTINELS; i++)); do echo "sentinel-$i"; done; }
 
 all_components() {
 	local i
 	for ((i = 0; i < SHARDS; i++)); do echo "redis-$i"; done
+	if replicas_on; then
+		replica_names
+		sentinel_names
+	fi
 	echo kafka
 	printf '%s\n' "${SERVICES[@]}"
 }
@@ -66,6 +91,8 @@ all_components() {
 addr() {
 	case "$1" in
 	redis-*) echo "$REDIS_HOST:$(redis_port "$1")" ;;
+	replica-*) echo "$REDIS_HOST:$(replica_port "$1")" ;;
+	sentinel-*) echo "$REDIS_HOST:$(sentinel_port "$1")" ;;
 	kafka) echo "$KAFKA_ADDR" ;;
 	grab-service) echo "$GRAB_ADDR" ;;
 	promo-admin) echo "$ADMIN_ADDR" ;;
@@ -86,7 +113,8 @@ ops_addr() {
 # recycled pid: a pid file may outlive its process, and the pid may now be someone else's.
 signature() {
 	case "$1" in
-	redis-*) echo "redis-server" ;;
+	redis-* | replica-*) echo "redis-server" ;;
+	sentinel-*) echo "redis-sentinel" ;;
 	kafka) echo "$BIN/kafka-broker" ;;
 	grab-service) echo "$BIN/grab-service" ;;
 	promo-admin) echo "$BIN/promo-admin" ;;
@@ -105,6 +133,18 @@ service_cmd() {
 	esac
 	printf '%s\0' --local --listen "$(addr "$1")" --ops-listen "$(ops_addr "$1")" --redis "$redis_addrs" --mysql "$MYSQL_DSN" \
 		--kafka "$KAFKA_ADDR" --switches "$SWITCHES_FILE"
+	if replicas_on; then
+		printf '%s\0' --redis-sentinels "$(sentinel_list ,)" --redis-sentinel-prefix "$SENTINEL_PREFIX"
+	fi
+}
+
+# sentinel_list SEP: the sentinels' addresses.
+sentinel_list() {
+	local sep="$1" i out=""
+	for ((i = 0; i < SENTINELS; i++)); do
+		out+="${out:+$sep}$REDIS_HOST:$((SENTINEL_BASE_PORT + i))"
+	done
+	printf '%s' "$out"
 }
 
 # redis_list SEP: the shard addresses in shard order.
@@ -164,7 +204,7 @@ answers() {
 	local a
 	a="$(addr "$1")"
 	case "$1" in
-	redis-*) [[ "$(timeout 2 redis-cli -h "${a%:*}" -p "${a##*:}" ping 2>/dev/null)" == PONG ]] ;;
+	redis-* | replica-* | sentinel-*) [[ "$(timeout 2 redis-cli -h "${a%:*}" -p "${a##*:}" ping 2>/dev/null)" == PONG ]] ;;
 	kafka) tcp_open "$a" ;;
 	*) http_ready "$a" ;;
 	esac
@@ -198,7 +238,7 @@ launch() {
 		[[ -s "$PIDS/$name" ]] && break
 		sleep 0.05
 	done
-	[[ "$name" == redis-* ]] || log "$name started (pid $(<"$PIDS/$name")), log $LOGS/$name.log"
+	[[ "$name" == redis-* || "$name" == replica-* || "$name" == sentinel-* ]] || log "$name started (pid $(<"$PIDS/$name")), log $LOGS/$name.log"
 }
 
 # stop_all NAME...: SIGTERM, up to STOP_GRACE_SECS, then SIGKILL.
@@ -239,7 +279,7 @@ port_free_or_die() {
 	local a holder=""
 	a="$(addr "$1")"
 	tcp_open "$a" || return 0
-	if [[ "$1" == redis-* ]]; then
+	if [[ "$1" == redis-* || "$1" == replica-* ]]; then
 		holder="$(timeout 2 redis-cli -h "${a%:*}" -p "${a##*:}" info server 2>/dev/null |
 			tr -d '\r' | sed -n 's/^process_id:/pid /p')" || true
 	fi
@@ -322,6 +362,58 @@ start_redis() {
 		--save "" --appendonly no --lazyfree-lazy-expire yes --daemonize no --logfile ""
 }
 
+# start_replica NAME: a replica of its shard's master, as volatile as the master.
+start_replica() {
+	local name="$1" port dir shard
+	port="$(replica_port "$name")"
+	shard="${name#replica-}"
+	dir="$RUN/redis/$port"
+	mkdir -p "$dir"
+	port_free_or_die "$name"
+	rm -rf "$dir/dump.rdb" "$dir/appendonlydir"
+	launch "$name" redis-server --bind "$REDIS_HOST" --port "$port" --dir "$dir" \
+		--save "" --appendonly no --lazyfree-lazy-expire yes --daemonize no --logfile "" \
+		--replicaof "$REDIS_HOST" "$((REDIS_BASE_PORT + shard))" --repl-diskless-sync yes --repl-diskless-sync-delay 0
+}
+
+# start_sentinel NAME: a sentinel watching every shard's master. Its config is
+# written once and then kept by the sentinel itself (it records failovers there),
+# so a restarted sentinel knows the current masters; `down` removes it.
+start_sentinel() {
+	local name="$1" port dir conf i
+	port="$(sentinel_port "$name")"
+	dir="$RUN/sentinel/$port"
+	conf="$dir/sentinel.conf"
+	mkdir -p "$dir"
+	port_free_or_die "$name"
+	if [[ ! -s "$conf" ]]; then
+		{
+			printf 'bind %s\nport %s\ndaemonize no\ndir %s\nsentinel resolve-hostnames no\n' "$REDIS_HOST" "$port" "$dir"
+			for ((i = 0; i < SHARDS; i++)); do
+				printf 'sentinel monitor %s%d %s %d %d\n' "$SENTINEL_PREFIX" "$i" "$REDIS_HOST" "$((REDIS_BASE_PORT + i))" "$SENTINEL_QUORUM"
+				printf 'sentinel down-after-milliseconds %s%d %d\n' "$SENTINEL_PREFIX" "$i" "$SENTINEL_DOWN_AFTER_MS"
+				printf 'sentinel failover-timeout %s%d 10000\n' "$SENTINEL_PREFIX" "$i"
+				printf 'sentinel parallel-syncs %s%d 1\n' "$SENTINEL_PREFIX" "$i"
+			done
+		} >"$conf"
+	fi
+	launch "$name" redis-sentinel "$conf"
+}
+
+# start_group START_FN NAME...: start those that need it, then wait for them together.
+start_group() {
+	local fn="$1" name started=()
+	shift
+	for name in "$@"; do
+		if needs_start "$name"; then
+			"$fn" "$name"
+			started+=("$name")
+		fi
+	done
+	for name in "${started[@]}"; do wait_ready "$name" "$REDIS_READY_SECS" quiet; done
+	((${#started[@]} == 0)) || log "started ${started[*]}"
+}
+
 start_kafka() {
 	port_free_or_die kafka
 	# The broker keeps its log and the sink's offsets here, so a killed broker comes
@@ -384,6 +476,20 @@ write_stack_file() {
 			json_str "$REDIS_HOST:$((REDIS_BASE_PORT + i))"
 		done
 		printf '],\n'
+		if replicas_on; then
+			printf '  "replicas": ['
+			for ((i = 0; i < SHARDS; i++)); do
+				((i)) && printf ', '
+				json_str "$REDIS_HOST:$((REDIS_BASE_PORT + REPLICA_OFFSET + i))"
+			done
+			printf '],\n'
+			printf '  "sentinels": ['
+			for ((i = 0; i < SENTINELS; i++)); do
+				((i)) && printf ', '
+				json_str "$REDIS_HOST:$((SENTINEL_BASE_PORT + i))"
+			done
+			printf '],\n  "sentinelPrefix": %s,\n' "$(json_str "$SENTINEL_PREFIX")"
+		fi
 		printf '  "kafka": [%s],\n' "$(json_str "$KAFKA_ADDR")"
 		printf '  "mysqlDSN": %s,\n' "$(json_str "$MYSQL_DSN")"
 		printf '  "switchesFile": %s,\n' "$(json_str "$SWITCHES_FILE")"
@@ -433,6 +539,14 @@ cmd_up() {
 	fi
 	for name in "${started[@]}"; do wait_ready "$name" "$REDIS_READY_SECS" quiet; done
 	log "redis: $SHARDS shards answer PING on $(redis_list ' ')"
+	if replicas_on; then
+		mkdir -p "$RUN/sentinel"
+		mapfile -t names < <(replica_names)
+		start_group start_replica "${names[@]}"
+		mapfile -t names < <(sentinel_names)
+		start_group start_sentinel "${names[@]}"
+		log "replicas and sentinels: $SENTINELS sentinels on $(sentinel_list ' ') watch ${SENTINEL_PREFIX}0..$((SHARDS - 1))"
+	fi
 
 	if needs_start kafka; then
 		start_kafka
@@ -481,10 +595,14 @@ cmd_down() {
 	# Services first, so they do not log a storm of errors about vanished dependencies.
 	stop_all "${SERVICES[@]}"
 	stop_all kafka
-	local shards=()
+	local shards=() names=()
+	mapfile -t names < <(sentinel_names)
+	stop_all "${names[@]}" # before the masters, or they would fail them over
+	mapfile -t names < <(replica_names)
+	stop_all "${names[@]}"
 	for ((i = 0; i < SHARDS; i++)); do shards+=("redis-$i"); done
 	stop_all "${shards[@]}"
-	rm -f "$STACK_FILE"
+	rm -rf "$STACK_FILE" "$RUN/sentinel"
 	log "down: local stack stopped (MariaDB and any system redis keep running)"
 }
 

@@ -23,6 +23,9 @@ type Pool struct {
 	targets [ring.Shards]*target // where each shard's client dials (redirect.go)
 	clients [ring.Shards]*redis.Client
 	byAddr  map[string]*redis.Client
+	// mu orders moves; onCall and elected are the last accepted of each source.
+	mu              sync.Mutex
+	onCall, elected map[int]string
 }
 
 // Protocol is the RESP version every service speaks to the shards. RESP2: on

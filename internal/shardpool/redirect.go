@@ -87,15 +87,43 @@ func (c *movableConn) Write(b []byte) (int, error) {
 }
 
 // Move points shards at the addresses the config center names (logical shard ->
-// host:port); a shard it does not name returns to its configured address. A
-// server's shards move together (they share its client), so an override that
-// names some of a server's shards and not the others, or two addresses for them,
-// is refused whole. It returns the shards whose address changed.
+// host:port), on-call's override; a shard it does not name returns to the master
+// the sentinels elected (Elect), else to its configured address. A server's
+// shards move together (they share its client), so an override that names some
+// of a server's shards and not the others, or two addresses for them, is refused
+// whole. It returns the shards whose address changed.
 func (p *Pool) Move(overrides map[int]string) ([]int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	moved, err := p.point(p.elected, overrides)
+	if err == nil {
+		p.onCall = overrides
+	}
+	return moved, err
+}
+
+// Elect points shards at the masters Redis Sentinel elected (FollowSentinels);
+// on-call's overrides (Move) still win. It returns the shards whose address changed.
+func (p *Pool) Elect(masters map[int]string) ([]int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	moved, err := p.point(masters, p.onCall)
+	if err == nil {
+		p.elected = masters
+	}
+	return moved, err
+}
+
+// point moves each server's target to on-call's address, else the elected one,
+// else the configured one; all or nothing.
+func (p *Pool) point(elected, onCall map[int]string) ([]int, error) {
 	want := map[*target]string{}
 	for shard := range p.clients {
 		t := p.targets[shard]
-		addr, ok := overrides[shard]
+		addr, ok := onCall[shard]
+		if !ok {
+			addr, ok = elected[shard]
+		}
 		if !ok {
 			addr = t.configured
 		}

@@ -19,16 +19,21 @@ type Ops struct {
 
 // File is .run/stack.json.
 type File struct {
-	Grab         string         `json:"grab"`
-	Admin        string         `json:"admin"`
-	Sink         string         `json:"sink,omitempty"`
-	Ops          Ops            `json:"ops"`
-	Redis        []string       `json:"redis"`
-	Kafka        []string       `json:"kafka"`
-	MySQLDSN     string         `json:"mysqlDSN"`
-	SwitchesFile string         `json:"switchesFile"`
-	LogsDir      string         `json:"logsDir,omitempty"` // .run/logs: one <name>.log per process
-	Pids         map[string]int `json:"pids"`
+	Grab  string   `json:"grab"`
+	Admin string   `json:"admin"`
+	Sink  string   `json:"sink,omitempty"`
+	Ops   Ops      `json:"ops"`
+	Redis []string `json:"redis"`
+	// Replicas, Sentinels and SentinelPrefix are set when the stack runs each shard
+	// with a replica under Redis Sentinel (FLASHSALE_REPLICAS=1).
+	Replicas       []string       `json:"replicas,omitempty"`
+	Sentinels      []string       `json:"sentinels,omitempty"`
+	SentinelPrefix string         `json:"sentinelPrefix,omitempty"`
+	Kafka          []string       `json:"kafka"`
+	MySQLDSN       string         `json:"mysqlDSN"`
+	SwitchesFile   string         `json:"switchesFile"`
+	LogsDir        string         `json:"logsDir,omitempty"` // .run/logs: one <name>.log per process
+	Pids           map[string]int `json:"pids"`
 }
 
 // Root finds the repository root (the directory holding go.work) from the working directory up.

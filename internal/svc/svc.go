@@ -30,10 +30,14 @@ type Flags struct {
 	// apart from the public API (httpx.OpsHandler).
 	OpsListen string
 	Redis     []string
-	MySQL     string
-	Kafka     []string
-	Switches  string
-	Local     bool
+	// RedisSentinels, when set, elect each shard's master (shardpool.Sentinels),
+	// named RedisSentinelPrefix plus the shard.
+	RedisSentinels      []string
+	RedisSentinelPrefix string
+	MySQL               string
+	Kafka               []string
+	Switches            string
+	Local               bool
 }
 
 // MySQLEnv names the environment variable of the MySQL DSN (with _FILE: a file holding it).
@@ -87,6 +91,12 @@ func (f *Flags) Register(fs *flag.FlagSet, listen, opsListen string) {
 		f.MySQL = s
 		return nil
 	})
+	fs.Func("redis-sentinels", "comma-separated Redis Sentinels that elect each shard's master (monitored as PREFIX0..PREFIX15); "+
+		"the services follow their word, and on-call's shardAddrs still win", func(s string) error {
+		f.RedisSentinels = split(s)
+		return nil
+	})
+	fs.StringVar(&f.RedisSentinelPrefix, "redis-sentinel-prefix", "shard-", "the name prefix of the shards' masters in the sentinels")
 	fs.Func("kafka", "comma-separated Kafka bootstrap brokers", func(s string) error {
 		f.Kafka = split(s)
 		return nil
