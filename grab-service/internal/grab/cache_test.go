@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/testenv"
 )
@@ -39,7 +40,7 @@ func cacheService(t *testing.T, cfg Config, clock func() time.Time) *Grabber {
 	for i, c := range clients {
 		shards[i] = c
 	}
-	s, err := New(cfg, Deps{Shards: shards, Publisher: ackPublisher{}, Switches: configcenter.NewHolder(),
+	s, err := New(cfg, Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clock})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
@@ -227,7 +228,7 @@ func TestAGrabWhoseShardMovesDuringItsTakeIsUndone(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hook := &moveDuringTakes{key: key, gen: &gen}
 	c.AddHook(hook)
-	pub := &countingPublisher{}
+	pub := &grabtest.Publisher{}
 	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: pub, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
 	if err != nil {
@@ -239,8 +240,8 @@ func TestAGrabWhoseShardMovesDuringItsTakeIsUndone(t *testing.T) {
 	if err != nil || res.Result != Unavailable || !strings.Contains(res.Message, "moved") || !hook.moved.Load() {
 		t.Fatalf("a grab across a move: %+v %v; want UNAVAILABLE, shard moved", res, err)
 	}
-	if h, _, _ := lua.ReadHash(ctx, c, key); h.Remaining != 5 || pub.events.Load() != 0 {
-		t.Fatalf("after the grab across a move: remaining %d, %d events published; want 5 and none", h.Remaining, pub.events.Load())
+	if h, _, _ := lua.ReadHash(ctx, c, key); h.Remaining != 5 || len(pub.Events()) != 0 {
+		t.Fatalf("after the grab across a move: remaining %d, %d events published; want 5 and none", h.Remaining, len(pub.Events()))
 	}
 	if _, found, _ := lua.ReadLedger(ctx, c, key, "moved-1"); found {
 		t.Fatal("the take across the move left its ledger entry")

@@ -13,17 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
 )
-
-// ackPublisher acknowledges every event, as Kafka would.
-type ackPublisher struct{}
-
-func (ackPublisher) Publish(context.Context, ...flow.Event) error { return nil }
 
 // grabRecord answers the cancel path's fallback with one granted request.
 type grabRecord struct {
@@ -47,7 +43,7 @@ func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	c, shards, id, _, f := builtShardsWithPromotion(t, lost, nil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rec := grabRecord{pin: "p", ip: "1.1.1.1", items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}}
-	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: ackPublisher{}, Record: rec, Switches: configcenter.NewHolder(),
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Record: rec, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
 	if err != nil {
 		t.Fatal(err)
@@ -86,19 +82,6 @@ func TestLostShardAnswersUnavailableNotNotFound(t *testing.T) {
 	}
 }
 
-// recordingPublisher acknowledges every event and keeps them.
-type recordingPublisher struct {
-	mu     sync.Mutex
-	events []flow.Event
-}
-
-func (p *recordingPublisher) Publish(_ context.Context, events ...flow.Event) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.events = append(p.events, events...)
-	return nil
-}
-
 // A two-item grab whose first item's shard comes back empty between the publish
 // and the commit. Found by the Redis fault drill: the abort found no entry there,
 // so no CANCEL was owed for that item, the record kept its GRAB, and the rebuild
@@ -117,7 +100,7 @@ func TestAbortCancelsTakesALostShardForgot(t *testing.T) {
 			t.Fatalf("create %s: %v %v", id, code, err)
 		}
 	}
-	pub := &recordingPublisher{}
+	pub := &grabtest.Publisher{}
 	lostKeys := promo.Keys(promo.Key(lostID, 1))
 	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: pub, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -136,12 +119,11 @@ func TestAbortCancelsTakesALostShardForgot(t *testing.T) {
 	if err != nil || res.Result != Unavailable {
 		t.Fatalf("grab: %+v %v; want UNAVAILABLE", res, err)
 	}
-	pub.mu.Lock()
-	defer pub.mu.Unlock()
-	if len(pub.events) != 2 || pub.events[0].Kind != flow.Grab || pub.events[1].Kind != flow.Cancel {
-		t.Fatalf("published %+v; want the GRAB, then a CANCEL", pub.events)
+	published := pub.Events()
+	if len(published) != 2 || published[0].Kind != flow.Grab || published[1].Kind != flow.Cancel {
+		t.Fatalf("published %+v; want the GRAB, then a CANCEL", published)
 	}
-	cancel := pub.events[1]
+	cancel := published[1]
 	if cancel.Reason != "ROLLBACK" || len(cancel.Items) != 2 || cancel.Items[0].PromoID != lostID || cancel.Items[0].Shard != 7 ||
 		cancel.Items[1].PromoID != liveID {
 		t.Fatalf("CANCEL %+v; want the ROLLBACK of both items, the lost one first", cancel)
@@ -169,7 +151,7 @@ func TestUnfinishedRollbackSaysToAskAgain(t *testing.T) {
 		t.Fatalf("create: %v %v", code, err)
 	}
 	cfg := Defaults() // the killed server refuses at once: its timeout is never waited out
-	svc, err := New(cfg, Deps{Shards: shards, Publisher: ackPublisher{}, Switches: configcenter.NewHolder(),
+	svc, err := New(cfg, Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Fault: func(point string) error {
 			if point == "after-publish" {
@@ -257,7 +239,7 @@ func TestNotFoundFloodSharesMarkerReads(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f := NewFence(shards, func(context.Context) ([]string, error) { return nil, nil }, prometheus.NewRegistry(), log)
 	f.Poll(ctx, pollWithin)
-	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: ackPublisher{}, Switches: configcenter.NewHolder(),
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: f})
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +290,7 @@ func TestConfirmOnALostShardIsUnavailable(t *testing.T) {
 	const lost = 6
 	c, shards, id, _, f := builtShardsWithPromotion(t, lost, nil)
 	rec := grabRecord{pin: "p", ip: "1.1.1.1", items: []flow.Item{{PromoID: id, Type: 1, Num: 1, Shard: lost}}}
-	pub := &recordingPublisher{}
+	pub := &grabtest.Publisher{}
 	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: pub, Record: rec, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Fence: f})
 	if err != nil {
@@ -336,7 +318,7 @@ func TestConfirmOnALostShardIsUnavailable(t *testing.T) {
 	if res, err := svc.Confirm(ctx, rid, "p"); err != nil || res.Result != Unavailable {
 		t.Fatalf("confirm while the shard is fenced: %+v %v; want UNAVAILABLE", res, err)
 	}
-	for _, e := range pub.events {
+	for _, e := range pub.Events() {
 		if e.Kind == flow.Confirm {
 			t.Fatalf("a CONFIRM was published from a lost shard: %+v", e)
 		}

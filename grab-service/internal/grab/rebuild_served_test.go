@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
@@ -57,7 +58,7 @@ func TestAGrabRightAfterARebuildExitsIsServed(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fence := NewFence(shards, db.PromotionKeys, prometheus.NewRegistry(), log)
 	go func() { _ = fence.Run(ctx, time.Second) }()
-	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: ackPublisher{}, Record: db, Switches: configcenter.NewHolder(),
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Record: db, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: fence})
 	if err != nil {
 		t.Fatal(err)

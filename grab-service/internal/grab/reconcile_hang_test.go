@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
@@ -30,14 +31,6 @@ func (h *hungRecord) GrabItems(ctx context.Context, _ string) (string, string, [
 	h.asked.Add(1)
 	<-ctx.Done()
 	return "", "", nil, ctx.Err()
-}
-
-// countingPublisher acknowledges and counts.
-type countingPublisher struct{ events atomic.Int32 }
-
-func (p *countingPublisher) Publish(_ context.Context, events ...flow.Event) error {
-	p.events.Add(int32(len(events)))
-	return nil
 }
 
 // A hung record must not stall the reconciler: a back-query waited for its answer
@@ -71,7 +64,7 @@ func TestReconcilerIsNotStalledByAHungRecord(t *testing.T) {
 	cfg := Defaults()
 	cfg.AnswerTimeout = 300 * time.Millisecond
 	rec := &hungRecord{}
-	pub := &countingPublisher{}
+	pub := &grabtest.Publisher{}
 	svc, err := New(cfg, Deps{Shards: shards, Publisher: pub, Record: rec, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -87,8 +80,8 @@ func TestReconcilerIsNotStalledByAHungRecord(t *testing.T) {
 	}()
 	select {
 	case st := <-done:
-		if st.Published != 1 || pub.events.Load() != 1 {
-			t.Fatalf("the owed CANCEL was not paid: %+v, %d events", st, pub.events.Load())
+		if st.Published != 1 || len(pub.Events()) != 1 {
+			t.Fatalf("the owed CANCEL was not paid: %+v, %d events", st, len(pub.Events()))
 		}
 		if st.Aborted != 0 || st.Committed != 0 {
 			t.Fatalf("a take was settled without the record's answer: %+v", st)

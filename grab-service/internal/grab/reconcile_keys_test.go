@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
@@ -38,7 +39,7 @@ func TestReconcilerVisitsTheListedPromotionsAndSweepsRarely(t *testing.T) {
 	clock := now
 	cfg := Defaults()
 	cfg.ReconcileSweepEvery = time.Minute
-	svc, err := New(cfg, Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
+	svc, err := New(cfg, Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Clock: func() time.Time { return clock }, PromotionKeys: keys})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/configcenter"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
@@ -96,7 +97,7 @@ func openTakes(t *testing.T, c *redis.Client, rid, pin string, keys []string, mi
 // reconciler is a Reconciler, and its Service, over shards for the reconciler tests.
 func reconciler(t *testing.T, shards []redis.UniversalClient, rec Record, clock func() time.Time, fault func(string) error) *Reconciler {
 	t.Helper()
-	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &countingPublisher{}, Switches: configcenter.NewHolder(),
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Clock: clock, Record: rec, Fault: fault})
 	if err != nil {

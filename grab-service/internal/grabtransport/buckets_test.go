@@ -71,7 +71,7 @@ func sum(xs []int64) (n int64) {
 func (e *env) grantedFrom(id string, l bucket.Layout) []int64 {
 	e.t.Helper()
 	out := make([]int64, l.K)
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		for _, it := range ev.Items {
 			if it.PromoID != id {
 				continue
@@ -137,7 +137,7 @@ func TestBucketedSaleSellsOutExactly(t *testing.T) {
 	if got := e.grantedFrom(id, l); fmt.Sprint(got) != fmt.Sprint(shares) {
 		t.Errorf("granted by bucket (events) %v, want the shares %v", got, shares)
 	}
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.Kind == flow.Grab && ev.Items[0].Bucket != bucket.Home(ev.Pin, k) {
 			fellOver.Add(1)
 		}
@@ -221,7 +221,7 @@ func TestBucketedCancelReturnsToItsBucket(t *testing.T) {
 	if a := e.grab(grabBody("c-1", "carol", "10.3.0.1", id, 3)); a.res.Result != grab.Granted {
 		t.Fatalf("grab: %d %s", a.status, a.raw)
 	}
-	from := e.pub.events()[0].Items[0].Bucket
+	from := e.pub.Events()[0].Items[0].Bucket
 	mid, pins, ips := e.buckets(id, l)
 	if mid[from] != before[from]-3 || sum(mid) != sum(before)-3 || pins["carol"] != 3 || ips["10.3.0.1"] != 3 {
 		t.Fatalf("after the grab: remaining %v (from bucket %d), pin %d, ip %d", mid, from, pins["carol"], ips["10.3.0.1"])
@@ -233,7 +233,7 @@ func TestBucketedCancelReturnsToItsBucket(t *testing.T) {
 	if fmt.Sprint(after) != fmt.Sprint(before) || pins["carol"] != 0 || ips["10.3.0.1"] != 0 {
 		t.Fatalf("after the cancel: remaining %v, want %v; pin %d ip %d, want 0", after, before, pins["carol"], ips["10.3.0.1"])
 	}
-	evs := e.pub.events()
+	evs := e.pub.Events()
 	if len(evs) != 2 || evs[1].Kind != flow.Cancel || evs[1].Items[0].Bucket != from {
 		t.Fatalf("events %+v, want the GRAB and a CANCEL of bucket %d", evs, from)
 	}
@@ -296,7 +296,7 @@ func TestBucketedCrashBeforePublishIsReturned(t *testing.T) {
 	if sum(remaining) != 16 || pins[pin] != 0 || ips["10.5.0.1"] != 0 {
 		t.Fatalf("after reconcile: remaining %v, pin %d, ip %d", remaining, pins[pin], ips["10.5.0.1"])
 	}
-	evs := e.pub.events()
+	evs := e.pub.Events()
 	if len(evs) != 1 || evs[0].Kind != flow.Cancel || evs[0].Items[0].Buckets != 8 || evs[0].Items[0].Bucket != bucket.Home(pin, 8) {
 		t.Fatalf("events %+v, want one CANCEL naming the pin's home bucket of 8", evs)
 	}
@@ -319,7 +319,7 @@ func TestBucketedCrashAfterPublishIsCommitted(t *testing.T) {
 	if r := e.grab(grabBody("k-2", pin, "10.6.0.1", id, 2)); r.status != http.StatusInternalServerError {
 		t.Fatalf("the killed grab answered %d %s", r.status, r.raw)
 	}
-	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil { // the flow sink's part
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.Events()); err != nil { // the flow sink's part
 		t.Fatal(err)
 	}
 	e.pastDeadline()
@@ -369,7 +369,7 @@ func TestBucketedResendFollowsTheClaim(t *testing.T) {
 	if a := second.send("POST", "/v1/grab", checkoutToken, nil, body); a.res.Result != grab.Granted {
 		t.Fatalf("the resend after the claim's answer time: %d %s", a.status, a.raw)
 	}
-	if ev := second.pub.events(); len(ev) != 1 || ev[0].Items[0].Bucket != bucket.Home("hana", 4) {
+	if ev := second.pub.Events(); len(ev) != 1 || ev[0].Items[0].Bucket != bucket.Home("hana", 4) {
 		t.Fatalf("events %+v, want one GRAB from the claim's bucket (the pin's home)", ev)
 	}
 	if c := second.send("POST", "/v1/grab/"+rid+"/cancel", checkoutToken, nil, map[string]any{"pin": "hana"}); c.res.Result != grab.Returned {

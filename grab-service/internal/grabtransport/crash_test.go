@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
@@ -81,7 +82,7 @@ func TestCrashBeforePublishIsReturned(t *testing.T) {
 	if s := e.ledger(id, "c-1").State; s != lua.LedgerAbortRecorded {
 		t.Fatalf("ledger state %s, want X", s)
 	}
-	evs := e.pub.events()
+	evs := e.pub.Events()
 	if len(evs) != 1 || evs[0].Kind != flow.Cancel || evs[0].Reason != "ROLLBACK" {
 		t.Fatalf("events %+v, want one CANCEL ROLLBACK", evs)
 	}
@@ -97,7 +98,7 @@ func TestCrashAfterPublishIsCommittedFromTheRecord(t *testing.T) {
 	e := newEnv(t, crashAt("after-publish"))
 	id := e.promotion("crash-b", spec{total: 5})
 	e.grab(grabBody("c-2", "bob", "10.8.0.2", id, 1))
-	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil { // the flow sink's write
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.Events()); err != nil { // the flow sink's write
 		t.Fatal(err)
 	}
 	e.pastDeadline()
@@ -123,7 +124,7 @@ func TestPendingTakeWithARecordedCancelIsReturned(t *testing.T) {
 	id := e.promotion("crash-d", spec{total: 5})
 	e.grab(grabBody("d-1", "dora", "10.8.0.4", id, 1))
 	e.grab(grabBody("d-2", "dan", "10.8.0.5", id, 2))
-	grabs := e.pub.events()
+	grabs := e.pub.Events()
 	if _, err := e.db.InsertFlows(ctx, grabs); err != nil { // the flow sink's write
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestPendingTakeWithARecordedCancelIsReturned(t *testing.T) {
 	if h := e.hash(id); h.Remaining != 5 {
 		t.Fatalf("remaining %d after both takes were returned, want 5", h.Remaining)
 	}
-	if _, err := e.db.InsertFlows(ctx, e.pub.events()); err != nil { // the sink writes the reconciler's CANCELs
+	if _, err := e.db.InsertFlows(ctx, e.pub.Events()); err != nil { // the sink writes the reconciler's CANCELs
 		t.Fatal(err)
 	}
 	if _, err := e.db.SettleOwedCancels(ctx, time.Hour); err != nil {
@@ -172,7 +173,7 @@ func TestCrashAfterPublishWithLaggingRecordNetsOut(t *testing.T) {
 	if st := e.reconcile(); st.Aborted != 1 || st.Published != 1 {
 		t.Fatalf("reconcile: %+v, want one abort and its CANCEL", st)
 	}
-	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil {
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.Events()); err != nil {
 		t.Fatal(err)
 	}
 	granted, _ := e.db.GrantedByRecord(context.Background(), id, 1)
@@ -183,17 +184,14 @@ func TestCrashAfterPublishWithLaggingRecordNetsOut(t *testing.T) {
 
 // ackLost hands every publish to the broker and then, for the first GRAB, says it
 // failed: an acknowledgement lost after the broker wrote the event (a timeout).
-type ackLost struct {
-	inner grab.Publisher
-	once  atomic.Bool
-}
-
-func (a *ackLost) Publish(ctx context.Context, events ...flow.Event) error {
-	err := a.inner.Publish(ctx, events...)
-	if err == nil && events[0].Kind == flow.Grab && a.once.CompareAndSwap(false, true) {
-		return errors.New("kafka: request timed out (the broker wrote the batch)")
-	}
-	return err
+func ackLost(_ *grab.Config, d *grab.Deps) {
+	var once atomic.Bool
+	d.Publisher = &grabtest.Publisher{Next: d.Publisher, LoseAck: func(events []flow.Event) error {
+		if events[0].Kind == flow.Grab && once.CompareAndSwap(false, true) {
+			return errors.New("kafka: request timed out (the broker wrote the batch)")
+		}
+		return nil
+	}}
 }
 
 // The publish failed but the broker holds the GRAB (an ambiguous acknowledgement):
@@ -203,7 +201,7 @@ func (a *ackLost) Publish(ctx context.Context, events ...flow.Event) error {
 // The failure does not poison the refusal cache: the next buyer is granted.
 func TestAmbiguousAcknowledgementIsNettedOut(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, longCaches, func(_ *grab.Config, d *grab.Deps) { d.Publisher = &ackLost{inner: d.Publisher} })
+	e := newEnv(t, longCaches, ackLost)
 	id := e.promotion("ambiguous", spec{total: 5})
 	if r := e.grab(grabBody("amb-1", "alice", "10.15.0.1", id, 2)); r.status != http.StatusServiceUnavailable || r.res.Result != grab.Unavailable {
 		t.Fatalf("grab whose acknowledgement was lost: want 503 UNAVAILABLE, have %d %s", r.status, r.raw)
@@ -217,7 +215,7 @@ func TestAmbiguousAcknowledgementIsNettedOut(t *testing.T) {
 	st := e.reconcile() // publishes the CANCEL the abort owes
 
 	var kinds []flow.Kind // in the order the broker took them; the message key is the requestId
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.RequestID == e.rid("amb-1") {
 			kinds = append(kinds, ev.Kind)
 			if ev.Kind == flow.Cancel && ev.Reason != "ROLLBACK" {
@@ -231,7 +229,7 @@ func TestAmbiguousAcknowledgementIsNettedOut(t *testing.T) {
 	if st := e.ledger(id, "amb-1").State; st != lua.LedgerAbortRecorded {
 		t.Errorf("ledger state %q, want X (aborted, its CANCEL recorded)", st)
 	}
-	if _, err := e.db.InsertFlows(context.Background(), e.pub.events()); err != nil {
+	if _, err := e.db.InsertFlows(context.Background(), e.pub.Events()); err != nil {
 		t.Fatal(err)
 	}
 	granted, err := e.db.GrantedByRecord(context.Background(), id, 1)

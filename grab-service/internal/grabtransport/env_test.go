@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/grab-service/internal/app"
 	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/grab-service/internal/grabtransport"
 	"github.com/flashsale/platform/internal/apitest"
 	"github.com/flashsale/platform/internal/flow"
@@ -40,63 +40,6 @@ import (
 
 const checkoutToken = "test-checkout-token"
 
-// recorder keeps every event the broker acknowledged, in order.
-type recorder struct {
-	inner    grab.Publisher
-	inFlight atomic.Int64 // publishes waiting for Kafka's answer
-	mu       sync.Mutex
-	acked    []flow.Event
-	// before, when set, sees every event first; its error fails the publish, as
-	// Kafka's would.
-	before func(flow.Event) error
-}
-
-// refuse makes publishes of kind fail from now on ("": none).
-func (r *recorder) refuse(kind flow.Kind) {
-	r.intercept(func(e flow.Event) error {
-		if kind != "" && e.Kind == kind {
-			return fmt.Errorf("test: %s events refused", kind)
-		}
-		return nil
-	})
-}
-
-func (r *recorder) intercept(before func(flow.Event) error) {
-	r.mu.Lock()
-	r.before = before
-	r.mu.Unlock()
-}
-
-func (r *recorder) Publish(ctx context.Context, events ...flow.Event) error {
-	r.mu.Lock()
-	before := r.before
-	r.mu.Unlock()
-	for _, e := range events {
-		if before == nil {
-			break
-		}
-		if err := before(e); err != nil {
-			return err
-		}
-	}
-	r.inFlight.Add(1)
-	err := r.inner.Publish(ctx, events...)
-	r.inFlight.Add(-1)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.acked = append(r.acked, events...)
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *recorder) events() []flow.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]flow.Event(nil), r.acked...)
-}
-
 type env struct {
 	t        *testing.T
 	srv      *httptest.Server
@@ -105,7 +48,8 @@ type env struct {
 	rec      *grab.Reconciler // the reconciler of svc: tests run its passes
 	shards   []*redis.Client
 	kafka    *kfake.Cluster
-	pub      *recorder
+	pub      *grabtest.Publisher                    // Kafka's, recording what it acknowledged
+	before   atomic.Pointer[func(flow.Event) error] // see intercept
 	db       *store.Store
 	switches *configcenter.Holder
 	fence    *grab.Fence // nil but with appShards
@@ -115,6 +59,34 @@ type env struct {
 }
 
 type envOpt func(*grab.Config, *grab.Deps)
+
+// refuse makes publishes of kind fail from now on ("": none).
+func (e *env) refuse(kind flow.Kind) {
+	e.intercept(func(ev flow.Event) error {
+		if kind != "" && ev.Kind == kind {
+			return fmt.Errorf("test: %s events refused", kind)
+		}
+		return nil
+	})
+}
+
+// intercept has before see every event first from now on (nil: none); its error
+// fails the publish, as Kafka's would.
+func (e *env) intercept(before func(flow.Event) error) { e.before.Store(&before) }
+
+// intercepted is the publisher's Fail: the events through intercept's before.
+func (e *env) intercepted(_ context.Context, events []flow.Event) error {
+	before := e.before.Load()
+	if before == nil || *before == nil {
+		return nil
+	}
+	for _, ev := range events {
+		if err := (*before)(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // appShards runs the env on the app's own shard clients and fence, as main does:
 // they follow the switches' shardAddrs. (Other tests keep clients of their own,
@@ -149,7 +121,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	// metrics, and without the fence and the reconciler's promotion list: every
 	// pass sweeps the test's pending sets.
 	hook := func(c *grab.Config, d *grab.Deps, kafka grab.Publisher) {
-		e.pub = &recorder{inner: kafka}
+		e.pub = &grabtest.Publisher{Next: kafka, Fail: e.intercepted}
 		own, ownFence := d.Shards, d.Fence
 		d.Shards, d.Publisher, d.Clock, d.Fence, d.PromotionKeys = shards, e.pub, e.clock.Now, nil, nil
 		d.Metrics, d.Logger = grab.NewMetrics(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(io.Discard, nil))

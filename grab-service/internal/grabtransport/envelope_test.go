@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
@@ -74,7 +75,7 @@ func span(from, to int) []int {
 func (e *env) eventOf(kind flow.Kind, rid string) flow.Event {
 	e.t.Helper()
 	var found []flow.Event
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.Kind == kind && ev.RequestID == e.rid(rid) {
 			found = append(found, ev)
 		}
@@ -164,7 +165,7 @@ func TestPoolGrantsEveryEnvelopeOnce(t *testing.T) {
 	}
 	given := make([]int, total) // times each envelope was handed out by a grant's GRAB
 	grabs := 0
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		a, ok := granted[ev.RequestID]
 		if ev.Kind != flow.Grab || !ok {
 			continue
@@ -224,7 +225,7 @@ func TestPoolBesideARefusedItemTakesNothing(t *testing.T) {
 		if h, left := e.hash(id), e.poolLeft(id); h.Remaining != 5 || h.EnvLeft != amount || !slices.Equal(left, span(0, 5)) {
 			t.Fatalf("same shard %v: the pool after the refused grab: remaining %d, envLeft %d, left %v", same, h.Remaining, h.EnvLeft, left)
 		}
-		for _, ev := range e.pub.events() {
+		for _, ev := range e.pub.Events() {
 			if ev.RequestID == e.rid(rid) {
 				t.Fatalf("same shard %v: the refused grab published %+v", same, ev)
 			}
@@ -296,20 +297,13 @@ type faults struct {
 	failPublish, killAfterTake atomic.Bool
 }
 
-type failingPublisher struct {
-	grab.Publisher
-	fail *atomic.Bool
-}
-
-func (p failingPublisher) Publish(ctx context.Context, events ...flow.Event) error {
-	if p.fail.Load() {
-		return errors.New("the broker refuses (test)")
-	}
-	return p.Publisher.Publish(ctx, events...)
-}
-
 func (f *faults) opt(_ *grab.Config, d *grab.Deps) {
-	d.Publisher = failingPublisher{d.Publisher, &f.failPublish}
+	d.Publisher = &grabtest.Publisher{Next: d.Publisher, Fail: func(context.Context, []flow.Event) error {
+		if f.failPublish.Load() {
+			return errors.New("the broker refuses (test)")
+		}
+		return nil
+	}}
 	d.Fault = func(p string) error {
 		if p == "after-take" && f.killAfterTake.Load() {
 			return errKilled
@@ -393,20 +387,6 @@ func TestPoolHoldExpiryGivesTheEnvelopesBack(t *testing.T) {
 	}
 }
 
-// afterPublish runs then after Kafka acknowledged events.
-type afterPublish struct {
-	grab.Publisher
-	then func(events []flow.Event)
-}
-
-func (p afterPublish) Publish(ctx context.Context, events ...flow.Event) error {
-	err := p.Publisher.Publish(ctx, events...)
-	if err == nil {
-		p.then(events)
-	}
-	return err
-}
-
 // A take whose ledger entry is gone by its commit (its shard came back empty
 // after the GRAB was acknowledged) is rolled back by a CANCEL that names the
 // envelopes the take handed out: nothing in Redis owes it, and the record nets
@@ -424,7 +404,9 @@ func TestPoolRollbackOfAGoneEntryNamesItsEnvelopes(t *testing.T) {
 			}
 		}
 	}
-	e = newEnv(t, func(_ *grab.Config, d *grab.Deps) { d.Publisher = afterPublish{d.Publisher, forget} })
+	e = newEnv(t, func(_ *grab.Config, d *grab.Deps) {
+		d.Publisher = &grabtest.Publisher{Next: d.Publisher, After: forget}
+	})
 	id, parts := e.pool("pool-gone", 4, 400, 5, spec{})
 	if a := e.grab(grabBody("gone-1", "hank", "10.44.0.1", id, 2)); a.status != http.StatusServiceUnavailable || !strings.Contains(a.res.Message, "nothing was taken") {
 		t.Fatalf("grab whose entry went before its commit: %d %s", a.status, a.raw)

@@ -83,7 +83,7 @@ func TestSaleGrantsExactlyTotal(t *testing.T) {
 	if held != 500 {
 		t.Errorf("pins hold %d in Redis, want 500", held)
 	}
-	if grabs := countEvents(e.pub.events(), flow.Grab); grabs != 500 {
+	if grabs := countEvents(e.pub.Events(), flow.Grab); grabs != 500 {
 		t.Errorf("%d GRAB events acknowledged, want 500", grabs)
 	}
 }
@@ -182,7 +182,7 @@ func TestBrokerStoppedMidSale(t *testing.T) {
 	if h := e.hash(id); h.Remaining+granted.Load() != total {
 		t.Fatalf("remaining %d + granted answers %d != total %d", h.Remaining, granted.Load(), total)
 	}
-	if acked := countEvents(e.pub.events(), flow.Grab); int64(acked) < granted.Load() {
+	if acked := countEvents(e.pub.Events(), flow.Grab); int64(acked) < granted.Load() {
 		t.Errorf("%d GRAB events acknowledged for %d GRANTED answers", acked, granted.Load())
 	}
 }
@@ -228,7 +228,7 @@ func TestReplayCancelAndConflicts(t *testing.T) {
 	if r := e.cancel("never-granted", "alice"); r.status != http.StatusNotFound || r.err.Code != "NOT_FOUND" {
 		t.Fatalf("cancel of an unknown grab: want 404 NOT_FOUND, have %d %s", r.status, r.raw)
 	}
-	evs := e.pub.events()
+	evs := e.pub.Events()
 	if countEvents(evs, flow.Grab) != 1 || countEvents(evs, flow.Cancel) != 1 {
 		t.Fatalf("events: want one GRAB and one CANCEL, have %+v", evs)
 	}

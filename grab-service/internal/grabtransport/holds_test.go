@@ -35,7 +35,7 @@ func (e *env) confirm(rid, pin string) answer {
 // expiredCancels counts the CANCEL events with reason PAYMENT_EXPIRED, by requestId.
 func (e *env) expiredCancels() map[string]int {
 	n := map[string]int{}
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.Kind == flow.Cancel && ev.Reason == "PAYMENT_EXPIRED" {
 			n[ev.RequestID]++
 		}
@@ -151,7 +151,7 @@ func TestHoldsReturnedOnceAcrossPassesAndCrashes(t *testing.T) {
 	if h := e.hash(id); h.Remaining != n+1 {
 		t.Fatalf("remaining %d after every hold ran out, want %d", h.Remaining, n+1)
 	}
-	if _, err := e.db.InsertFlows(ctx, e.pub.events()); err != nil {
+	if _, err := e.db.InsertFlows(ctx, e.pub.Events()); err != nil {
 		t.Fatal(err)
 	}
 	if granted, err := e.db.GrantedByRecord(ctx, id, 1); err != nil || granted != 0 {
@@ -231,7 +231,7 @@ func TestHoldsInTheRecord(t *testing.T) {
 	}
 	openUntil := deadline("open")
 	confirms := map[string]int{}
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		switch {
 		case ev.Kind == flow.Grab && ev.RequestID == e.rid("open") && ev.HoldUntil != openUntil:
 			t.Errorf("the GRAB of open carries holdUntil %d; its hold's deadline is %d", ev.HoldUntil, openUntil)
@@ -246,7 +246,7 @@ func TestHoldsInTheRecord(t *testing.T) {
 	}
 	// Every event into the record, twice (a redelivery changes nothing).
 	for range 2 {
-		if _, err := e.db.InsertFlows(ctx, e.pub.events()); err != nil {
+		if _, err := e.db.InsertFlows(ctx, e.pub.Events()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -284,7 +284,7 @@ func TestConfirmNotAcknowledgedKeepsTheHold(t *testing.T) {
 		return e.shard(promo.RequestIndexKey(e.rid(rid))).ZScore(ctx, e.cfg.HoldsKey, e.rid(rid)).Result()
 	}
 	before, _ := holds("late")
-	e.pub.refuse(flow.Confirm)
+	e.refuse(flow.Confirm)
 	for _, rid := range []string{"late", "retry"} {
 		if a := e.confirm(rid, "pin-"+rid); a.status != http.StatusServiceUnavailable || a.res.Result != grab.Unavailable {
 			t.Fatalf("confirm of %s with its CONFIRM refused: %d %s, want 503 UNAVAILABLE", rid, a.status, a.raw)
@@ -293,7 +293,7 @@ func TestConfirmNotAcknowledgedKeepsTheHold(t *testing.T) {
 			t.Fatalf("the hold of %s after a refused confirm: %v %v, want it back at %v", rid, after, err, before)
 		}
 	}
-	e.pub.refuse("")
+	e.refuse("")
 	if a := e.confirm("retry", "pin-retry"); a.res.Result != grab.Confirmed {
 		t.Fatalf("the retried confirm: %s", a.raw)
 	}
@@ -321,7 +321,7 @@ func TestConcurrentConfirmsKeepTheAcknowledgedOne(t *testing.T) {
 	e.heldGrab(t, "slow", "pin-slow", id, 60)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var first sync.Once
-	e.pub.intercept(func(ev flow.Event) error {
+	e.intercept(func(ev flow.Event) error {
 		isFirst := false
 		if ev.Kind == flow.Confirm {
 			first.Do(func() { isFirst = true })
@@ -354,7 +354,7 @@ func TestConcurrentConfirmsKeepTheAcknowledgedOne(t *testing.T) {
 		t.Fatalf("a pass past the hold returned %d; the grant was confirmed", n)
 	}
 
-	e.pub.intercept(nil)
+	e.intercept(nil)
 	e.heldGrab(t, "cancelled", "pin-cancelled", id, 60)
 	if a := e.cancel("cancelled", "pin-cancelled"); a.res.Result != grab.Returned {
 		t.Fatalf("cancel: %s", a.raw)
@@ -362,7 +362,7 @@ func TestConcurrentConfirmsKeepTheAcknowledgedOne(t *testing.T) {
 	if a := e.confirm("cancelled", "pin-cancelled"); a.status != http.StatusConflict || a.res.Result != grab.AlreadyReturned {
 		t.Fatalf("confirm of a cancelled grant: %d %s, want 409 ALREADY_RETURNED", a.status, a.raw)
 	}
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.Kind == flow.Confirm && ev.RequestID == e.rid("cancelled") {
 			t.Fatal("a CONFIRM of a cancelled grant was published")
 		}

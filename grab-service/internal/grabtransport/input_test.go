@@ -91,7 +91,7 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	if h := e.hash(id); h.Remaining != 10 || h.WinCount != 0 {
 		t.Fatalf("bad input changed the promotion: %+v", h)
 	}
-	if n := len(e.pub.events()); n != 0 {
+	if n := len(e.pub.Events()); n != 0 {
 		t.Fatalf("bad input published %d events", n)
 	}
 	if r := e.grab(good(func(map[string]any) {})); r.status != http.StatusOK {

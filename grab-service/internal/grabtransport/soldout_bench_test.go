@@ -17,7 +17,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/grab-service/internal/grabendpoint"
-	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/grab-service/internal/grabtest"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
@@ -44,7 +44,7 @@ func BenchmarkSoldOutAnswer(b *testing.B) {
 	}
 	reg := prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	service, err := grab.New(grab.Defaults(), grab.Deps{Shards: shards, Publisher: acknowledged{}, Switches: configcenter.NewHolder(),
+	service, err := grab.New(grab.Defaults(), grab.Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Switches: configcenter.NewHolder(),
 		Metrics: grab.NewMetrics(reg), Logger: log, Clock: time.Now})
 	if err != nil {
 		b.Fatal(err)
@@ -102,9 +102,3 @@ func BenchmarkSoldOutAnswer(b *testing.B) {
 		})
 	}
 }
-
-// acknowledged is a Publisher whose every event is acknowledged at once: the one
-// grant the benchmark makes needs no broker.
-type acknowledged struct{}
-
-func (acknowledged) Publish(context.Context, ...flow.Event) error { return nil }

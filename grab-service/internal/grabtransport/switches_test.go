@@ -250,7 +250,7 @@ func TestSwitchGrabEnabledFlipMidLoad(t *testing.T) {
 	}
 	granted := l.grants(id) + probeGrants
 	e.settled(id, total, granted)
-	if n := countEvents(e.pub.events(), flow.Grab); n != granted {
+	if n := countEvents(e.pub.Events(), flow.Grab); n != granted {
 		t.Fatalf("%d GRAB events for %d grants", n, granted)
 	}
 
@@ -449,7 +449,7 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 		return err == nil && in
 	})
 	// Grabs that began before the flip finish on Kafka; after it nothing new goes there.
-	testenv.Within(t, 20*time.Second, "publishes begun before the flip answered", func() bool { return e.pub.inFlight.Load() == 0 })
+	testenv.Within(t, 20*time.Second, "publishes begun before the flip answered", func() bool { return e.pub.InFlight() == 0 })
 	e.kafka.Close()
 	l.markNow()
 	testenv.Within(t, 30*time.Second, "grants with the broker stopped", func() bool { return l.grantedAfter.Load() >= 50 })
@@ -466,7 +466,7 @@ func TestSwitchKafkaDegradeWithBrokerStopped(t *testing.T) {
 
 	// The flow sink writes what Kafka acknowledged before the flip (and may
 	// redeliver it): the log then holds every grant, each exactly once.
-	kafkaEvents := e.pub.events()
+	kafkaEvents := e.pub.Events()
 	for range 2 {
 		if _, err := e.db.InsertFlows(ctx, kafkaEvents); err != nil {
 			t.Fatal(err)
@@ -511,7 +511,7 @@ func TestSwitchDegradeRateFactor(t *testing.T) {
 	if answers[grab.Granted] != 5 || answers[grab.RateLimited] != 3 {
 		t.Fatalf("rate limit 10 per window at factor 0.5: %v, want 5 granted and 3 limited", answers)
 	}
-	if n := len(e.pub.events()); n != 0 {
+	if n := len(e.pub.Events()); n != 0 {
 		t.Fatalf("%d events went to Kafka while degraded", n)
 	}
 	if recorded, _ := e.db.GrantedByRecord(context.Background(), id, 1); recorded != 5 {
@@ -689,7 +689,7 @@ func TestDegradedCancelOfAGrabStillInKafka(t *testing.T) {
 		t.Fatalf("cancel g1: %d %s", a.status, a.raw)
 	}
 	var order []string
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.RequestID == e.rid("g1") {
 			order = append(order, string(ev.Kind))
 		}
@@ -714,7 +714,7 @@ func TestDegradedCancelOfAGrabStillInKafka(t *testing.T) {
 		t.Fatalf("g2's CANCEL should still be owed: %+v", e.ledger(id, "g2"))
 	}
 	// The sink brings what Kafka holds into MySQL (GRAB g1, GRAB g2, CANCEL g1) ...
-	if _, err := e.db.InsertFlows(ctx, e.pub.events()); err != nil {
+	if _, err := e.db.InsertFlows(ctx, e.pub.Events()); err != nil {
 		t.Fatal(err)
 	}
 	// ... and now the owed CANCEL goes straight to MySQL.
@@ -752,7 +752,7 @@ func TestCancelKafkaRefusesIsRecordedInMySQL(t *testing.T) {
 	e.grantEach(t, id, "10.5.0.1", "g1", "g2")
 	// The sink has written g1's GRAB; g2's is still in Kafka.
 	var g1 []flow.Event
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.RequestID == e.rid("g1") {
 			g1 = append(g1, ev)
 		}
@@ -779,7 +779,7 @@ func TestCancelKafkaRefusesIsRecordedInMySQL(t *testing.T) {
 	}
 	// A copy of g2's debt is kept in the record: once the sink has written g2's GRAB
 	// it can be settled there, even if the shard (and the debt in it) were lost.
-	for _, ev := range e.pub.events() {
+	for _, ev := range e.pub.Events() {
 		if ev.RequestID == e.rid("g2") {
 			if _, err := e.db.InsertFlows(ctx, []flow.Event{ev}); err != nil {
 				t.Fatal(err)
@@ -816,10 +816,10 @@ func TestDegradedRollbackOfAnOrphanTake(t *testing.T) {
 	if st := e.reconcile(); st.Aborted != 1 || st.Published != 1 {
 		t.Fatalf("reconcile: %+v, want one abort and its CANCEL", st)
 	}
-	if n := countEvents(e.pub.events(), flow.Cancel); n != 1 {
+	if n := countEvents(e.pub.Events(), flow.Cancel); n != 1 {
 		t.Fatalf("%d CANCEL events on Kafka, want the rollback's", n)
 	}
-	if _, err := e.db.InsertFlows(ctx, e.pub.events()); err != nil { // the sink skips the orphan CANCEL
+	if _, err := e.db.InsertFlows(ctx, e.pub.Events()); err != nil { // the sink skips the orphan CANCEL
 		t.Fatal(err)
 	}
 	recorded, _ := e.db.GrantedByRecord(ctx, id, 1)
