@@ -68,12 +68,34 @@ func TestConsoleEndToEnd(t *testing.T) {
 
 	id := "console-" + testenv.Suffix()
 	key := promo.Key(id, 1)
-	shard := shards[ring.Default.Shard(key)]
-	row := fmt.Sprintf(`tr[data-key="%s/1"]`, id)
+	c := &consoleRun{e: e, b: b, file: file, id: id, key: key, shard: shards[ring.Default.Shard(key)],
+		row: fmt.Sprintf(`tr[data-key="%s/1"]`, id)}
+	c.signIn()
+	c.switchesView()
+	c.create()
+	c.load()
+	c.patch()
+	c.stop()
+	c.deleteAndSignOut()
+}
 
+// buyers is how many grabs TestConsoleEndToEnd's load makes.
+const buyers = 240
+
+// consoleRun is TestConsoleEndToEnd's promotion id on its shard, clicked
+// through the console in b; row selects the promotion's row of the list.
+type consoleRun struct {
+	e                  *admintest.Env
+	b                  *browser
+	file, id, key, row string
+	shard              *redis.Client
+}
+
+func (c *consoleRun) signIn() {
+	b, id := c.b, c.id
 	// Sign in: an unknown token is refused with the API's message, a viewer may
 	// read but not create.
-	b.run("open the console", chromedp.Navigate(e.Server.URL+"/console/"))
+	b.run("open the console", chromedp.Navigate(c.e.Server.URL+"/console/"))
 	b.waitFor(30*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
 	b.fill("#token", "not-a-token")
 	b.click(`#sign-in button[type="submit"]`)
@@ -101,6 +123,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 		b.fail("sessionStorage holds %q, want the token signed in with", stored)
 	}
 
+}
+
+func (c *consoleRun) switchesView() {
+	b, file := c.b, c.file
 	// The switches view shows the document in force.
 	sum := md5.Sum([]byte(switchesDoc))
 	b.waitText(15*time.Second, "#switches-facts", func(s string) bool { return strings.Contains(s, hex.EncodeToString(sum[:])) },
@@ -113,6 +139,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 	}
 	b.screenshot("01-signed-in")
 
+}
+
+func (c *consoleRun) create() {
+	b, id, row := c.b, c.id, c.row
 	// Create: the API's message appears next to the field it names, and nothing is created.
 	b.fill(`#create-form [name="promoId"]`, id)
 	b.fill(`#create-form [name="title"]`, "Singles' Day rice cooker")
@@ -123,7 +153,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		b.fail("the refused field is not marked invalid")
 	}
 	b.screenshot("02-create-refused")
-	if r := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.AdminToken, nil); r.Status != http.StatusNotFound {
+	if r := c.e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.AdminToken, nil); r.Status != http.StatusNotFound {
 		b.fail("a refused create created something: %s", r)
 	}
 
@@ -138,8 +168,11 @@ func TestConsoleEndToEnd(t *testing.T) {
 		b.fail("the error of the refused create is still shown: %q", s)
 	}
 
+}
+
+func (c *consoleRun) load() {
+	b, id, key, row, shard := c.b, c.id, c.key, c.row, c.shard
 	// Load: grabs straight into Redis; the page's live counter falls with them.
-	const buyers = 240
 	done := make(chan error, 1)
 	go func() { done <- grab(context.Background(), shard, key, id, buyers, 25*time.Millisecond) }()
 	var seen []int64 // the distinct values the page showed, in order
@@ -169,11 +202,15 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.waitTextIs(15*time.Second, row+` [data-cell="remaining"]`, want)
 	b.waitTextIs(15*time.Second, "#detail-remaining", want)
 	b.waitTextIs(15*time.Second, "#detail-granted", fmt.Sprint(buyers))
-	if p := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil).Promotion(); p.Remaining != 1000-buyers {
+	if p := c.e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil).Promotion(); p.Remaining != 1000-buyers {
 		b.fail("the API reads remaining %d", p.Remaining)
 	}
 	b.waitTextIs(15*time.Second, row+` [data-cell="rate"]`, "0.0") // the load is over
 
+}
+
+func (c *consoleRun) patch() {
+	b, id, row := c.b, c.id, c.row
 	// Patch: below what is granted is refused next to total; a valid total applies.
 	b.fill("#patch-total", "100")
 	b.click(`#patch-form button[type="submit"]`)
@@ -194,6 +231,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 		b.fail("the history shows %d entries after a create and a patch (one refused), want 2", n)
 	}
 
+}
+
+func (c *consoleRun) stop() {
+	b, id, key, row, shard := c.b, c.id, c.key, c.row, c.shard
 	// Stop: the page shows STOPPED, and grabs are refused from then on.
 	b.click("#stop-open")
 	b.waitFor(15*time.Second, "the stop dialog", func() bool { return b.visible("#stop-dialog") })
@@ -206,7 +247,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.waitText(15*time.Second, "#detail-history li:first-child", func(s string) bool {
 		return strings.Contains(s, "STOP by test-merchandiser (merchandiser): state ACTIVE → STOPPED")
 	}, "the stop first in the history")
-	if p := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil).Promotion(); p.State != promo.Stopped {
+	if p := c.e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.ViewerToken, nil).Promotion(); p.State != promo.Stopped {
 		b.fail("the API shows state %s after the page stopped it", p.State)
 	}
 	rep, err := lua.Grab(context.Background(), shard, grabCall(key, id+"-late", "late-buyer"))
@@ -221,6 +262,10 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.waitTextIs(time.Second, row+` [data-cell="remaining"]`, "1,260")
 	b.screenshot("04-stopped")
 
+}
+
+func (c *consoleRun) deleteAndSignOut() {
+	b, id, row := c.b, c.id, c.row
 	// Delete: the row leaves the list and the API no longer has the promotion.
 	b.click("#delete-open")
 	b.waitFor(15*time.Second, "the delete dialog", func() bool { return b.visible("#delete-dialog") })
@@ -230,7 +275,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	if b.visible("#detail") {
 		b.fail("the detail of a deleted promotion is still shown")
 	}
-	if r := e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.AdminToken, nil); r.Status != http.StatusNotFound {
+	if r := c.e.Do(http.MethodGet, "/v1/promotions/"+id+"/1", admintest.AdminToken, nil); r.Status != http.StatusNotFound {
 		b.fail("the API still has the deleted promotion: %s", r)
 	}
 
