@@ -57,7 +57,7 @@ const MaxHistory = 200
 
 // History is the promotion's audit trail, newest first, at most limit entries
 // (1..MaxHistory).
-func (s *Store) History(ctx context.Context, id ID, limit int) ([]AuditEntry, error) {
+func (s *Promotions) History(ctx context.Context, id ID, limit int) ([]AuditEntry, error) {
 	limit = min(max(limit, 1), MaxHistory)
 	var rows []struct {
 		At     time.Time `db:"at"`

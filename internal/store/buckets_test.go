@@ -32,7 +32,7 @@ func TestPromotionKeysListEveryBucket(t *testing.T) {
 	create(t, s, plain, at)
 	pending := spec("NEW", 30)
 	pending.Buckets = 3
-	if err := s.Insert(ctx, store.NewPromotion(pending, promo.Active, at)); err != nil {
+	if err := s.Promotions.Insert(ctx, store.NewPromotion(pending, promo.Active, at)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -40,7 +40,7 @@ func TestPromotionKeysListEveryBucket(t *testing.T) {
 	newKeys := bucket.Keys(ring.Default, promo.Key("NEW", 1), 3)
 	want := slices.Concat(hotKeys, newKeys, []string{promo.Key("PLAIN", 1)})
 	slices.Sort(want)
-	all, err := s.PromotionKeys(ctx)
+	all, err := s.Keys.PromotionKeys(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPromotionKeysListEveryBucket(t *testing.T) {
 	if !slices.Equal(all, want) {
 		t.Errorf("PromotionKeys: %v, want %v", all, want)
 	}
-	recent, err := s.PromotionKeysEndingAfter(ctx, at)
+	recent, err := s.Keys.PromotionKeysEndingAfter(ctx, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestPromotionKeysListEveryBucket(t *testing.T) {
 	if !slices.Equal(recent, want) {
 		t.Errorf("PromotionKeysEndingAfter: %v, want %v", recent, want)
 	}
-	ended, err := s.PromotionKeysEndedBetween(ctx, at, time.Now())
+	ended, err := s.Keys.PromotionKeysEndedBetween(ctx, at, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestPromotionKeysListEveryBucket(t *testing.T) {
 		t.Errorf("PromotionKeysEndedBetween: %v, want %v", ended, want)
 	}
 
-	changes, err := s.PendingChanges(ctx)
+	changes, err := s.Rebuild.PendingChanges(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestFlowCountersByBucket(t *testing.T) {
 		inBucket(flow.Cancel, "fc-2", 2, 2), inBucket(flow.Grab, "fc-4", 4, 3),
 		flowEvent(flow.Grab, "plain-1", "fc-plain", 2), flowEvent(flow.Grab, "plain-2", "fc-plain", 1), flowEvent(flow.Cancel, "plain-1", "fc-plain", 2),
 	}
-	if _, err := s.InsertFlows(ctx, events); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -101,7 +101,7 @@ func TestFlowCountersByBucket(t *testing.T) {
 		{"fc", 10, 2, map[int]int64{0: 3, 2: 1, 3: 4}},
 		{"fc-plain", 3, 2, map[int]int64{0: 1}},
 	} {
-		fc, err := s.FlowCounters(ctx, store.ID{PromoID: c.promoID, Type: 1})
+		fc, err := s.Rebuild.FlowCounters(ctx, store.ID{PromoID: c.promoID, Type: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -104,16 +104,16 @@ func ReadEnvelopeSplit(ctx context.Context, db sqlx.QueryerContext, id ID) (spli
 }
 
 // EnvelopeSplit is ReadEnvelopeSplit on the store's connections.
-func (s *Store) EnvelopeSplit(ctx context.Context, id ID) (EnvelopeSplit, bool, error) {
-	return ReadEnvelopeSplit(ctx, s.db, id)
+func (r *Rebuild) EnvelopeSplit(ctx context.Context, id ID) (EnvelopeSplit, bool, error) {
+	return ReadEnvelopeSplit(ctx, r.db, id)
 }
 
 // EnvelopeParts is the split of the pool id as created: the amount of every
 // envelope, in idx order (the order they are handed out in). It is what a pool's
 // Redis create writes, so that Redis holds exactly the record's split. ErrNoParts
 // when there is none; an error when the rows are not idx 0..n-1.
-func (s *Store) EnvelopeParts(ctx context.Context, id ID) ([]int64, error) {
-	split, ok, err := s.EnvelopeSplit(ctx, id)
+func (s *Promotions) EnvelopeParts(ctx context.Context, id ID) ([]int64, error) {
+	split, ok, err := ReadEnvelopeSplit(ctx, s.db, id)
 	if err != nil {
 		return nil, err
 	}

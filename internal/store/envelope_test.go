@@ -45,39 +45,39 @@ func TestPoolRowAndItsSplit(t *testing.T) {
 	}
 	parts[0], parts[n-1] = 399, 401
 	p := store.NewPromotion(sp, promo.Active, at)
-	if err := s.InsertPool(ctx, p, parts); err != nil {
+	if err := s.Promotions.InsertPool(ctx, p, parts); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.EnvelopeParts(ctx, p.ID())
+	got, err := s.Promotions.EnvelopeParts(ctx, p.ID())
 	if err != nil || !slices.Equal(got, parts) {
 		t.Fatalf("parts read back: %d of them (err %v), want the %d written in order", len(got), err, n)
 	}
-	row, err := s.Row(ctx, p.ID())
+	row, err := s.Promotions.Row(ctx, p.ID())
 	if err != nil || row.Spec.Envelope == nil || *row.Spec.Envelope != (promo.Envelope{Amount: 1_000_000, MinAmount: 7}) ||
 		row.Pending == nil || row.Pending.Spec.Envelope == nil || row.Pending.Spec.Envelope.Amount != 1_000_000 {
 		t.Fatalf("the row's envelope: %+v (err %v)", row, err)
 	}
 
-	if err := s.Discard(ctx, p.ID(), 1); err != nil {
+	if err := s.Promotions.Discard(ctx, p.ID(), 1); err != nil {
 		t.Fatal(err)
 	}
 	if c := countParts(t, s, "POOL"); c != 0 {
 		t.Errorf("a discarded create left %d parts", c)
 	}
-	if _, err := s.EnvelopeParts(ctx, p.ID()); !errors.Is(err, store.ErrNoParts) {
+	if _, err := s.Promotions.EnvelopeParts(ctx, p.ID()); !errors.Is(err, store.ErrNoParts) {
 		t.Errorf("parts of a discarded pool: want ErrNoParts, have %v", err)
 	}
 
 	// Created again and committed: the row, Get and the list show the pool.
 	create(t, s, spec("PLAIN", 5), at)
 	p = store.NewPromotion(sp, promo.Active, at)
-	if err := s.InsertPool(ctx, p, parts); err != nil {
+	if err := s.Promotions.InsertPool(ctx, p, parts); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Promote(ctx, p.ID(), 1, at); err != nil {
+	if _, err := s.Promotions.Promote(ctx, p.ID(), 1, at); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Get(ctx, p.ID()); err != nil || got.Spec.Envelope == nil || got.RemainingAmount != 1_000_000 {
+	if got, err := s.Promotions.Get(ctx, p.ID()); err != nil || got.Spec.Envelope == nil || got.RemainingAmount != 1_000_000 {
 		t.Errorf("get: %+v (err %v)", got, err)
 	}
 }
@@ -98,10 +98,10 @@ func TestInsertRefusesPartsThatAreNotTheSplit(t *testing.T) {
 		{"parts of no pool", spec("C", 2), []int64{1, 1}},
 	} {
 		p := store.NewPromotion(c.spec, promo.Active, time.Now())
-		if err := s.InsertPool(ctx, p, c.parts); err == nil {
+		if err := s.Promotions.InsertPool(ctx, p, c.parts); err == nil {
 			t.Errorf("%s: accepted", c.name)
 		}
-		if _, err := s.Row(ctx, p.ID()); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Promotions.Row(ctx, p.ID()); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: a row was written (%v)", c.name, err)
 		}
 		if n := countParts(t, s, c.spec.PromoID); n != 0 {
@@ -125,11 +125,11 @@ func TestFailedPoolInsertLeavesNoParts(t *testing.T) {
 		parts[i] = 1
 	}
 	p := store.NewPromotion(poolSpec("X", 2500, 2500, 1), promo.Active, time.Now())
-	err := s.InsertPool(ctx, p, parts)
+	err := s.Promotions.InsertPool(ctx, p, parts)
 	if err == nil || errors.Is(err, store.ErrExists) {
 		t.Fatalf("insert over a stray part: want an error other than ErrExists, have %v", err)
 	}
-	if _, err := s.Row(ctx, p.ID()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Promotions.Row(ctx, p.ID()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the row outlived its failed transaction (%v)", err)
 	}
 	if n := countParts(t, s, "X"); n != 1 {
@@ -145,10 +145,10 @@ func TestListShowsThePoolsAmountLeftByTheRecord(t *testing.T) {
 	s := open(t)
 	at := time.Now()
 	p := store.NewPromotion(poolSpec("P", 4, 100, 10), promo.Active, at)
-	if err := s.InsertPool(ctx, p, []int64{10, 40, 20, 30}); err != nil {
+	if err := s.Promotions.InsertPool(ctx, p, []int64{10, 40, 20, 30}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Promote(ctx, p.ID(), 1, at); err != nil {
+	if _, err := s.Promotions.Promote(ctx, p.ID(), 1, at); err != nil {
 		t.Fatal(err)
 	}
 	create(t, s, spec("Q", 4), at)
@@ -164,7 +164,7 @@ func TestListShowsThePoolsAmountLeftByTheRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	page, err := s.List(ctx, store.ListQuery{Now: at, Limit: 10})
+	page, err := s.Promotions.List(ctx, store.ListQuery{Now: at, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestListShowsThePoolsAmountLeftByTheRecord(t *testing.T) {
 	if seen != 2 {
 		t.Errorf("listed %d of the 2 promotions", seen)
 	}
-	if got, err := s.Get(ctx, p.ID()); err != nil || got.RemainingAmount != 50 {
+	if got, err := s.Promotions.Get(ctx, p.ID()); err != nil || got.RemainingAmount != 50 {
 		t.Errorf("get: amount left %d (err %v), want 50", got.RemainingAmount, err)
 	}
 }
@@ -200,7 +200,7 @@ func TestEnvelopeSplitReadsBackOrRefusesAGap(t *testing.T) {
 	s := open(t)
 	at := time.Now()
 	p := store.NewPromotion(poolSpec("SPLIT", 3, 60, 10), promo.Active, at)
-	if err := s.InsertPool(ctx, p, []int64{10, 20, 30}); err != nil {
+	if err := s.Promotions.InsertPool(ctx, p, []int64{10, 20, 30}); err != nil {
 		t.Fatal(err)
 	}
 	create(t, s, spec("NOPOOL", 3), at)
@@ -209,17 +209,17 @@ func TestEnvelopeSplitReadsBackOrRefusesAGap(t *testing.T) {
 		t.Fatalf("split: %+v ok %v (err %v)", split, ok, err)
 	}
 	for _, id := range []store.ID{{PromoID: "NOPOOL", Type: 1}, {PromoID: "ABSENT", Type: 1}} {
-		if _, ok, err := s.EnvelopeSplit(ctx, id); ok || err != nil {
+		if _, ok, err := s.Rebuild.EnvelopeSplit(ctx, id); ok || err != nil {
 			t.Errorf("%s: ok %v, %v; want no split", id, ok, err)
 		}
 	}
 	if _, err := s.DB().Exec(`DELETE FROM promotion_envelope WHERE promo_id = 'SPLIT' AND idx = 1`); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.EnvelopeSplit(ctx, p.ID()); err == nil || !strings.Contains(err.Error(), "gap") {
+	if _, _, err := s.Rebuild.EnvelopeSplit(ctx, p.ID()); err == nil || !strings.Contains(err.Error(), "gap") {
 		t.Errorf("a split with a gap: %v; want an error naming the gap", err)
 	}
-	if _, err := s.EnvelopeParts(ctx, p.ID()); err == nil || errors.Is(err, store.ErrNoParts) {
+	if _, err := s.Promotions.EnvelopeParts(ctx, p.ID()); err == nil || errors.Is(err, store.ErrNoParts) {
 		t.Errorf("EnvelopeParts of a split with a gap: %v; want an error other than ErrNoParts", err)
 	}
 }

@@ -13,46 +13,35 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 )
 
+// Flows is the flow log, grab_flow, with the tables its writes carry along: the
+// holds (grab_hold, written in InsertFlows' transaction) and the owed CANCELs
+// (owed_cancel, settled into the log by InsertFlows).
+type Flows struct {
+	db    *sqlx.DB
+	stmts flowStmts // InsertFlows' prepared statements
+}
+
 // InsertFlows writes flow events into grab_flow in one transaction and keeps each
 // promotion's remaining in step. It is idempotent: a row already present (same
-// request, kind and promotion) is skipped, so a redelivered event changes nothing.
-// A CANCEL whose GRAB is not in the log is skipped too: it is the rollback of a grab
-// that never reached the record, and there is nothing to net out. It returns the
-// rows written.
-//
-// One SELECT finds which rows are present, then multi-row INSERTs write the rest
-// (a batch costs a few statements, not one per row). If another writer inserts one
-// of them in between, the INSERT fails on the unique key and the whole transaction
-// is refused; the caller's retry then finds the row present.
-//
-// Why a lookup rather than INSERT IGNORE or ON DUPLICATE KEY UPDATE: the remaining
-// count moves only by the rows this call writes, and a CANCEL is written only when
-// its GRAB is in the log, so the call must know row by row what is there, which
-// neither tells; and INSERT IGNORE would also turn MySQL's refusal of a value (too
-// long, out of range) into a warning and a truncated row, where the flow sink needs
-// the error to dead-letter the event.
-//
-// The statements are prepared once (flowStmts) and reused on every connection:
-// the INSERT in every row count below flowInsertStep and every multiple of it up
-// to flowBucketMax, so that a batch of up to flowBucketMax rows is written in at
-// most two statements (300 rows: 288 + 12); the lookup, and the one UPDATE of the
-// batch's promotions, padded to the next power of two by repeating their last
-// request id or promotion. Row counts of powers of two alone took four or five
-// INSERTs, a round trip each, for a batch of a few hundred rows. Building one
-// statement per batch instead would have MySQL parse and plan a statement of up
-// to 8,704 placeholders every batch (the driver prepares what it sends with
-// arguments), and cost a round trip more to prepare it; on this machine a round
-// trip costs the sink more CPU than writing a row.
-func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written int, err error) {
+// request, kind and promotion) is skipped, so a redelivered event changes nothing;
+// a CANCEL whose GRAB is not in the log is skipped too (the rollback of a grab that
+// never reached the record). It returns the rows written. One SELECT finds the rows
+// present, then prepared multi-row INSERTs write the rest; a writer racing it on a
+// row makes the INSERT fail on the unique key, and the caller's retry finds it.
+// Why a lookup and not INSERT IGNORE, and why these statement sizes:
+// docs/design.md, "Record and recovery".
+func (f *Flows) InsertFlows(ctx context.Context, events []flow.Event) (written int, err error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
-	st, err := s.flowStatements(ctx)
+	st, err := f.statements(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -61,7 +50,7 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 	if err := w.rowsOf(events); err != nil || len(w.rows) == 0 && len(w.holds) == 0 {
 		return 0, err
 	}
-	tx, err := s.db.BeginTxx(ctx, nil)
+	tx, err := f.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("insert flows: begin: %w", err)
 	}
@@ -70,9 +59,35 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			_ = tx.Rollback()
 		}
 	}()
-	if err := w.lookUpPresent(ctx, tx.Tx, st); err != nil {
+	if err := w.write(ctx, tx, st); err != nil {
 		return 0, err
 	}
+	if err := commit(ctx, tx); err != nil {
+		return 0, fmt.Errorf("insert flows: commit: %w", err)
+	}
+	return len(w.fresh), nil
+}
+
+// write is the batch's work in tx: find the rows present, write the others and
+// their holds, net the promotions' remaining.
+func (w *flowBatch) write(ctx context.Context, tx *sqlx.Tx, st *flowStmts) error {
+	if err := w.lookUpPresent(ctx, tx.Tx, st); err != nil {
+		return err
+	}
+	w.pickFresh()
+	if err := w.insertFresh(ctx, tx.Tx, st); err != nil {
+		return err
+	}
+	// The holds before the promotions' UPDATE: not while their hot rows are locked.
+	if err := writeHolds(ctx, tx, w.holds); err != nil {
+		return err
+	}
+	return w.netRemaining(ctx, tx.Tx, st)
+}
+
+// pickFresh keeps the rows to write (w.fresh): not present, not repeated within
+// the batch, and no CANCEL without its GRAB; and adds up what they move (w.delta).
+func (w *flowBatch) pickFresh() {
 	present := w.present
 	for _, r := range w.rows {
 		if present[r.key] {
@@ -93,6 +108,10 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 			w.delta[r.key.id] += r.num
 		}
 	}
+}
+
+// insertFresh writes w.fresh, in the largest prepared INSERTs that fit.
+func (w *flowBatch) insertFresh(ctx context.Context, tx *sql.Tx, st *flowStmts) error {
 	for rows := w.fresh; len(rows) > 0; {
 		n := min(len(rows), flowBucketMax) // the largest statement that fits
 		if n >= flowInsertStep {
@@ -108,17 +127,17 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 		}
 		w.args = args
 		if _, err := tx.StmtContext(ctx, st.insert[n]).ExecContext(ctx, args...); err != nil {
-			return 0, fmt.Errorf("insert flows: %d rows from %s %s: %w", len(chunk), chunk[0].key.kind, chunk[0].key.requestID, err)
+			return fmt.Errorf("insert flows: %d rows from %s %s: %w", len(chunk), chunk[0].key.kind, chunk[0].key.requestID, err)
 		}
 	}
-	// The holds before the promotions' UPDATE: not while their hot rows are locked.
-	if err := writeHolds(ctx, tx, w.holds); err != nil {
-		return 0, err
-	}
-	// One UPDATE for the batch's promotions (up to flowPromoMax), which InnoDB runs
-	// along the primary key; several in the primary key's order: two writers (the
-	// sink's batches, its owed-CANCEL pass) lock the promotion rows in the same order
-	// and cannot deadlock on them.
+	return nil
+}
+
+// netRemaining moves the batch's promotions' remaining: one UPDATE for up to
+// flowPromoMax of them, which InnoDB runs along the primary key; several in the
+// primary key's order, so two writers (the sink's batches, its owed-CANCEL pass)
+// lock the promotion rows in the same order and cannot deadlock on them.
+func (w *flowBatch) netRemaining(ctx context.Context, tx *sql.Tx, st *flowStmts) error {
 	for id, d := range w.delta {
 		w.promos = append(w.promos, promoDelta{id, d})
 	}
@@ -138,13 +157,10 @@ func (s *Store) InsertFlows(ctx context.Context, events []flow.Event) (written i
 		}
 		w.args = args
 		if _, err := tx.StmtContext(ctx, st.update[b]).ExecContext(ctx, args...); err != nil {
-			return 0, fmt.Errorf("insert flows: remaining of %d promotions from %s: %w", len(promos), promos[0].id, err)
+			return fmt.Errorf("insert flows: remaining of %d promotions from %s: %w", len(promos), promos[0].id, err)
 		}
 	}
-	if err := commit(ctx, tx); err != nil {
-		return 0, fmt.Errorf("insert flows: commit: %w", err)
-	}
-	return len(w.fresh), nil
+	return nil
 }
 
 // insertChunk bounds the rows of one INSERT elsewhere (owed.go, hold.go).
@@ -185,15 +201,16 @@ type flowStmts struct {
 	spare atomic.Pointer[flowBatch]
 }
 
-func (s *Store) flowStatements(ctx context.Context) (*flowStmts, error) {
-	f := &s.flows
+// statements are InsertFlows' statements, prepared on the first call.
+func (fl *Flows) statements(ctx context.Context) (*flowStmts, error) {
+	f := &fl.stmts
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ready {
 		return f, nil
 	}
 	prepare := func(q string) (*sql.Stmt, error) {
-		st, err := s.db.PrepareContext(ctx, q)
+		st, err := fl.db.PrepareContext(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("insert flows: prepare: %w", err)
 		}
@@ -416,9 +433,9 @@ func (w *flowBatch) lookUpPresent(ctx context.Context, tx *sql.Tx, st *flowStmts
 
 // HasGrab reports whether the GRAB of requestID for the promotion is in the log:
 // the reconciler's back-query before it returns an open take.
-func (s *Store) HasGrab(ctx context.Context, requestID, promoID string, typ int) (bool, error) {
+func (f *Flows) HasGrab(ctx context.Context, requestID, promoID string, typ int) (bool, error) {
 	var one int
-	err := s.db.GetContext(ctx, &one, `SELECT 1 FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' AND promo_id = ? AND promo_type = ?`, requestID, promoID, typ)
+	err := f.db.GetContext(ctx, &one, `SELECT 1 FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' AND promo_id = ? AND promo_type = ?`, requestID, promoID, typ)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -430,7 +447,7 @@ func (s *Store) HasGrab(ctx context.Context, requestID, promoID string, typ int)
 
 // GrabItems returns the pin, ip and items of requestID's GRAB as the log holds them,
 // an envelope pool's item with the amount and parts it took.
-func (s *Store) GrabItems(ctx context.Context, requestID string) (pin, ip string, items []flow.Item, err error) {
+func (f *Flows) GrabItems(ctx context.Context, requestID string) (pin, ip string, items []flow.Item, err error) {
 	var rows []struct {
 		Pin     string         `db:"pin"`
 		IP      string         `db:"ip"`
@@ -443,7 +460,7 @@ func (s *Store) GrabItems(ctx context.Context, requestID string) (pin, ip string
 		Amount  sql.NullInt64  `db:"amount"`
 		Parts   sql.NullString `db:"parts"`
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard, bucket, buckets, amount, parts FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
+	if err := f.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard, bucket, buckets, amount, parts FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
 		return "", "", nil, fmt.Errorf("grab items %s: %w", requestID, err)
 	}
 	for _, r := range rows {
@@ -461,9 +478,9 @@ func (s *Store) GrabItems(ctx context.Context, requestID string) (pin, ip string
 }
 
 // GrantedByRecord is the contract's sum: what a promotion has granted, by the log.
-func (s *Store) GrantedByRecord(ctx context.Context, promoID string, typ int) (int64, error) {
+func (f *Flows) GrantedByRecord(ctx context.Context, promoID string, typ int) (int64, error) {
 	var n int64
-	err := s.db.GetContext(ctx, &n, `SELECT COALESCE(SUM(CASE kind WHEN 'GRAB' THEN num ELSE -num END), 0) FROM grab_flow WHERE promo_id = ? AND promo_type = ?`, promoID, typ)
+	err := f.db.GetContext(ctx, &n, `SELECT COALESCE(SUM(CASE kind WHEN 'GRAB' THEN num ELSE -num END), 0) FROM grab_flow WHERE promo_id = ? AND promo_type = ?`, promoID, typ)
 	if err != nil {
 		return 0, fmt.Errorf("granted by record %s_%d: %w", promoID, typ, err)
 	}

@@ -56,17 +56,17 @@ func TestInsertFlowsIsIdempotentAndNetsOnlyWhatItWrites(t *testing.T) {
 		flowEvent(flow.Cancel, "orphan", "F", 5), // no GRAB anywhere: the rollback of a grab the record never saw
 		flowEvent(flow.Grab, "r1", "F", 2),       // a repeat within the batch
 	}
-	n, err := s.InsertFlows(ctx, batch)
+	n, err := s.Flows.InsertFlows(ctx, batch)
 	if err != nil || n != 3 {
 		t.Fatalf("first write: want 3 rows, have %d (%v)", n, err)
 	}
 	if r := remaining(t, s, "F"); r != 98 {
 		t.Errorf("remaining after grabs of 2 and 3 and a cancel of 3: want 98, have %d", r)
 	}
-	if n, err := s.InsertFlows(ctx, batch); err != nil || n != 0 {
+	if n, err := s.Flows.InsertFlows(ctx, batch); err != nil || n != 0 {
 		t.Errorf("redelivery: want 0 rows, have %d (%v)", n, err)
 	}
-	if n, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Cancel, "r1", "F", 2)}); err != nil || n != 1 {
+	if n, err := s.Flows.InsertFlows(ctx, []flow.Event{flowEvent(flow.Cancel, "r1", "F", 2)}); err != nil || n != 1 {
 		t.Errorf("a later cancel of r1: want 1 row, have %d (%v)", n, err)
 	}
 	if r := remaining(t, s, "F"); r != 100 {
@@ -100,7 +100,7 @@ func TestInsertFlowsRacingWritersLandEachRowOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for attempt := 0; attempt < 50; attempt++ {
-				n, err := s.InsertFlows(ctx, batch)
+				n, err := s.Flows.InsertFlows(ctx, batch)
 				if err == nil {
 					written[w] = n
 					return
@@ -147,7 +147,7 @@ func TestInsertFlowsLargeBatchWithDuplicatesWritesEachRowOnce(t *testing.T) {
 	for i := range 100 {
 		earlier = append(earlier, twoItems(flow.Grab, i))
 	}
-	if n, err := s.InsertFlows(ctx, earlier); err != nil || n != 200 {
+	if n, err := s.Flows.InsertFlows(ctx, earlier); err != nil || n != 200 {
 		t.Fatalf("earlier batch: want 200 rows, have %d (%v)", n, err)
 	}
 	// 600 GRABs of two items (1,200 rows), of which the first 100 are stored already;
@@ -170,11 +170,11 @@ func TestInsertFlowsLargeBatchWithDuplicatesWritesEachRowOnce(t *testing.T) {
 			want += 2
 		}
 	}
-	n, err := s.InsertFlows(ctx, batch)
+	n, err := s.Flows.InsertFlows(ctx, batch)
 	if err != nil || n != want {
 		t.Fatalf("large batch: want %d rows, have %d (%v)", want, n, err)
 	}
-	if n, err := s.InsertFlows(ctx, batch); err != nil || n != 0 {
+	if n, err := s.Flows.InsertFlows(ctx, batch); err != nil || n != 0 {
 		t.Fatalf("large batch again: want 0 rows, have %d (%v)", n, err)
 	}
 	if rows := scalar(t, s, "SELECT COUNT(*) FROM grab_flow"); rows != int64(200+want) {
@@ -186,7 +186,7 @@ func TestInsertFlowsLargeBatchWithDuplicatesWritesEachRowOnce(t *testing.T) {
 	// Remaining: each promotion's total less what the log nets for it.
 	for p := range promos {
 		id := fmt.Sprintf("L%d", p)
-		granted, err := s.GrantedByRecord(ctx, id, 1)
+		granted, err := s.Flows.GrantedByRecord(ctx, id, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestInsertFlowsLargeBatchWithDuplicatesWritesEachRowOnce(t *testing.T) {
  AND g.promo_id = c.promo_id AND g.kind = 'GRAB' WHERE c.kind = 'CANCEL' AND c.id < g.id`); bad != 0 {
 		t.Errorf("%d CANCEL rows precede their GRAB", bad)
 	}
-	_, _, items, err := s.GrabItems(ctx, "q150")
+	_, _, items, err := s.Flows.GrabItems(ctx, "q150")
 	if err != nil || len(items) != 2 || items[0].PromoID != "L10" || items[1].PromoID != "L11" {
 		t.Errorf("q150's items in order: want L10, L11, have %+v (%v)", items, err)
 	}
@@ -218,7 +218,7 @@ func TestInsertFlowsEveryBatchSize(t *testing.T) {
 		for i := range size {
 			batch = append(batch, flowEvent(flow.Grab, fmt.Sprintf("s%d-%d", size, i), "S", 1))
 		}
-		if n, err := s.InsertFlows(ctx, batch); err != nil || n != size {
+		if n, err := s.Flows.InsertFlows(ctx, batch); err != nil || n != size {
 			t.Fatalf("%d events: want %d rows, have %d (%v)", size, size, n, err)
 		}
 		total += int64(size)
@@ -241,7 +241,7 @@ func TestInsertFlowsRefusedValueIsAnErrorAndWritesNothing(t *testing.T) {
 	create(t, s, spec("V", 100), time.Now())
 	bad := flowEvent(flow.Grab, "v2", "V", 1)
 	bad.Pin = strings.Repeat("p", 200)
-	_, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "v1", "V", 1), bad})
+	_, err := s.Flows.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "v1", "V", 1), bad})
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1406 {
 		t.Fatalf("want MySQL error 1406 (data too long), have %v", err)
@@ -252,7 +252,7 @@ func TestInsertFlowsRefusedValueIsAnErrorAndWritesNothing(t *testing.T) {
 	if r := remaining(t, s, "V"); r != 100 {
 		t.Errorf("remaining moved by a refused batch: %d", r)
 	}
-	if n, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "v1", "V", 1)}); err != nil || n != 1 {
+	if n, err := s.Flows.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "v1", "V", 1)}); err != nil || n != 1 {
 		t.Errorf("the good event alone: want 1 row, have %d (%v)", n, err)
 	}
 }
@@ -268,7 +268,7 @@ func TestInsertFlowsKeepsAnEnvelopeItemsAmountAndParts(t *testing.T) {
 	grab.Items[0].Amount, grab.Items[0].Parts = 355, []int{0, 1, 4}
 	cancel := flowEvent(flow.Cancel, "env-1", "E", 3)
 	cancel.Items[0].Amount, cancel.Items[0].Parts = 355, []int{0, 1, 4}
-	if n, err := s.InsertFlows(ctx, []flow.Event{grab, cancel, flowEvent(flow.Grab, "plain-1", "P", 1)}); err != nil || n != 3 {
+	if n, err := s.Flows.InsertFlows(ctx, []flow.Event{grab, cancel, flowEvent(flow.Grab, "plain-1", "P", 1)}); err != nil || n != 3 {
 		t.Fatalf("insert: %d rows (%v); want 3", n, err)
 	}
 	for _, r := range []struct {
@@ -289,11 +289,11 @@ func TestInsertFlowsKeepsAnEnvelopeItemsAmountAndParts(t *testing.T) {
 			t.Errorf("%s %s: amount %+v parts %+v; want %+v %+v", r.kind, r.rid, amount, parts, r.amount, r.parts)
 		}
 	}
-	_, _, items, err := s.GrabItems(ctx, "env-1")
+	_, _, items, err := s.Flows.GrabItems(ctx, "env-1")
 	if err != nil || len(items) != 1 || items[0].Amount != 355 || !slices.Equal(items[0].Parts, []int{0, 1, 4}) {
 		t.Errorf("GrabItems: %+v (%v); want the amount 355 and parts [0 1 4]", items, err)
 	}
-	if _, _, items, err := s.GrabItems(ctx, "plain-1"); err != nil || len(items) != 1 || items[0].Amount != 0 || items[0].Parts != nil {
+	if _, _, items, err := s.Flows.GrabItems(ctx, "plain-1"); err != nil || len(items) != 1 || items[0].Amount != 0 || items[0].Parts != nil {
 		t.Errorf("GrabItems of an item of no pool: %+v (%v); want no amount nor parts", items, err)
 	}
 }

@@ -54,9 +54,9 @@ type RecordedHold struct {
 // indexShard, with deadlines at or after since: open ones (no confirm, and no
 // CANCEL of the request in the log), which a rebuild of that shard puts back, and
 // closed ones, which it takes away should a server that lagged still hold them.
-func (s *Store) Holds(ctx context.Context, indexShard int, since time.Time) ([]RecordedHold, error) {
+func (f *Flows) Holds(ctx context.Context, indexShard int, since time.Time) ([]RecordedHold, error) {
 	var out []RecordedHold
-	err := s.db.SelectContext(ctx, &out, `SELECT h.request_id, h.hold_until_ms,
+	err := f.db.SelectContext(ctx, &out, `SELECT h.request_id, h.hold_until_ms,
 		h.confirmed_at IS NULL AND NOT EXISTS (SELECT 1 FROM grab_flow f WHERE f.request_id = h.request_id AND f.kind = 'CANCEL') AS open
 		FROM grab_hold h WHERE h.index_shard = ? AND h.hold_until_ms >= ? ORDER BY h.request_id`, indexShard, since.UnixMilli())
 	if err != nil {

@@ -37,14 +37,14 @@ func TestHoldsInTheRecordCommute(t *testing.T) {
 	}
 	for range 2 {
 		for _, b := range batches {
-			if _, err := s.InsertFlows(ctx, b); err != nil {
+			if _, err := s.Flows.InsertFlows(ctx, b); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	open := map[string]int64{}
 	for shard := range 16 {
-		holds, err := s.Holds(ctx, shard, time.Now().Add(-time.Hour))
+		holds, err := s.Flows.Holds(ctx, shard, time.Now().Add(-time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestHoldsInTheRecordCommute(t *testing.T) {
 	if len(open) != 1 || open["open"] != until {
 		t.Errorf("open holds %v, want open's alone, until %d", open, until)
 	}
-	if holds, err := s.Holds(ctx, ring.Default.Shard(promo.RequestIndexKey("open")), time.Now().Add(2*time.Hour)); err != nil || len(holds) != 0 {
+	if holds, err := s.Flows.Holds(ctx, ring.Default.Shard(promo.RequestIndexKey("open")), time.Now().Add(2*time.Hour)); err != nil || len(holds) != 0 {
 		t.Errorf("holds due before the bound: %v %v, want none", holds, err)
 	}
 	if n := scalar(t, s, "SELECT COUNT(*) FROM grab_flow WHERE request_id LIKE '%paid%' OR request_id = 'confirm-only'"); n != 2 {

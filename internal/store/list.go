@@ -78,7 +78,7 @@ const remainingAmountColumn = `IF(envelope_amount IS NULL, NULL, envelope_amount
  WHERE g.promo_id = promotion.promo_id AND g.promo_type = promotion.promo_type)) AS remaining_amount`
 
 // List returns a page of committed promotions, newest first (ties by key).
-func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
+func (s *Promotions) List(ctx context.Context, q ListQuery) (Page, error) {
 	limit := q.Limit
 	switch {
 	case limit == 0:
@@ -86,47 +86,62 @@ func (s *Store) List(ctx context.Context, q ListQuery) (Page, error) {
 	case limit < 0 || limit > MaxListLimit:
 		return Page{}, fmt.Errorf("store: list: limit %d outside 1..%d", limit, MaxListLimit)
 	}
-	where := []string{"version > 0"}
-	var args []any
-	now := ms(q.Now)
-	switch q.State {
-	case "":
-		where = append(where, "state <> 'DELETED'")
-	case promo.Stopped, promo.Deleted:
-		where = append(where, "state = ?")
-		args = append(args, string(q.State))
-	case promo.Scheduled:
-		where = append(where, "state = 'ACTIVE' AND ? < start_at")
-		args = append(args, now)
-	case promo.Ended:
-		where = append(where, "state = 'ACTIVE' AND start_at <= ? AND end_at <= ?")
-		args = append(args, now, now)
-	case promo.SoldOut:
-		where = append(where, "state = 'ACTIVE' AND start_at <= ? AND ? < end_at AND remaining <= 0")
-		args = append(args, now, now)
-	case promo.Active:
-		where = append(where, "state = 'ACTIVE' AND start_at <= ? AND ? < end_at AND remaining > 0")
-		args = append(args, now, now)
-	default:
-		return Page{}, fmt.Errorf("store: list: unknown state %q", q.State)
-	}
-	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return Page{}, fmt.Errorf("store: list: %w", err)
-		}
-		at := time.UnixMilli(c.CreatedMs).UTC()
-		where = append(where, `(created_at < ? OR (created_at = ? AND (promo_id < ? OR (promo_id = ? AND promo_type < ?))))`)
-		args = append(args, at, at, c.PromoID, c.PromoID, c.Type)
+	where, args, err := listFilter(q)
+	if err != nil {
+		return Page{}, err
 	}
 	args = append(args, limit+1)
 	var rows []promotionRow
-	err := s.db.SelectContext(ctx, &rows, `SELECT `+promotionColumns+`, `+remainingAmountColumn+` FROM promotion
+	err = s.db.SelectContext(ctx, &rows, `SELECT `+promotionColumns+`, `+remainingAmountColumn+` FROM promotion
  WHERE `+strings.Join(where, " AND ")+`
  ORDER BY created_at DESC, promo_id DESC, promo_type DESC LIMIT ?`, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("store: list: %w", err)
 	}
+	return pageOf(rows, limit)
+}
+
+// listFilter is the WHERE of q's page: committed rows, q's state, after q's cursor.
+func listFilter(q ListQuery) (where []string, args []any, err error) {
+	where, args, err = stateFilter(q.State, ms(q.Now))
+	if err != nil {
+		return nil, nil, err
+	}
+	where = append([]string{"version > 0"}, where...)
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: list: %w", err)
+		}
+		at := time.UnixMilli(c.CreatedMs).UTC()
+		where = append(where, `(created_at < ? OR (created_at = ? AND (promo_id < ? OR (promo_id = ? AND promo_type < ?))))`)
+		args = append(args, at, at, c.PromoID, c.PromoID, c.Type)
+	}
+	return where, args, nil
+}
+
+// stateFilter is the condition on the state the API shows: the stored states
+// match the column, the others are derived as promo.DeriveState does, at now.
+func stateFilter(state promo.State, now time.Time) ([]string, []any, error) {
+	switch state {
+	case "":
+		return []string{"state <> 'DELETED'"}, nil, nil
+	case promo.Stopped, promo.Deleted:
+		return []string{"state = ?"}, []any{string(state)}, nil
+	case promo.Scheduled:
+		return []string{"state = 'ACTIVE' AND ? < start_at"}, []any{now}, nil
+	case promo.Ended:
+		return []string{"state = 'ACTIVE' AND start_at <= ? AND end_at <= ?"}, []any{now, now}, nil
+	case promo.SoldOut:
+		return []string{"state = 'ACTIVE' AND start_at <= ? AND ? < end_at AND remaining <= 0"}, []any{now, now}, nil
+	case promo.Active:
+		return []string{"state = 'ACTIVE' AND start_at <= ? AND ? < end_at AND remaining > 0"}, []any{now, now}, nil
+	}
+	return nil, nil, fmt.Errorf("store: list: unknown state %q", state)
+}
+
+// pageOf is the page of the rows read, one more than limit when a page follows.
+func pageOf(rows []promotionRow, limit int) (Page, error) {
 	var page Page
 	if len(rows) > limit {
 		rows = rows[:limit]

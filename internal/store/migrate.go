@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 //go:embed migrations/*.sql
@@ -79,17 +81,37 @@ func splitStatements(src string) []string {
 // migrate applies, in order, every migration not yet recorded in schema_migrations.
 // A named lock (GET_LOCK, held by one connection) serialises services that start at
 // once against the same database: the second waits, then finds nothing to do.
-func (s *Store) migrate(ctx context.Context, dbName string) error {
+func migrate(ctx context.Context, db *sqlx.DB, dbName string) error {
 	migrations, err := Migrations()
 	if err != nil {
 		return err
 	}
-	conn, err := s.db.Connx(ctx)
+	conn, err := db.Connx(ctx)
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
 	}
 	defer conn.Close()
+	release, err := lockMigrations(ctx, conn, dbName)
+	if err != nil {
+		return err
+	}
+	defer release()
+	applied, err := appliedVersions(ctx, conn)
+	if err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		if !applied[m.Version] {
+			if err := apply(ctx, conn, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
+// lockMigrations takes the database's migration lock on conn and returns its release.
+func lockMigrations(ctx context.Context, conn *sqlx.Conn, dbName string) (release func(), err error) {
 	// GET_LOCK names are server-wide; the database name keeps test databases apart.
 	lock := "flashsale.migrate." + dbName
 	if len(lock) > 64 {
@@ -97,58 +119,60 @@ func (s *Store) migrate(ctx context.Context, dbName string) error {
 	}
 	var got *int
 	if err := conn.QueryRowxContext(ctx, "SELECT GET_LOCK(?, ?)", lock, 60).Scan(&got); err != nil {
-		return fmt.Errorf("store: migrate: take lock %s: %w", lock, err)
+		return nil, fmt.Errorf("store: migrate: take lock %s: %w", lock, err)
 	}
 	if got == nil || *got != 1 {
-		return fmt.Errorf("store: migrate: lock %s not granted within 60s", lock)
+		return nil, fmt.Errorf("store: migrate: lock %s not granted within 60s", lock)
 	}
-	defer func() {
+	return func() {
 		// Release on a fresh context: the caller's may be done, the lock must go.
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, _ = conn.ExecContext(rctx, "SELECT RELEASE_LOCK(?)", lock)
-	}()
+	}, nil
+}
 
+// appliedVersions creates schema_migrations if it is missing and reads the
+// versions it records.
+func appliedVersions(ctx context.Context, conn *sqlx.Conn) (map[int]bool, error) {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
   version    INT NOT NULL PRIMARY KEY,
   name       VARCHAR(255) NOT NULL,
   applied_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`); err != nil {
-		return fmt.Errorf("store: migrate: create schema_migrations: %w", err)
+		return nil, fmt.Errorf("store: migrate: create schema_migrations: %w", err)
 	}
 	applied := map[int]bool{}
 	rows, err := conn.QueryxContext(ctx, "SELECT version FROM schema_migrations")
 	if err != nil {
-		return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+		return nil, fmt.Errorf("store: migrate: read schema_migrations: %w", err)
 	}
 	for rows.Next() {
 		var v int
 		if err := rows.Scan(&v); err != nil {
 			rows.Close()
-			return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+			return nil, fmt.Errorf("store: migrate: read schema_migrations: %w", err)
 		}
 		applied[v] = true
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+		return nil, fmt.Errorf("store: migrate: read schema_migrations: %w", err)
 	}
+	return applied, nil
+}
 
-	for _, m := range migrations {
-		if applied[m.Version] {
-			continue
+// apply runs one migration and records it. MySQL commits DDL implicitly, so a
+// migration is not one transaction: its statements are written to be re-runnable
+// (IF NOT EXISTS) and the version is recorded only after the last one succeeded.
+func apply(ctx context.Context, conn *sqlx.Conn, m Migration) error {
+	for i, stmt := range m.Statements {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("store: migration %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 		}
-		// MySQL commits DDL implicitly, so a migration is not one transaction: its
-		// statements are written to be re-runnable (IF NOT EXISTS) and the version is
-		// recorded only after the last one succeeded.
-		for i, stmt := range m.Statements {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("store: migration %04d_%s statement %d: %w", m.Version, m.Name, i+1, err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.Version, m.Name); err != nil {
-			return fmt.Errorf("store: record migration %04d_%s: %w", m.Version, m.Name, err)
-		}
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO schema_migrations (version, name) VALUES (?, ?)", m.Version, m.Name); err != nil {
+		return fmt.Errorf("store: record migration %04d_%s: %w", m.Version, m.Name, err)
 	}
 	return nil
 }

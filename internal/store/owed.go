@@ -11,22 +11,10 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 )
 
-// Owed CANCELs. grab-service owes a CANCEL when it has given a take back in Redis
-// whose GRAB may be in the record: the rollback of a grab Kafka did not acknowledge,
-// or a buyer's cancel. When Kafka refuses it and the GRAB is not in the flow log yet
-// (still in Kafka, or never written), the log cannot take it either: InsertFlows
-// skips a CANCEL without its GRAB, rightly for the rollback of a grab no record ever
-// got. The debt then waits in the shard's Redis ledger for the reconciler, and a
-// shard lost meanwhile took it along: the rebuild restored as granted a unit Redis
-// had given back. OweCancels keeps a copy here; SettleOwedCancels, which the flow
-// sink runs every few seconds and the rebuild before it reads the record, writes
-// into the log those whose GRAB has arrived. Where the ledger still holds the debt
-// the copy is a backup; where the ledger lost it, the copy is what is left. A CANCEL
-// written from both is written once (InsertFlows is idempotent).
-//
-// A copy is settled only against a GRAB that occurred before it: a requestId whose
-// first grab was rolled back may be retried and granted afresh, and that later GRAB
-// is not the one the CANCEL gave back.
+// Owed CANCELs: a copy of each CANCEL the log could not take yet (its GRAB is not
+// there), kept until its GRAB arrives, so a debt a lost shard took along from
+// Redis is still paid. A copy is settled only against a GRAB that occurred before
+// it. Why: docs/design.md, "Rollbacks and owed CANCELs" and "Record and recovery".
 
 // OwedKeep is how long a copy waits for its GRAB. A GRAB that reached Kafka reaches
 // the log within the sink's lag, so a copy still unsettled after a day is the
@@ -35,7 +23,7 @@ const OwedKeep = 24 * time.Hour
 
 // OweCancels keeps a copy of CANCEL events, one row per item; a copy already kept
 // stays as it is.
-func (s *Store) OweCancels(ctx context.Context, events []flow.Event) error {
+func (f *Flows) OweCancels(ctx context.Context, events []flow.Event) error {
 	var rows [][5]any
 	for _, e := range events {
 		if e.Kind != flow.Cancel {
@@ -62,7 +50,7 @@ func (s *Store) OweCancels(ctx context.Context, events []flow.Event) error {
 		for _, r := range chunk {
 			args = append(args, r[:]...)
 		}
-		if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
+		if _, err := f.db.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("owe cancels: %w", err)
 		}
 	}
@@ -76,31 +64,31 @@ const settleBatch = 1000
 // (occurred before them) and forgets them, forgets the copies owed longer than keep,
 // and returns the CANCEL rows it wrote. A copy it cannot decode is left to age out.
 // A writer racing it on the same rows (the sink's own batches) makes it try again.
-func (s *Store) SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error) {
+func (f *Flows) SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error) {
 	var written int
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if written, err = s.settleOwed(ctx); err == nil || ctx.Err() != nil {
+		if written, err = f.settleOwed(ctx); err == nil || ctx.Err() != nil {
 			break
 		}
 	}
 	if err != nil {
 		return 0, err
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM owed_cancel WHERE owed_at < NOW(3) - INTERVAL ? SECOND`, int64(keep.Seconds())); err != nil {
+	if _, err := f.db.ExecContext(ctx, `DELETE FROM owed_cancel WHERE owed_at < NOW(3) - INTERVAL ? SECOND`, int64(keep.Seconds())); err != nil {
 		return written, fmt.Errorf("settle owed cancels: forget the stale: %w", err)
 	}
 	return written, nil
 }
 
-func (s *Store) settleOwed(ctx context.Context) (int, error) {
+func (f *Flows) settleOwed(ctx context.Context) (int, error) {
 	var rows []struct {
 		RequestID string `db:"request_id"`
 		PromoID   string `db:"promo_id"`
 		Type      int    `db:"promo_type"`
 		Event     string `db:"event"`
 	}
-	if err := s.db.SelectContext(ctx, &rows, `SELECT o.request_id, o.promo_id, o.promo_type, o.event FROM owed_cancel o
+	if err := f.db.SelectContext(ctx, &rows, `SELECT o.request_id, o.promo_id, o.promo_type, o.event FROM owed_cancel o
  WHERE EXISTS (SELECT 1 FROM grab_flow g WHERE g.request_id = o.request_id AND g.kind = 'GRAB'
    AND g.promo_id = o.promo_id AND g.promo_type = o.promo_type AND g.occurred_at <= o.occurred_at)
  LIMIT ?`, settleBatch); err != nil {
@@ -119,13 +107,13 @@ func (s *Store) settleOwed(ctx context.Context) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
-	written, err := s.InsertFlows(ctx, events)
+	written, err := f.InsertFlows(ctx, events)
 	if err != nil {
 		return 0, fmt.Errorf("settle owed cancels: %w", err)
 	}
 	q := `DELETE FROM owed_cancel WHERE (request_id, promo_id, promo_type) IN (` +
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(events)), ", ") + `)`
-	if _, err := s.db.ExecContext(ctx, q, settled...); err != nil {
+	if _, err := f.db.ExecContext(ctx, q, settled...); err != nil {
 		return written, fmt.Errorf("settle owed cancels: forget the settled: %w", err)
 	}
 	return written, nil
@@ -138,9 +126,9 @@ func (s *Store) settleOwed(ctx context.Context) (int, error) {
 // take back pending; its CANCEL, stored or owed, says the buyer was told no, so the
 // take is returned, not committed. (A CANCEL Kafka took that the sink has not
 // stored yet is not seen, as before.)
-func (s *Store) Granted(ctx context.Context, requestID, promoID string, typ int) (bool, error) {
+func (f *Flows) Granted(ctx context.Context, requestID, promoID string, typ int) (bool, error) {
 	var granted bool
-	err := s.db.GetContext(ctx, &granted, `SELECT EXISTS (SELECT 1 FROM grab_flow g
+	err := f.db.GetContext(ctx, &granted, `SELECT EXISTS (SELECT 1 FROM grab_flow g
    WHERE g.request_id = ? AND g.kind = 'GRAB' AND g.promo_id = ? AND g.promo_type = ?
    AND NOT EXISTS (SELECT 1 FROM grab_flow c WHERE c.request_id = g.request_id AND c.kind = 'CANCEL'
      AND c.promo_id = g.promo_id AND c.promo_type = g.promo_type)

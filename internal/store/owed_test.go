@@ -23,29 +23,29 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 	create(t, s, spec("O", 100), time.Now())
 	late := flowEvent(flow.Cancel, "late", "O", 2)
 	late.Reason = "ROLLBACK"
-	if err := s.OweCancels(ctx, []flow.Event{late, flowEvent(flow.Cancel, "never", "O", 1)}); err != nil {
+	if err := s.Flows.OweCancels(ctx, []flow.Event{late, flowEvent(flow.Cancel, "never", "O", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.OweCancels(ctx, []flow.Event{late}); err != nil { // the reconciler's next try
+	if err := s.Flows.OweCancels(ctx, []flow.Event{late}); err != nil { // the reconciler's next try
 		t.Fatalf("owing a CANCEL again: %v", err)
 	}
-	if err := s.OweCancels(ctx, []flow.Event{flowEvent(flow.Grab, "g", "O", 1)}); err == nil {
+	if err := s.Flows.OweCancels(ctx, []flow.Event{flowEvent(flow.Grab, "g", "O", 1)}); err == nil {
 		t.Fatal("a GRAB was taken as an owed CANCEL")
 	}
-	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 || owed(t, s) != 2 {
+	if n, err := s.Flows.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 || owed(t, s) != 2 {
 		t.Fatalf("before any GRAB: settled %d (%v), %d owed; want 0 and 2", n, err, owed(t, s))
 	}
 
 	// The sink writes the GRAB of "late": its CANCEL is then written and forgotten.
 	grabLate := flowEvent(flow.Grab, "late", "O", 2)
 	grabLate.OccurredAt = before(t, late, time.Second) // the GRAB its CANCEL gave back
-	if _, err := s.InsertFlows(ctx, []flow.Event{grabLate}); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, []flow.Event{grabLate}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
+	if n, err := s.Flows.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
 		t.Fatalf("with late's GRAB logged: settled %d (%v); want 1", n, err)
 	}
-	if g, err := s.GrantedByRecord(ctx, "O", 1); err != nil || g != 0 || remaining(t, s, "O") != 100 {
+	if g, err := s.Flows.GrantedByRecord(ctx, "O", 1); err != nil || g != 0 || remaining(t, s, "O") != 100 {
 		t.Fatalf("the record grants %d (%v), remaining %d; want the GRAB netted by its CANCEL", g, err, remaining(t, s, "O"))
 	}
 	var reason string
@@ -55,7 +55,7 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 	if n := owed(t, s); n != 1 {
 		t.Fatalf("%d owed after settling late; want never's alone", n)
 	}
-	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 {
+	if n, err := s.Flows.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 {
 		t.Fatalf("settling again: %d (%v); want nothing", n, err)
 	}
 
@@ -64,18 +64,18 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 	create(t, s, spec("P", 100), time.Now())
 	two := flowEvent(flow.Cancel, "two", "O", 1)
 	two.Items = append(two.Items, flow.Item{PromoID: "P", Type: 1, Num: 3, Shard: 4})
-	if err := s.OweCancels(ctx, []flow.Event{two}); err != nil {
+	if err := s.Flows.OweCancels(ctx, []flow.Event{two}); err != nil {
 		t.Fatal(err)
 	}
 	grabTwo := flowEvent(flow.Grab, "two", "P", 3)
 	grabTwo.OccurredAt = before(t, two, time.Second) // before its CANCEL
-	if _, err := s.InsertFlows(ctx, []flow.Event{grabTwo}); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, []flow.Event{grabTwo}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
+	if n, err := s.Flows.SettleOwedCancels(ctx, time.Hour); err != nil || n != 1 {
 		t.Fatalf("with one item's GRAB logged: settled %d (%v); want that item alone", n, err)
 	}
-	if g, _ := s.GrantedByRecord(ctx, "P", 1); g != 0 || owed(t, s) != 2 {
+	if g, _ := s.Flows.GrantedByRecord(ctx, "P", 1); g != 0 || owed(t, s) != 2 {
 		t.Fatalf("P granted %d, %d owed; want 0, and never's and two's item of O still owed", g, owed(t, s))
 	}
 
@@ -83,28 +83,28 @@ func TestOwedCancelsSettleOnceTheirGrabIsLogged(t *testing.T) {
 	// one the copy gave back, so the copy does not net it out.
 	retried := flowEvent(flow.Cancel, "retried", "O", 1)
 	retried.OccurredAt = flow.Stamp(time.Now().Add(-time.Minute))
-	if err := s.OweCancels(ctx, []flow.Event{retried}); err != nil {
+	if err := s.Flows.OweCancels(ctx, []flow.Event{retried}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "retried", "O", 1)}); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, []flow.Event{flowEvent(flow.Grab, "retried", "O", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 {
+	if n, err := s.Flows.SettleOwedCancels(ctx, time.Hour); err != nil || n != 0 {
 		t.Fatalf("a copy older than the GRAB: settled %d (%v); want 0", n, err)
 	}
-	if g, _ := s.GrantedByRecord(ctx, "O", 1); g != 1 {
+	if g, _ := s.Flows.GrantedByRecord(ctx, "O", 1); g != 1 {
 		t.Fatalf("O granted %d after the fresh grant; want 1", g)
 	}
-	if granted, err := s.Granted(ctx, "retried", "O", 1); err != nil || !granted {
+	if granted, err := s.Flows.Granted(ctx, "retried", "O", 1); err != nil || !granted {
 		t.Fatalf("Granted(retried) = %v (%v); want the fresh grant held", granted, err)
 	}
-	if granted, err := s.Granted(ctx, "late", "O", 1); err != nil || granted {
+	if granted, err := s.Flows.Granted(ctx, "late", "O", 1); err != nil || granted {
 		t.Fatalf("Granted(late) = %v (%v); want its GRAB netted", granted, err)
 	}
 
 	// The GRABs of the rest do not come: after keep, their copies go.
 	time.Sleep(1100 * time.Millisecond)
-	if _, err := s.SettleOwedCancels(ctx, time.Second); err != nil || owed(t, s) != 0 {
+	if _, err := s.Flows.SettleOwedCancels(ctx, time.Second); err != nil || owed(t, s) != 0 {
 		t.Fatalf("a copy older than keep is still owed (%v)", err)
 	}
 }

@@ -112,10 +112,17 @@ func rowOf(p Promotion) (promotionRow, error) {
 	return r, nil
 }
 
+// Promotions is the promotion table with its journal (the pending columns), the
+// audit trail its promotions write (promotion_audit) and the envelope splits its
+// creates write (promotion_envelope): what promo-admin reads and writes.
+type Promotions struct {
+	db *sqlx.DB
+}
+
 // Insert adds a new row (a create: NewPromotion). ErrExists if the key is taken,
 // whatever the other row's state or version. An envelope pool's row goes in with
 // its parts: InsertPool.
-func (s *Store) Insert(ctx context.Context, p Promotion) error {
+func (s *Promotions) Insert(ctx context.Context, p Promotion) error {
 	return s.InsertPool(ctx, p, nil)
 }
 
@@ -123,7 +130,7 @@ func (s *Store) Insert(ctx context.Context, p Promotion) error {
 // order they are handed out; parts[i] is envelope idx i), written in the row's
 // transaction: the record never holds a pool without its split, nor parts without
 // their pool. parts must be empty for a promotion that is no pool.
-func (s *Store) InsertPool(ctx context.Context, p Promotion, parts []int64) error {
+func (s *Promotions) InsertPool(ctx context.Context, p Promotion, parts []int64) error {
 	if err := checkParts(p.Spec, parts); err != nil {
 		return fmt.Errorf("store: insert %s: %w", p.ID(), err)
 	}
@@ -157,17 +164,17 @@ func (s *Store) InsertPool(ctx context.Context, p Promotion, parts []int64) erro
 
 // Get returns the committed row of id, whatever its state (DELETED included).
 // A row whose create is still pending is ErrNotFound.
-func (s *Store) Get(ctx context.Context, id ID) (Promotion, error) {
+func (s *Promotions) Get(ctx context.Context, id ID) (Promotion, error) {
 	return s.one(ctx, "get", id, " AND version > 0")
 }
 
 // Row returns the row of id as stored, a pending create (version 0) included. It
 // is for the resolver of pending changes; readers use Get.
-func (s *Store) Row(ctx context.Context, id ID) (Promotion, error) {
+func (s *Promotions) Row(ctx context.Context, id ID) (Promotion, error) {
 	return s.one(ctx, "row", id, "")
 }
 
-func (s *Store) one(ctx context.Context, op string, id ID, cond string) (Promotion, error) {
+func (s *Promotions) one(ctx context.Context, op string, id ID, cond string) (Promotion, error) {
 	var r promotionRow
 	err := s.db.GetContext(ctx, &r, `SELECT `+promotionColumns+`, `+remainingAmountColumn+` FROM promotion
  WHERE promo_id = ? AND promo_type = ?`+cond, id.PromoID, id.Type)
@@ -186,12 +193,12 @@ func (s *Store) one(ctx context.Context, op string, id ID, cond string) (Promoti
 
 // Update locks the row of id (committed or not), lets fn change it and writes it
 // back, in one transaction. An error from fn rolls back and is returned wrapped.
-func (s *Store) Update(ctx context.Context, id ID, fn func(p *Promotion) error) (Promotion, error) {
+func (s *Promotions) Update(ctx context.Context, id ID, fn func(p *Promotion) error) (Promotion, error) {
 	return s.update(ctx, id, func(_ *sqlx.Tx, p *Promotion) error { return fn(p) })
 }
 
 // update is Update with fn also given the transaction, to write beside the row.
-func (s *Store) update(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Promotion) error) (Promotion, error) {
+func (s *Promotions) update(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Promotion) error) (Promotion, error) {
 	var out Promotion
 	err := s.withRow(ctx, id, func(tx *sqlx.Tx, p *Promotion) error {
 		if err := fn(tx, p); err != nil {
@@ -225,7 +232,7 @@ func (s *Store) update(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Promo
 // Promote commits the pending change of that version (journal step 3).
 // ErrNoPending if the row has no pending change of that version (already resolved).
 // The change's audit row is written in the same transaction (audit.go).
-func (s *Store) Promote(ctx context.Context, id ID, version int64, at time.Time) (Promotion, error) {
+func (s *Promotions) Promote(ctx context.Context, id ID, version int64, at time.Time) (Promotion, error) {
 	return s.update(ctx, id, func(tx *sqlx.Tx, p *Promotion) error {
 		before := *p
 		if err := p.Promote(version, at); err != nil {
@@ -237,7 +244,7 @@ func (s *Store) Promote(ctx context.Context, id ID, version int64, at time.Time)
 
 // Discard drops the pending change of that version; the row of a create that never
 // happened (version 0) goes with it. ErrNoPending if there is no such change.
-func (s *Store) Discard(ctx context.Context, id ID, version int64) error {
+func (s *Promotions) Discard(ctx context.Context, id ID, version int64) error {
 	err := s.withRow(ctx, id, func(tx *sqlx.Tx, p *Promotion) error {
 		if err := p.Discard(version); err != nil {
 			return err
@@ -261,7 +268,7 @@ func (s *Store) Discard(ctx context.Context, id ID, version int64) error {
 
 // withRow runs fn on the row of id, locked FOR UPDATE, in one transaction that
 // commits when fn returns nil.
-func (s *Store) withRow(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Promotion) error) (err error) {
+func (s *Promotions) withRow(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Promotion) error) (err error) {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return err
@@ -295,7 +302,7 @@ func (s *Store) withRow(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *Prom
 
 // Pending lists the rows whose pending change was recorded at or before `before`,
 // oldest first, at most limit of them.
-func (s *Store) Pending(ctx context.Context, before time.Time, limit int) ([]ID, error) {
+func (s *Promotions) Pending(ctx context.Context, before time.Time, limit int) ([]ID, error) {
 	var rows []struct {
 		PromoID string `db:"promo_id"`
 		Type    int    `db:"promo_type"`

@@ -11,6 +11,12 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 )
 
+// Rebuild is the record as a shard rebuild and verify read it: the live
+// promotions, their flow log, request index entries and envelope pools.
+type Rebuild struct {
+	db *sqlx.DB
+}
+
 // FlowCounters is what the flow log says a promotion's Redis counters hold.
 type FlowCounters struct {
 	Granted  int64            // Σ num of GRAB rows
@@ -28,7 +34,7 @@ type FlowCounters struct {
 func (c FlowCounters) Net() int64 { return c.Granted - c.Returned }
 
 // FlowCounters sums the flow log of one promotion.
-func (s *Store) FlowCounters(ctx context.Context, id ID) (FlowCounters, error) {
+func (s *Rebuild) FlowCounters(ctx context.Context, id ID) (FlowCounters, error) {
 	out := FlowCounters{Pins: map[string]int64{}, IPs: map[string]int64{}, ByBucket: map[int]int64{}}
 	var kinds []struct {
 		Kind   string `db:"kind"`
@@ -158,7 +164,7 @@ func driverInt(v any) (int64, error) {
 // particular order and in one pass: a rebuild folds it into counters and ledger as
 // it reads, so a promotion with millions of grants costs one scan of its rows and
 // little memory. fn's error stops the walk and is returned.
-func (s *Store) EachFlow(ctx context.Context, id ID, fn func(FlowRow) error) error {
+func (s *Rebuild) EachFlow(ctx context.Context, id ID, fn func(FlowRow) error) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+flowRowColumns+` FROM grab_flow
  WHERE promo_id = ? AND promo_type = ?`, id.PromoID, id.Type)
 	if err != nil {
@@ -184,7 +190,7 @@ func (s *Store) EachFlow(ctx context.Context, id ID, fn func(FlowRow) error) err
 // GrabRows returns the GRAB rows of some requests of a promotion, by request id
 // (one lookup per request on the grab_flow_request key); a request with no GRAB row
 // is absent from the map.
-func (s *Store) GrabRows(ctx context.Context, id ID, requestIDs []string) (map[string]FlowRow, error) {
+func (s *Rebuild) GrabRows(ctx context.Context, id ID, requestIDs []string) (map[string]FlowRow, error) {
 	out := make(map[string]FlowRow, len(requestIDs))
 	if len(requestIDs) == 0 {
 		return out, nil
@@ -226,7 +232,7 @@ type IndexEntry struct {
 // as grab-service's claim writes it before the take: without an envelope pool's
 // amount and parts, which the ledger holds. Rows written before migration 0003
 // carry no index shard and are not found. fn's error stops the walk.
-func (s *Store) EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(IndexEntry) error) error {
+func (s *Rebuild) EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(IndexEntry) error) error {
 	// Without the hint MariaDB scans the whole log and sorts (1.4 s for a million rows
 	// against 0.4 s by the index, which also gives the order).
 	// The hold's deadline (migration 0008) comes along: a confirm of a rebuilt held

@@ -5,17 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/internal/ring"
 )
 
 // LivePromotions returns every committed promotion that is not deleted, in key
 // order: what the Redis shards must hold, and what bin/recovery rebuilds and
 // verifies. A create still pending (version 0) is left out: its hash either landed
 // or is discarded by promo-admin's resolver, which reads the shard to decide.
-func (s *Store) LivePromotions(ctx context.Context) ([]Promotion, error) {
+func (s *Rebuild) LivePromotions(ctx context.Context) ([]Promotion, error) {
 	var rows []promotionRow
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+promotionColumns+` FROM promotion
  WHERE version > 0 AND state <> ? ORDER BY promo_id, promo_type`, string(promo.Deleted))
@@ -33,67 +31,6 @@ func (s *Store) LivePromotions(ctx context.Context) ([]Promotion, error) {
 	return out, nil
 }
 
-// PromotionKeys returns the Redis hash key of every promotion a shard may hold,
-// every bucket of a bucketed one (internal/bucket's layout): not deleted, a create
-// still pending included. grab-service's fence asks it whether a shard that lost
-// its "built" marker had anything to lose, and a bucket is a promotion hash to lose.
-func (s *Store) PromotionKeys(ctx context.Context) ([]string, error) {
-	return s.promotionKeys(ctx, true, `SELECT promo_id, promo_type, buckets FROM promotion WHERE state <> ?`, string(promo.Deleted))
-}
-
-// PromotionKeysEndingAfter is PromotionKeys of the promotions whose sale ends after
-// t: grab-service's reconciler visits their pending sets every second, and leaves
-// those of promotions ended long before to its rarer sweep, so the list does not
-// grow with every promotion ever run. Every bucket holds pending takes of its own,
-// so every bucket key is listed.
-func (s *Store) PromotionKeysEndingAfter(ctx context.Context, t time.Time) ([]string, error) {
-	return s.promotionKeys(ctx, true, `SELECT promo_id, promo_type, buckets FROM promotion WHERE state <> ? AND end_at > ?`,
-		string(promo.Deleted), t.UTC())
-}
-
-// PromotionKeysEndedBetween is the promotion keys of the ACTIVE promotions whose
-// sale ended in (from, to]: grab-service's reconciler announces their ENDED. Only
-// bucket 0, the promotion key, announces a bucketed promotion's end, so the other
-// buckets are not listed.
-func (s *Store) PromotionKeysEndedBetween(ctx context.Context, from, to time.Time) ([]string, error) {
-	return s.promotionKeys(ctx, false, `SELECT promo_id, promo_type, buckets FROM promotion WHERE state = ? AND end_at > ? AND end_at <= ?`,
-		string(promo.Active), from.UTC(), to.UTC())
-}
-
-// promotionKeys lists the keys of query's promotions, with every bucket key when
-// buckets is set.
-func (s *Store) promotionKeys(ctx context.Context, buckets bool, query string, args ...any) ([]string, error) {
-	var rows []struct {
-		PromoID string `db:"promo_id"`
-		Type    int    `db:"promo_type"`
-		Buckets int    `db:"buckets"`
-	}
-	if err := s.db.SelectContext(ctx, &rows, query, args...); err != nil {
-		return nil, fmt.Errorf("store: promotion keys: %w", err)
-	}
-	keys := make([]string, 0, len(rows))
-	for _, r := range rows {
-		key := promo.Key(r.PromoID, r.Type)
-		if k := promo.BucketsOf(r.Buckets); buckets && k > 1 {
-			keys = append(keys, BucketKeys(key, k)...)
-			continue
-		}
-		keys = append(keys, key)
-	}
-	return keys, nil
-}
-
-// BucketKeys is the hash key of every bucket of a promotion of k buckets on the
-// contract's ring (bucket.Keys), the promotion key alone for k = 1; a k the layout
-// does not know (outside 1..16) gives the promotion key alone, so a row the
-// record should never hold still names the hash that certainly exists.
-func BucketKeys(key string, k int) []string {
-	if keys := bucket.Keys(ring.Default, key, k); keys != nil {
-		return keys
-	}
-	return []string{key}
-}
-
 // PendingChange is an admin change recorded but not yet promoted or discarded.
 type PendingChange struct {
 	ID      ID
@@ -103,7 +40,7 @@ type PendingChange struct {
 
 // PendingChanges lists every pending admin change, creates included. The rebuild
 // waits on those of its shards that the request which made them may still promote.
-func (s *Store) PendingChanges(ctx context.Context) ([]PendingChange, error) {
+func (s *Rebuild) PendingChanges(ctx context.Context) ([]PendingChange, error) {
 	var rows []struct {
 		PromoID string    `db:"promo_id"`
 		Type    int       `db:"promo_type"`
@@ -211,7 +148,7 @@ func (p EnvelopePool) Odd() []string {
 // the pool's GRAB rows that name parts, each with whether its request's CANCEL is
 // there. (The rebuild counts the same from the pass over the flow log that builds
 // its ledger, so the two cannot disagree.)
-func (s *Store) EnvelopePool(ctx context.Context, id ID) (pool EnvelopePool, ok bool, err error) {
+func (s *Rebuild) EnvelopePool(ctx context.Context, id ID) (pool EnvelopePool, ok bool, err error) {
 	split, ok, err := s.EnvelopeSplit(ctx, id)
 	if err != nil || !ok {
 		return pool, ok, err

@@ -67,11 +67,11 @@ func TestEachIndexEntry(t *testing.T) {
 	aged := flowEvent(flow.Grab, old, "p1", 1)
 	aged.OccurredAt = flow.Stamp(time.Now().Add(-48 * time.Hour))
 	events := []flow.Event{two, flowEvent(flow.Grab, single, "p1", 1), flowEvent(flow.Cancel, single, "p1", 1), aged, flowEvent(flow.Grab, elsewhere, "p1", 1)}
-	if _, err := s.InsertFlows(ctx, events); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	var got []store.IndexEntry
-	if err := s.EachIndexEntry(ctx, shard, time.Now().Add(-time.Hour), func(e store.IndexEntry) error {
+	if err := s.Rebuild.EachIndexEntry(ctx, shard, time.Now().Add(-time.Hour), func(e store.IndexEntry) error {
 		got = append(got, e)
 		return nil
 	}); err != nil {
@@ -110,7 +110,7 @@ func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 	pooled.Items[0].Amount, pooled.Items[0].Parts = 1234, []int{7, 11}
 	events := []flow.Event{flowEvent(flow.Grab, "ef-1", "ef", 3), bucketed, pooled,
 		flowEvent(flow.Cancel, "ef-1", "ef", 3), flowEvent(flow.Grab, "ef-other", "not-ef", 1)}
-	if _, err := s.InsertFlows(ctx, events); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 	want := []store.FlowRow{
@@ -130,7 +130,7 @@ func TestEachFlowReadsBothDriverProtocols(t *testing.T) {
 		}
 		defer db.Close()
 		var got []store.FlowRow
-		if err := db.EachFlow(ctx, store.ID{PromoID: "ef", Type: 1}, func(r store.FlowRow) error {
+		if err := db.Rebuild.EachFlow(ctx, store.ID{PromoID: "ef", Type: 1}, func(r store.FlowRow) error {
 			got = append(got, r)
 			return nil
 		}); err != nil {
@@ -189,10 +189,10 @@ func TestEnvelopePoolHoldsWhatNoCancelGaveBack(t *testing.T) {
 		noParts,
 		poolEvent(flow.Grab, "r4", "pool", 30, 2), // part 2 again, after r2 gave it back
 	}
-	if _, err := s.InsertFlows(ctx, events); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, events); err != nil {
 		t.Fatal(err)
 	}
-	pool, ok, err := s.EnvelopePool(ctx, store.ID{PromoID: "pool", Type: 1})
+	pool, ok, err := s.Rebuild.EnvelopePool(ctx, store.ID{PromoID: "pool", Type: 1})
 	if err != nil || !ok {
 		t.Fatalf("pool: ok %v, %v", ok, err)
 	}
@@ -210,10 +210,10 @@ func TestEnvelopePoolHoldsWhatNoCancelGaveBack(t *testing.T) {
 	}
 
 	// The same part held by two grabs, and one the split lacks, are reported.
-	if _, err := s.InsertFlows(ctx, []flow.Event{poolEvent(flow.Grab, "r5", "pool", 70, 0, 9)}); err != nil {
+	if _, err := s.Flows.InsertFlows(ctx, []flow.Event{poolEvent(flow.Grab, "r5", "pool", 70, 0, 9)}); err != nil {
 		t.Fatal(err)
 	}
-	pool, _, err = s.EnvelopePool(ctx, store.ID{PromoID: "pool", Type: 1})
+	pool, _, err = s.Rebuild.EnvelopePool(ctx, store.ID{PromoID: "pool", Type: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestEnvelopePoolHoldsWhatNoCancelGaveBack(t *testing.T) {
 	}
 
 	for _, id := range []store.ID{{PromoID: "plain", Type: 1}, {PromoID: "absent", Type: 1}} {
-		if _, ok, err := s.EnvelopePool(ctx, id); ok || err != nil {
+		if _, ok, err := s.Rebuild.EnvelopePool(ctx, id); ok || err != nil {
 			t.Errorf("%s: ok %v, %v; want no pool", id, ok, err)
 		}
 	}

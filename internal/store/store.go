@@ -21,10 +21,23 @@ var (
 	ErrBadCursor = errors.New("malformed cursor")
 )
 
-// Store is the MySQL/MariaDB system of record. It is safe for concurrent use.
+// Store is the MySQL/MariaDB system of record, opened once: each field is the
+// type of the tables one kind of caller uses, all on one pool. It is safe for
+// concurrent use.
 type Store struct {
-	db    *sqlx.DB
-	flows flowStmts // InsertFlows' prepared statements (flow.go)
+	// Flows is the flow log (grab_flow) with what its writes carry along: the
+	// holds (grab_hold) and the owed CANCELs (owed_cancel).
+	Flows *Flows
+	// Promotions is the promotion table with its journal, audit trail and
+	// envelope splits: promo-admin's side.
+	Promotions *Promotions
+	// Rebuild is the record as a shard rebuild and verify read it.
+	Rebuild *Rebuild
+	// Keys lists the promotion hash keys the shards hold: grab-service's fence
+	// and reconciler.
+	Keys *Keys
+
+	db *sqlx.DB
 }
 
 // Open connects to dsn (go-sql-driver form, database name required), creates the
@@ -32,19 +45,10 @@ type Store struct {
 // Every connection works in UTC: times are sent and read as UTC and the session
 // time zone is +00:00, so DATETIME columns hold UTC.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, err := utcConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("store: parse dsn: %w", err)
+		return nil, err
 	}
-	if cfg.DBName == "" {
-		return nil, errors.New("store: the dsn names no database")
-	}
-	cfg.ParseTime = true
-	cfg.Loc = time.UTC
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
-	}
-	cfg.Params["time_zone"] = "'+00:00'"
 	if err := createDatabase(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -59,12 +63,29 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: connect %s: %w", cfg.DBName, err)
 	}
-	s := &Store{db: db}
-	if err := s.migrate(ctx, cfg.DBName); err != nil {
+	if err := migrate(ctx, db, cfg.DBName); err != nil {
 		db.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{Flows: &Flows{db: db}, Promotions: &Promotions{db: db}, Rebuild: &Rebuild{db: db}, Keys: &Keys{db: db}, db: db}, nil
+}
+
+// utcConfig parses dsn and sets it to read and write times in UTC.
+func utcConfig(dsn string) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse dsn: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, errors.New("store: the dsn names no database")
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	return cfg, nil
 }
 
 func createDatabase(ctx context.Context, cfg *mysql.Config) error {
@@ -101,7 +122,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the connection pool.
 func (s *Store) Close() error {
-	s.flows.close()
+	s.Flows.stmts.close()
 	return s.db.Close()
 }
 

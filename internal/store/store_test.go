@@ -40,10 +40,10 @@ func create(t *testing.T, s *store.Store, sp promo.Spec, at time.Time) store.Pro
 	t.Helper()
 	ctx := context.Background()
 	p := store.NewPromotion(sp, promo.Active, at)
-	if err := s.Insert(ctx, p); err != nil {
+	if err := s.Promotions.Insert(ctx, p); err != nil {
 		t.Fatalf("insert %s: %v", sp.PromoID, err)
 	}
-	out, err := s.Promote(ctx, p.ID(), 1, at)
+	out, err := s.Promotions.Promote(ctx, p.ID(), 1, at)
 	if err != nil {
 		t.Fatalf("promote %s: %v", sp.PromoID, err)
 	}
@@ -154,27 +154,27 @@ func TestCreateIsInvisibleUntilPromoted(t *testing.T) {
 	ctx := context.Background()
 	at := time.Now()
 	p := store.NewPromotion(spec("A", 10), promo.Active, at)
-	if err := s.Insert(ctx, p); err != nil {
+	if err := s.Promotions.Insert(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, p.ID()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Promotions.Get(ctx, p.ID()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("get of a pending create: want ErrNotFound, have %v", err)
 	}
-	page, err := s.List(ctx, store.ListQuery{Now: at})
+	page, err := s.Promotions.List(ctx, store.ListQuery{Now: at})
 	if err != nil || len(page.Items) != 0 {
 		t.Errorf("list with a pending create: want nothing, have %d items (%v)", len(page.Items), err)
 	}
-	if err := s.Insert(ctx, p); !errors.Is(err, store.ErrExists) {
+	if err := s.Promotions.Insert(ctx, p); !errors.Is(err, store.ErrExists) {
 		t.Errorf("second insert: want ErrExists, have %v", err)
 	}
-	got, err := s.Promote(ctx, p.ID(), 1, at)
+	got, err := s.Promotions.Promote(ctx, p.ID(), 1, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Version != 1 || got.Pending != nil || got.Remaining != 10 || got.State != promo.Active {
 		t.Errorf("promoted row: %+v", got)
 	}
-	have, err := s.Get(ctx, p.ID())
+	have, err := s.Promotions.Get(ctx, p.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestCreateIsInvisibleUntilPromoted(t *testing.T) {
 		have.Spec.PerPinLimit != 2 || have.Spec.PerIPLimit != 5 || have.Spec.MaxPerGrab != 1 {
 		t.Errorf("stored spec: want %+v, have %+v", want, have.Spec)
 	}
-	if _, err := s.Promote(ctx, p.ID(), 1, at); !errors.Is(err, store.ErrNoPending) {
+	if _, err := s.Promotions.Promote(ctx, p.ID(), 1, at); !errors.Is(err, store.ErrNoPending) {
 		t.Errorf("second promote: want ErrNoPending, have %v", err)
 	}
 }
@@ -200,12 +200,12 @@ func TestPromoteMovesRemainingByTheChangeOfTotal(t *testing.T) {
 	}
 	next := p.Spec
 	next.Total = 25
-	if _, err := s.Update(ctx, p.ID(), func(p *store.Promotion) error {
+	if _, err := s.Promotions.Update(ctx, p.ID(), func(p *store.Promotion) error {
 		return p.Propose(store.OpPatch, next, promo.Active, time.Now())
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Promote(ctx, p.ID(), 2, time.Now())
+	got, err := s.Promotions.Promote(ctx, p.ID(), 2, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,28 +222,28 @@ func TestProposeRefusesWhileAChangeIsPending(t *testing.T) {
 	stop := func(pr *store.Promotion) error {
 		return pr.Propose(store.OpStop, pr.Spec, promo.Stopped, time.Now())
 	}
-	pending, err := s.Update(ctx, p.ID(), stop)
+	pending, err := s.Promotions.Update(ctx, p.ID(), stop)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pending.Pending == nil || pending.Pending.Version != 2 || pending.Pending.Op != store.OpStop || pending.Pending.State != promo.Stopped {
 		t.Fatalf("pending: %+v", pending.Pending)
 	}
-	if _, err := s.Update(ctx, p.ID(), stop); !errors.Is(err, store.ErrBusy) {
+	if _, err := s.Promotions.Update(ctx, p.ID(), stop); !errors.Is(err, store.ErrBusy) {
 		t.Errorf("second propose: want ErrBusy, have %v", err)
 	}
 	// Readers see the committed row only.
-	got, err := s.Get(ctx, p.ID())
+	got, err := s.Promotions.Get(ctx, p.ID())
 	if err != nil || got.State != promo.Active || got.Version != 1 || got.Pending == nil {
 		t.Errorf("get while pending: state %s version %d pending %v err %v", got.State, got.Version, got.Pending, err)
 	}
-	if err := s.Discard(ctx, p.ID(), 3); !errors.Is(err, store.ErrNoPending) {
+	if err := s.Promotions.Discard(ctx, p.ID(), 3); !errors.Is(err, store.ErrNoPending) {
 		t.Errorf("discard of another version: want ErrNoPending, have %v", err)
 	}
-	if err := s.Discard(ctx, p.ID(), 2); err != nil {
+	if err := s.Promotions.Discard(ctx, p.ID(), 2); err != nil {
 		t.Fatal(err)
 	}
-	got, err = s.Get(ctx, p.ID())
+	got, err = s.Promotions.Get(ctx, p.ID())
 	if err != nil || got.Pending != nil || got.Version != 1 || got.State != promo.Active {
 		t.Errorf("after discard: %+v, %v", got, err)
 	}
@@ -254,10 +254,10 @@ func TestDiscardOfACreateRemovesTheRow(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
 	p := store.NewPromotion(spec("D", 10), promo.Active, time.Now())
-	if err := s.Insert(ctx, p); err != nil {
+	if err := s.Promotions.Insert(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Discard(ctx, p.ID(), 1); err != nil {
+	if err := s.Promotions.Discard(ctx, p.ID(), 1); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -265,7 +265,7 @@ func TestDiscardOfACreateRemovesTheRow(t *testing.T) {
 		t.Errorf("rows after discarding a create: want 0, have %d (%v)", n, err)
 	}
 	// The id is free again.
-	if err := s.Insert(ctx, p); err != nil {
+	if err := s.Promotions.Insert(ctx, p); err != nil {
 		t.Errorf("insert after discard: %v", err)
 	}
 }
@@ -276,18 +276,18 @@ func TestUpdateRollsBackWhenTheClosureFails(t *testing.T) {
 	ctx := context.Background()
 	p := create(t, s, spec("E", 10), time.Now())
 	boom := errors.New("boom")
-	_, err := s.Update(ctx, p.ID(), func(p *store.Promotion) error {
+	_, err := s.Promotions.Update(ctx, p.ID(), func(p *store.Promotion) error {
 		p.Spec.Total = 999
 		return boom
 	})
 	if !errors.Is(err, boom) {
 		t.Errorf("want the closure's error wrapped, have %v", err)
 	}
-	got, _ := s.Get(ctx, p.ID())
+	got, _ := s.Promotions.Get(ctx, p.ID())
 	if got.Spec.Total != 10 {
 		t.Errorf("total after a failed update: want 10, have %d", got.Spec.Total)
 	}
-	if _, err := s.Update(ctx, store.ID{PromoID: "nope", Type: 1}, func(*store.Promotion) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Promotions.Update(ctx, store.ID{PromoID: "nope", Type: 1}, func(*store.Promotion) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("update of a missing row: want ErrNotFound, have %v", err)
 	}
 }
@@ -299,11 +299,11 @@ func TestPendingListsOldChangesFirst(t *testing.T) {
 	base := time.Now().Add(-time.Minute)
 	for i, id := range []string{"P2", "P1", "P3"} {
 		p := store.NewPromotion(spec(id, 1), promo.Active, base.Add(time.Duration([]int{2, 1, 40}[i])*time.Second))
-		if err := s.Insert(ctx, p); err != nil {
+		if err := s.Promotions.Insert(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ids, err := s.Pending(ctx, base.Add(10*time.Second), 10)
+	ids, err := s.Promotions.Pending(ctx, base.Add(10*time.Second), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestListPagesNewestFirstAndFiltersByState(t *testing.T) {
 		if pages > 5 {
 			t.Fatal("too many pages")
 		}
-		page, err := s.List(ctx, store.ListQuery{Now: now, Limit: 3, Cursor: cursor})
+		page, err := s.Promotions.List(ctx, store.ListQuery{Now: now, Limit: 3, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +372,7 @@ func TestListPagesNewestFirstAndFiltersByState(t *testing.T) {
 		{promo.Ended, now.Add(time.Hour), "[L6 L5 L4 L3 L2]"},
 		{promo.Ended, now, "[]"},
 	} {
-		page, err := s.List(ctx, store.ListQuery{State: tc.state, Now: tc.now, Limit: 500})
+		page, err := s.Promotions.List(ctx, store.ListQuery{State: tc.state, Now: tc.now, Limit: 500})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,14 +386,14 @@ func TestListPagesNewestFirstAndFiltersByState(t *testing.T) {
 	}
 
 	for _, bad := range []string{"x", "eyJ9", "e30", "!!!"} {
-		if _, err := s.List(ctx, store.ListQuery{Now: now, Cursor: bad}); !errors.Is(err, store.ErrBadCursor) {
+		if _, err := s.Promotions.List(ctx, store.ListQuery{Now: now, Cursor: bad}); !errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("cursor %q: want ErrBadCursor, have %v", bad, err)
 		}
 		if store.ValidCursor(bad) {
 			t.Errorf("ValidCursor(%q) = true", bad)
 		}
 	}
-	if _, err := s.List(ctx, store.ListQuery{Now: now, Limit: 501}); err == nil {
+	if _, err := s.Promotions.List(ctx, store.ListQuery{Now: now, Limit: 501}); err == nil {
 		t.Error("limit 501: want an error")
 	}
 }
@@ -414,14 +414,14 @@ func TestPromotionKeysEndingAfter(t *testing.T) {
 	if _, err := s.DB().ExecContext(ctx, `UPDATE promotion SET state = ? WHERE promo_id = ?`, string(promo.Deleted), gone.Spec.PromoID); err != nil {
 		t.Fatal(err)
 	}
-	recent, err := s.PromotionKeysEndingAfter(ctx, at.Add(-24*time.Hour))
+	recent, err := s.Keys.PromotionKeysEndingAfter(ctx, at.Add(-24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{promo.Key("NOW", 1)}; !slices.Equal(recent, want) {
 		t.Fatalf("ending after a day ago: %v, want %v", recent, want)
 	}
-	all, err := s.PromotionKeys(ctx)
+	all, err := s.Keys.PromotionKeys(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,10 +21,10 @@ func seedPromotion(ctx context.Context, rec *store.Store, id string, total, gran
 	spec := promo.Spec{PromoID: id, Type: 1, Title: "bench recovery", Total: total, MaxPerGrab: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
 	p := store.NewPromotion(spec, promo.Active, now)
-	if err := rec.Insert(ctx, p); err != nil {
+	if err := rec.Promotions.Insert(ctx, p); err != nil {
 		return err
 	}
-	if _, err := rec.Promote(ctx, p.ID(), 1, now); err != nil {
+	if _, err := rec.Promotions.Promote(ctx, p.ID(), 1, now); err != nil {
 		return err
 	}
 	_, err := rec.DB().ExecContext(ctx, `UPDATE promotion SET remaining = ? WHERE promo_id = ? AND promo_type = 1`, total-granted, id)

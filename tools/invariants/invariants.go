@@ -120,7 +120,7 @@ func (c Checker) record(ctx context.Context, p Promotion, granted int64) Result 
 	var byRecord int64
 	var err error
 	for {
-		byRecord, err = c.DB.GrantedByRecord(ctx, p.PromoID, p.Type)
+		byRecord, err = c.DB.Flows.GrantedByRecord(ctx, p.PromoID, p.Type)
 		if (err == nil && byRecord == granted) || time.Now().After(deadline) {
 			break
 		}

@@ -117,19 +117,19 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	states := promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, gc.StateOutboxKey, lua.StateDue, reg, logger)
 	deps := grab.Deps{
 		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
-		Shards: shards, Publisher: publish.NewRouter(kafka, db, switches, reg), Record: db, Switches: switches,
+		Shards: shards, Publisher: publish.NewRouter(kafka, db.Flows, switches, reg), Record: db.Flows, Switches: switches,
 		Metrics: grab.NewMetrics(reg), Logger: logger,
 		// The fence answers UNAVAILABLE for shards being rebuilt or lost (grab/fence.go).
-		Fence: grab.NewFence(shards, db.PromotionKeys, reg, logger),
+		Fence: grab.NewFence(shards, db.Keys.PromotionKeys, reg, logger),
 		// The reconciler's list each second: what ended over a day ago is the sweep's.
 		PromotionKeys: func(ctx context.Context) ([]string, error) {
-			return db.PromotionKeysEndingAfter(ctx, time.Now().Add(-24*time.Hour))
+			return db.Keys.PromotionKeysEndingAfter(ctx, time.Now().Add(-24*time.Hour))
 		},
 		// Sale state events (internal/promostate); the reconciler announces ENDED.
 		States: states,
 		EndedPromotionKeys: func(ctx context.Context) ([]string, error) {
 			now := time.Now()
-			return db.PromotionKeysEndedBetween(ctx, now.Add(-24*time.Hour), now)
+			return db.Keys.PromotionKeysEndedBetween(ctx, now.Add(-24*time.Hour), now)
 		},
 	}
 	if cfg.Hook != nil {

@@ -48,17 +48,17 @@ func TestAGrabRightAfterARebuildExitsIsServed(t *testing.T) {
 	now := time.Now()
 	spec := promo.Spec{PromoID: id, Type: 1, Title: "rebuilt", Total: 10, MaxPerGrab: 1,
 		StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour)}
-	if err := db.Insert(ctx, store.NewPromotion(spec, promo.Active, now)); err != nil {
+	if err := db.Promotions.Insert(ctx, store.NewPromotion(spec, promo.Active, now)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Promote(ctx, store.ID{PromoID: id, Type: 1}, 1, now); err != nil {
+	if _, err := db.Promotions.Promote(ctx, store.ID{PromoID: id, Type: 1}, 1, now); err != nil {
 		t.Fatal(err)
 	}
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	fence := NewFence(shards, db.PromotionKeys, prometheus.NewRegistry(), log)
+	fence := NewFence(shards, db.Keys.PromotionKeys, prometheus.NewRegistry(), log)
 	go func() { _ = fence.Run(ctx, time.Second) }()
-	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Record: db, Switches: configcenter.NewHolder(),
+	svc, err := New(Defaults(), Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Record: db.Flows, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: log, Fence: fence})
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ type env struct {
 	kafka    *kfake.Cluster
 	pub      *grabtest.Publisher                    // Kafka's, recording what it acknowledged
 	before   atomic.Pointer[func(flow.Event) error] // see intercept
-	db       *store.Store
+	db       *store.Flows
 	switches *configcenter.Holder
 	fence    *grab.Fence // nil but with appShards
 	clock    *testenv.Clock
@@ -144,7 +144,7 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.svc, e.rec, e.db, e.switches, e.fence = a.Service, a.Reconciler, a.Store, a.Switches, a.Fence
+	e.svc, e.rec, e.db, e.switches, e.fence = a.Service, a.Reconciler, a.Store.Flows, a.Switches, a.Fence
 	// Behind the contract's validator: every request of every test here, and its
 	// answer, is checked against api/openapi.yaml.
 	e.srv = httptest.NewServer(apitest.Wrap(t, apitest.GrabService, httpx.Serve(nil, 0, a.Handler)))

@@ -34,7 +34,7 @@ func createPool(e *admintest.Env, id string, total, amount int64) admintest.Resp
 // parts is the record's split of id, nil when there is none.
 func parts(t *testing.T, e *admintest.Env, id string) []int64 {
 	t.Helper()
-	p, err := e.App.Store.EnvelopeParts(context.Background(), store.ID{PromoID: id, Type: 1})
+	p, err := e.App.Store.Promotions.EnvelopeParts(context.Background(), store.ID{PromoID: id, Type: 1})
 	if errors.Is(err, store.ErrNoParts) {
 		return nil
 	}

@@ -252,7 +252,7 @@ func (e *Env) Create(id string) promo.Promotion {
 // Row is the promotion's row as stored (a pending create included).
 func (e *Env) Row(id string, typ int) (store.Promotion, bool) {
 	e.t.Helper()
-	p, err := e.App.Store.Row(context.Background(), store.ID{PromoID: id, Type: typ})
+	p, err := e.App.Store.Promotions.Row(context.Background(), store.ID{PromoID: id, Type: typ})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Promotion{}, false
@@ -285,10 +285,10 @@ func (e *Env) Snapshot(ids ...store.ID) string {
 	ctx := context.Background()
 	var b strings.Builder
 	for _, id := range ids {
-		p, err := e.App.Store.Row(ctx, id)
+		p, err := e.App.Store.Promotions.Row(ctx, id)
 		row, _ := json.Marshal(p)
 		fmt.Fprintf(&b, "row %s: %s err=%v\n", id, row, err)
-		parts, err := e.App.Store.EnvelopeParts(ctx, id)
+		parts, err := e.App.Store.Promotions.EnvelopeParts(ctx, id)
 		fmt.Fprintf(&b, "envelope parts %s: %v err=%v\n", id, parts, err)
 		keys := promo.Keys(id.Key())
 		seen := map[*redis.Client]bool{}
@@ -463,7 +463,7 @@ func (e *Env) agreePool(row store.Promotion, h lua.HashState) {
 		e.t.Errorf("%s: row envelope %+v, hash envAmount %d", id, row.Spec.Envelope, h.EnvAmount)
 		return
 	}
-	split, err := e.App.Store.EnvelopeParts(context.Background(), id)
+	split, err := e.App.Store.Promotions.EnvelopeParts(context.Background(), id)
 	if err != nil {
 		e.t.Errorf("%s: the record's split: %v", id, err)
 		return

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		states = promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, promo.StateOutboxKey, lua.StateDue, reg, logger)
 		cfg.Service.Announce = states.Announce
 	}
-	admin := adminservice.New(st, pool, cfg.Service)
+	admin := adminservice.New(st.Promotions, pool, cfg.Service)
 	set := adminendpoint.New(admin, logger)
 	switches := configcenter.NewHolder()
 	// On-call moves a shard to its promoted replica through the config center. The

@@ -71,7 +71,7 @@ func poolCreate(t *testing.T, e *admintest.Env, id string) []int64 {
 	}
 	wantEnvelope(t, "create", envelopeOf(t, r), amount, min, amount)
 
-	split, err := e.App.Store.EnvelopeParts(context.Background(), ref)
+	split, err := e.App.Store.Promotions.EnvelopeParts(context.Background(), ref)
 	if err != nil || len(split) != n {
 		t.Fatalf("the record's split: %d parts (err %v), want %d", len(split), err, n)
 	}
@@ -163,7 +163,7 @@ func poolPatch(t *testing.T, e *admintest.Env, id string, split []int64) {
 	}
 	wantEnvelope(t, "patch", envelopeOf(t, r), amount, min, amount-split[0]-split[1])
 	e.Agree(id, 1)
-	if got, _ := e.App.Store.EnvelopeParts(context.Background(), ref); !slices.Equal(got, split) {
+	if got, _ := e.App.Store.Promotions.EnvelopeParts(context.Background(), ref); !slices.Equal(got, split) {
 		t.Error("a patch changed the record's split")
 	}
 
@@ -190,7 +190,7 @@ func poolHistoryStopDelete(t *testing.T, e *admintest.Env, id string, split []in
 	if left, _ := e.Pool(id, 1); len(left) != 0 {
 		t.Errorf("the shard kept %d parts after delete", len(left))
 	}
-	if got, _ := e.App.Store.EnvelopeParts(context.Background(), ref); !slices.Equal(got, split) {
+	if got, _ := e.App.Store.Promotions.EnvelopeParts(context.Background(), ref); !slices.Equal(got, split) {
 		t.Error("the record's split did not outlive the delete")
 	}
 }
@@ -257,7 +257,7 @@ func badPoolRefused(t *testing.T, e *admintest.Env, c badPool) {
 	if _, ok := e.Row(id, 1); ok {
 		t.Error("a row was written")
 	}
-	if _, err := e.App.Store.EnvelopeParts(context.Background(), ref); err == nil {
+	if _, err := e.App.Store.Promotions.EnvelopeParts(context.Background(), ref); err == nil {
 		t.Error("parts were written")
 	}
 	if _, exists := e.Buckets(id, 1, bucket.Max); slices.Contains(exists, true) {

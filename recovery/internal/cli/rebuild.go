@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -22,8 +23,33 @@ func Rebuild(args []string) int {
 	// collections trade some memory for a quarter less CPU on a big shard.
 	debug.SetGCPercent(400)
 	log := svc.Logger("recovery")
-	var c conn
-	var shards shardList
+	cmd := rebuildCmd{o: rebuild.Defaults()}
+	fs := cmd.flags()
+	_ = fs.Parse(args)
+	if code, ok := cmd.check(fs); !ok {
+		return code
+	}
+	if err := cmd.c.resolve(fs, log); err != nil {
+		return fail(log, "rebuild not started", err)
+	}
+	if !cmd.quiet {
+		cmd.o.Progress = os.Stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return cmd.run(ctx, log)
+}
+
+// rebuildCmd is a rebuild's command line.
+type rebuildCmd struct {
+	c                   conn
+	o                   rebuild.Options
+	shards              shardList
+	all, missing, quiet bool
+	promoRef            string
+}
+
+func (cmd *rebuildCmd) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("recovery rebuild", flag.ExitOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: recovery rebuild --shard N[,M] | --all | --missing | --promo <promoId>_<type> [flags]
@@ -38,12 +64,12 @@ instance serves the rebuilt shards again.
 `)
 		fs.PrintDefaults()
 	}
-	c.register(fs)
-	o := rebuild.Defaults()
-	fs.Var(&shards, "shard", "logical shard(s) to rebuild whole: N or N,M (repeatable)")
-	all := fs.Bool("all", false, "rebuild all 16 shards")
-	missing := fs.Bool("missing", false, "rebuild the shards whose server is not whole: no built marker (lost and not rebuilt since), or the marker of another server (a replica promoted in a failover)")
-	promoRef := fs.String("promo", "", "rebuild one promotion, <promoId>_<type>")
+	cmd.c.register(fs)
+	o := &cmd.o
+	fs.Var(&cmd.shards, "shard", "logical shard(s) to rebuild whole: N or N,M (repeatable)")
+	fs.BoolVar(&cmd.all, "all", false, "rebuild all 16 shards")
+	fs.BoolVar(&cmd.missing, "missing", false, "rebuild the shards whose server is not whole: no built marker (lost and not rebuilt since), or the marker of another server (a replica promoted in a failover)")
+	fs.StringVar(&cmd.promoRef, "promo", "", "rebuild one promotion, <promoId>_<type>")
 	fs.BoolVar(&o.Force, "force", false, "rebuild even if open takes do not settle or the flow sink's catch-up cannot be confirmed")
 	fs.DurationVar(&o.Drain, "drain-timeout", o.Drain, "how long to wait for open takes of the shards (pending sets) to be settled by grab-service")
 	fs.DurationVar(&o.CatchUp, "catchup-timeout", o.CatchUp, "how long to wait for the flow sink to store what Kafka holds")
@@ -52,49 +78,49 @@ instance serves the rebuilt shards again.
 	fs.DurationVar(&o.AdminGrace, "admin-grace", o.AdminGrace, "how long after it was recorded an admin change may still be promoted by its promo-admin request: promo-admin's --repair-grace (15s) plus clock skew; raise it with that flag. Younger changes of the shards are waited for")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "most Redis commands per pipeline")
 	fs.DurationVar(&o.ServeTimeout, "serve-timeout", o.ServeTimeout, "how long, after the fences are lifted, to wait for every live grab-service instance to serve the shards again (the exit waits for it)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	_ = fs.Parse(args)
+	fs.BoolVar(&cmd.quiet, "quiet", false, "no progress bar")
+	return fs
+}
 
+// check accepts exactly one of the modes, and a well-formed --promo; otherwise it
+// gives the exit code.
+func (cmd *rebuildCmd) check(fs *flag.FlagSet) (int, bool) {
 	modes := 0
-	for _, set := range []bool{len(shards) > 0, *all, *missing, *promoRef != ""} {
+	for _, set := range []bool{len(cmd.shards) > 0, cmd.all, cmd.missing, cmd.promoRef != ""} {
 		if set {
 			modes++
 		}
 	}
 	if modes != 1 || fs.NArg() > 0 {
 		fs.Usage()
-		return exitUsage
+		return exitUsage, false
 	}
-	if *promoRef != "" {
-		id, typ, ok := promo.SplitPromotionRef(*promoRef)
+	if cmd.promoRef != "" {
+		id, typ, ok := promo.SplitPromotionRef(cmd.promoRef)
 		if !ok || !promo.ValidPromoID(id) || !promo.ValidType(typ) {
-			fmt.Fprintf(os.Stderr, "recovery rebuild: --promo %q: want <promoId>_<type>, e.g. sale-42_1\n", *promoRef)
-			return exitUsage
+			fmt.Fprintf(os.Stderr, "recovery rebuild: --promo %q: want <promoId>_<type>, e.g. sale-42_1\n", cmd.promoRef)
+			return exitUsage, false
 		}
-		o.Promo = &store.ID{PromoID: id, Type: typ}
+		cmd.o.Promo = &store.ID{PromoID: id, Type: typ}
 	}
-	if err := c.resolve(fs, log); err != nil {
-		return fail(log, "rebuild not started", err)
-	}
-	if !*quiet {
-		o.Progress = os.Stderr
-	}
+	return exitOK, true
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	pool, clients, db, lag, err := c.open(ctx)
+// run connects, names the shards of --all or --missing, rebuilds and reports.
+func (cmd *rebuildCmd) run(ctx context.Context, log *slog.Logger) int {
+	pool, clients, db, lag, err := cmd.c.open(ctx)
 	if err != nil {
 		return fail(log, "rebuild not started", err)
 	}
 	defer pool.Close()
 	defer db.Close()
-
+	shards := cmd.shards
 	switch {
-	case *all:
+	case cmd.all:
 		for s := range clients {
 			shards = append(shards, s)
 		}
-	case *missing:
+	case cmd.missing:
 		if shards, err = rebuild.Unbuilt(ctx, clients); err != nil {
 			return fail(log, "rebuild not started", err)
 		}
@@ -103,8 +129,8 @@ instance serves the rebuilt shards again.
 			return exitOK
 		}
 	}
-	o.Shards = shards
-	sum, err := rebuild.Run(ctx, rebuild.Deps{Shards: clients, Record: db, Lag: lag, Log: log}, o)
+	cmd.o.Shards = shards
+	sum, err := rebuild.Run(ctx, rebuild.Deps{Shards: clients, Record: db.Rebuild, Flows: db.Flows, Lag: lag, Log: log}, cmd.o)
 	if len(sum.Shards) > 0 {
 		sum.Print(os.Stdout)
 	}

@@ -53,7 +53,7 @@ func Sink(args []string) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sink, err := flowsink.New(cfg, db, flowsink.NewMetrics(reg), log)
+	sink, err := flowsink.New(cfg, db.Flows, flowsink.NewMetrics(reg), log)
 	if err != nil {
 		return fail(log, "flow sink not started", err)
 	}
@@ -72,7 +72,7 @@ func Sink(args []string) int {
 	g.HTTP(svc.Server(f.OpsListen, httpx.OpsHandler(reg, probes, false), log))
 	g.Loop(sink.Run)
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
-	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db, 10*time.Second, store.OwedKeep) })
+	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db.Flows, 10*time.Second, store.OwedKeep) })
 	if err := g.Run(); err != nil {
 		return fail(log, "flow sink stopped", err)
 	}

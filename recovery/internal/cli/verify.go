@@ -61,7 +61,7 @@ say a shard holds is there.
 	}
 	defer pool.Close()
 	defer db.Close()
-	rep, err := verify.Run(ctx, verify.Deps{Shards: clients, Record: db, Lag: lag, Log: log}, o)
+	rep, err := verify.Run(ctx, verify.Deps{Shards: clients, Record: db.Rebuild, Lag: lag, Log: log}, o)
 	if err != nil {
 		fail(log, "verify could not check", err)
 		return exitUsage

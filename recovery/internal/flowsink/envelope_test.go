@@ -32,7 +32,7 @@ func TestSinkStoresEnvelopeAmountsAndParts(t *testing.T) {
 	if err := sale.Publish(ctx, grab, cancel, other); err != nil {
 		t.Fatal(err)
 	}
-	rt.RunSink(t, brokers, "sink-envelope", db)
+	rt.RunSink(t, brokers, "sink-envelope", db.Flows)
 	caughtUp(t, brokers, "sink-envelope", 30*time.Second)
 
 	for _, want := range []struct {

@@ -14,20 +14,12 @@ import (
 	"github.com/segmentio/kafka-go/protocol/fetch"
 )
 
-// groupReader is the sink's member of its consumer group.
-//
-// kafka-go's Reader fetches each partition on its own, each again as soon as its
-// last fetch returned: at 4,000 events a second over 16 partitions that was a fetch
-// per 1.35 events, and the fetches were most of the sink's CPU. This member takes
-// what the Reader takes from kafka-go's ConsumerGroup (the group's membership,
-// assignments, heartbeats and offset commits) and fetches, in one request, every
-// partition of its assignment that a broker leads, and only when the sink asks: a
-// batch's first message by a fetch that answers as soon as anything is there, the
-// rest of the batch's window by one that waits the window out (or until a batch's
-// worth of bytes is there). A batch costs a few fetches whatever the rate, and an
-// event waits no longer than it did.
-//
-// It is used by the sink's goroutine alone; only the group runs goroutines of its own.
+// groupReader is the sink's member of its consumer group: kafka-go's
+// ConsumerGroup keeps membership, assignments, heartbeats and offset commits, and
+// the member fetches every partition a broker leads for it in one request, only
+// when the sink asks, so a batch costs a few fetches whatever the rate (why, and
+// the measurement: docs/design.md, "Record and recovery"). It is used by the
+// sink's goroutine alone; only the group runs goroutines of its own.
 type groupReader struct {
 	group     *kafka.ConsumerGroup
 	client    *kafka.Client // metadata and offsets; its transport also fetches

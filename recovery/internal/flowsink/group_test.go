@@ -63,9 +63,9 @@ func TestSinksShareTheGroupAcrossRebalances(t *testing.T) {
 		produced <- nil
 	}()
 
-	_, stopA := rt.RunSink(t, brokers, "sink-group", db)
+	_, stopA := rt.RunSink(t, brokers, "sink-group", db.Flows)
 	time.Sleep(500 * time.Millisecond)
-	mB, _ := rt.RunSink(t, brokers, "sink-group", db) // a second member: the group rebalances
+	mB, _ := rt.RunSink(t, brokers, "sink-group", db.Flows) // a second member: the group rebalances
 	time.Sleep(500 * time.Millisecond)
 	stopA() // the first leaves: its partitions go to the second
 	// The flow ends by itself only on an error, or after two minutes.
@@ -77,7 +77,7 @@ func TestSinksShareTheGroupAcrossRebalances(t *testing.T) {
 		t.Fatalf("produce: %v", err)
 	}
 	caughtUp(t, brokers, "sink-group", 60*time.Second)
-	if n, err := db.GrantedByRecord(context.Background(), promo, 1); err != nil || n != events {
+	if n, err := db.Flows.GrantedByRecord(context.Background(), promo, 1); err != nil || n != events {
 		t.Fatalf("the record holds %d of %d events (err %v)", n, events, err)
 	}
 	if testutil.ToFloat64(mB.Consumed) == 0 {

@@ -91,7 +91,7 @@ func BenchmarkSinkHandle(b *testing.B) {
 	for _, size := range []int{50, 250, 500} {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
 			c := &committed{}
-			s := &Sink{cfg: Defaults(), reader: c, rec: db, m: NewMetrics(prometheus.NewRegistry()),
+			s := &Sink{cfg: Defaults(), reader: c, rec: db.Flows, m: NewMetrics(prometheus.NewRegistry()),
 				log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			msgs := benchMessages(fmt.Sprintf("b%d-%s", size, testenv.Suffix()), b.N)
 			ctx := context.Background()

@@ -40,7 +40,7 @@ func TestSinkResumesSoonAfterTheBrokerRestarts(t *testing.T) {
 	first := broker()
 	brokers := []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	db := rt.OpenStore(t)
-	rt.RunSink(t, brokers, "sink-restart", db)
+	rt.RunSink(t, brokers, "sink-restart", db.Flows)
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 		BatchTimeout: time.Millisecond, MaxAttempts: 20, WriteTimeout: time.Second}
 	defer w.Close()
@@ -62,7 +62,7 @@ func TestSinkResumesSoonAfterTheBrokerRestarts(t *testing.T) {
 	stored := func(want int64, within time.Duration) time.Duration {
 		start := time.Now()
 		for {
-			n, err := db.GrantedByRecord(ctx, "restart-"+suffix, 1)
+			n, err := db.Flows.GrantedByRecord(ctx, "restart-"+suffix, 1)
 			if err == nil && n == want {
 				return time.Since(start)
 			}

@@ -46,7 +46,7 @@ func BenchmarkSinkRun(b *testing.B) {
 			child := startBenchBroker(b)
 			cfg := Defaults()
 			cfg.Brokers, cfg.Group = []string{child.addr}, "bench-"+testenv.Suffix()
-			m, stop := benchSink(b, cfg, db)
+			m, stop := benchSink(b, cfg, db.Flows)
 			consumed := func(n int, within time.Duration) {
 				end := time.Now().Add(within)
 				for int(testutil.ToFloat64(m.Consumed)) < n {
@@ -70,7 +70,7 @@ func BenchmarkSinkRun(b *testing.B) {
 				child.produce(b, b.N, 0)
 				b.StartTimer()
 				cpu0, maria0 = processCPU(), procCPU(maria)
-				m, stop = benchSink(b, cfg, db)
+				m, stop = benchSink(b, cfg, db.Flows)
 				consumed(b.N, 10*time.Minute)
 			} else {
 				cpu0, maria0 = processCPU(), procCPU(maria)

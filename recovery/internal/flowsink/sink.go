@@ -1,13 +1,9 @@
 // Package flowsink is the flow sink: a Kafka consumer group on promo-grab-flow that
-// writes GRAB and CANCEL events into MySQL's flow log (the system of record).
-//
-// The loop is FetchMessage -> work -> CommitMessages: a batch (up to MaxBatch
-// messages or MaxWait after its first) is stored in one transaction by
-// store.InsertFlows, and its offsets are committed only after that transaction
-// commits. While MySQL is down the batch is retried with bounded, jittered backoff,
-// forever: nothing is skipped and no offset moves past what is stored. Writes are
-// idempotent on (requestId, kind, promotion), so a redelivered batch changes nothing.
-// A message that is not a flow event goes to the dead-letter topic, counted and logged.
+// writes GRAB and CANCEL events into MySQL's flow log (the system of record), a
+// batch in one transaction (store.InsertFlows), committing its offsets only after
+// that transaction commits. MySQL down, the batch is retried with bounded, jittered
+// backoff, forever; writes are idempotent, so a redelivered batch changes nothing.
+// A message that is not a flow event goes to the dead-letter topic.
 package flowsink
 
 import (
@@ -29,7 +25,7 @@ import (
 // DeadLetterTopic receives the messages the sink cannot decode.
 const DeadLetterTopic = "promo-grab-flow-dlq"
 
-// Record is the flow log as the sink writes it (*store.Store).
+// Record is the flow log as the sink writes it (store.Flows).
 type Record interface {
 	InsertFlows(ctx context.Context, events []flow.Event) (int, error)
 }
@@ -270,7 +266,7 @@ func (s *Sink) commit(ctx context.Context, batch []kafka.Message) {
 		"messages", len(batch), "err", err.Error())
 }
 
-// OwedLog is the record's list of owed CANCELs (*store.Store, store/owed.go).
+// OwedLog is the record's list of owed CANCELs (store.Flows, store/owed.go).
 type OwedLog interface {
 	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
 }

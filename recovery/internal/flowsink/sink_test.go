@@ -113,7 +113,7 @@ func TestRedeliveredEventsChangeNothing(t *testing.T) {
 	suffix := testenv.Suffix()
 	var keys []string
 	for i, total := range []int64{300, 40} {
-		keys = append(keys, rt.Create(t, db, shards, rt.Spec{PromoID: fmt.Sprintf("redeliver%d-%s", i, suffix), Total: total, PerPin: 6, PerIP: 30}))
+		keys = append(keys, rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: fmt.Sprintf("redeliver%d-%s", i, suffix), Total: total, PerPin: 6, PerIP: 30}))
 	}
 	sale := rt.NewSale(shards, brokers)
 	defer sale.Close()
@@ -129,7 +129,7 @@ func TestRedeliveredEventsChangeNothing(t *testing.T) {
 		t.Fatalf("the sale granted %d and cancelled %d; want both > 0", granted, cancelled)
 	}
 
-	m, stop := rt.RunSink(t, brokers, "sink-a", db)
+	m, stop := rt.RunSink(t, brokers, "sink-a", db.Flows)
 	caughtUp(t, brokers, "sink-a", 60*time.Second)
 	stop()
 	first := readRecord(t, db)
@@ -146,11 +146,11 @@ func TestRedeliveredEventsChangeNothing(t *testing.T) {
 		t.Fatalf("rows written metric %v, rows %d", have, first.Rows)
 	}
 	for _, key := range keys {
-		rt.RecordAgrees(t, db, shards[ring.Default.Shard(key)], key)
+		rt.RecordAgrees(t, db.Rebuild, shards[ring.Default.Shard(key)], key)
 	}
 
 	// A second group is a redelivery of every event: the record must not move.
-	m2, stop2 := rt.RunSink(t, brokers, "sink-b", db)
+	m2, stop2 := rt.RunSink(t, brokers, "sink-b", db.Flows)
 	caughtUp(t, brokers, "sink-b", 60*time.Second)
 	stop2()
 	if again := readRecord(t, db); again != first {
@@ -200,11 +200,11 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 	suffix := testenv.Suffix()
 	var keys []string
 	for i := 0; i < 3; i++ {
-		keys = append(keys, rt.Create(t, db, shards, rt.Spec{PromoID: fmt.Sprintf("outage%d-%s", i, suffix), Total: 100000, PerPin: 100000}))
+		keys = append(keys, rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: fmt.Sprintf("outage%d-%s", i, suffix), Total: 100000, PerPin: 100000}))
 	}
 	sale := rt.NewSale(shards, brokers)
 	defer sale.Close()
-	m, _ := rt.RunSink(t, brokers, "sink-outage", db)
+	m, _ := rt.RunSink(t, brokers, "sink-outage", db.Flows)
 
 	stop := make(chan struct{})
 	var granted, cancelled int64
@@ -235,7 +235,7 @@ func TestMySQLOutageLosesNothing(t *testing.T) {
 		t.Fatalf("record holds %d GRAB and %d CANCEL rows; the sale granted %d and cancelled %d", st.Grabs, st.Cancels, granted, cancelled)
 	}
 	for _, key := range keys {
-		rt.RecordAgrees(t, db, shards[ring.Default.Shard(key)], key)
+		rt.RecordAgrees(t, db.Rebuild, shards[ring.Default.Shard(key)], key)
 	}
 	if testutil.ToFloat64(m.Retries.WithLabelValues("mysql")) == 0 {
 		t.Fatal("the sink never retried a MySQL write: the outage was not exercised")
@@ -249,14 +249,14 @@ func TestSinkSettlesOwedCancels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	brokers, db := rt.Kafka(t).ListenAddrs(), rt.OpenStore(t)
-	rt.RunSink(t, brokers, "sink-owed", db)
+	rt.RunSink(t, brokers, "sink-owed", db.Flows)
 	suffix := testenv.Suffix()
 	rid, promoID := "owed-"+suffix, "owed-promo-"+suffix
 	grab := flow.Event{EventID: "g-" + suffix, Kind: flow.Grab, RequestID: rid, Pin: "p", IP: "10.0.0.1",
 		Items: []flow.Item{{PromoID: promoID, Type: 1, Num: 2, Shard: 3}}, OccurredAt: flow.Stamp(time.Now()), BodyHash: "h"}
 	cancel := grab
 	cancel.EventID, cancel.Kind, cancel.Reason, cancel.BodyHash = "c-"+suffix, flow.Cancel, "ROLLBACK", ""
-	if err := db.OweCancels(ctx, []flow.Event{cancel}); err != nil {
+	if err := db.Flows.OweCancels(ctx, []flow.Event{cancel}); err != nil {
 		t.Fatal(err)
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll}
@@ -266,8 +266,8 @@ func TestSinkSettlesOwedCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Within(t, 20*time.Second, "the GRAB stored and netted by its owed CANCEL", func() bool {
-		in, err1 := db.HasGrab(ctx, rid, promoID, 1)
-		n, err2 := db.GrantedByRecord(ctx, promoID, 1)
+		in, err1 := db.Flows.HasGrab(ctx, rid, promoID, 1)
+		n, err2 := db.Flows.GrantedByRecord(ctx, promoID, 1)
 		return err1 == nil && err2 == nil && in && n == 0
 	})
 }

@@ -96,8 +96,8 @@ func TestKilledShardBucketsAreRebuiltExactly(t *testing.T) {
 	shards, db := w.shards, w.db
 	suffix := testenv.Suffix()
 	keys := []string{
-		rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDWithBucketOn("hot-"+suffix, 4, 2, lostShard), Total: 90, PerPin: 6, PerIP: 30, RateLimit: 10_001, Buckets: 4}),
-		rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDWithBucketOn("wide-"+suffix, 8, 0, lostShard), Total: 1000, PerPin: 10, Buckets: 8}),
+		rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDWithBucketOn("hot-"+suffix, 4, 2, lostShard), Total: 90, PerPin: 6, PerIP: 30, RateLimit: 10_001, Buckets: 4}),
+		rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDWithBucketOn("wide-"+suffix, 8, 0, lostShard), Total: 1000, PerPin: 10, Buckets: 8}),
 	}
 	ks := []int{4, 8}
 	lost := []string{bucket.Keys(ring.Default, keys[0], 4)[2], keys[1]}
@@ -186,7 +186,7 @@ func TestKilledShardBucketsAreRebuiltExactly(t *testing.T) {
 	// The sale goes on over the rebuilt buckets; verify finds the record and
 	// Redis agreeing bucket by bucket.
 	bucketSale(t, s, keys[:1], ks[:1], "two-"+suffix, 4, 40)
-	vd := verify.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(w.brokers, kafkaauth.Auth{}, flow.Topic, "sink-buckets"), Log: quiet()}
+	vd := verify.Deps{Shards: shards, Record: db.Rebuild, Lag: flowlag.NewMeter(w.brokers, kafkaauth.Auth{}, flow.Topic, "sink-buckets"), Log: quiet()}
 	vo := verify.Defaults()
 	vo.Rechecks, vo.RecheckDelay = 1, 200*time.Millisecond
 	rep, err := verify.Run(ctx, vd, vo)
@@ -234,9 +234,9 @@ func TestRebuildOfOneBucketedPromotion(t *testing.T) {
 	shards := rt.Shards(t, all)
 	brokers := rt.Kafka(t).ListenAddrs()
 	db := rt.OpenStore(t)
-	rt.RunSink(t, brokers, "sink-promo-buckets", db)
+	rt.RunSink(t, brokers, "sink-promo-buckets", db.Flows)
 	suffix := testenv.Suffix()
-	key := rt.Create(t, db, shards, rt.Spec{PromoID: "promo-buckets-" + suffix, Total: 50, PerPin: 4, PerIP: 20, Buckets: 4})
+	key := rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: "promo-buckets-" + suffix, Total: 50, PerPin: 4, PerIP: 20, Buckets: 4})
 	s := rt.NewSale(shards, brokers)
 	defer s.Close()
 	if held, _ := bucketSale(t, s, []string{key}, []int{4}, "p-"+suffix, 3, 30); len(held) == 0 {
@@ -253,7 +253,7 @@ func TestRebuildOfOneBucketedPromotion(t *testing.T) {
 	id, typ, _ := promo.ParseKey(key)
 	o := options()
 	o.Promo = &store.ID{PromoID: id, Type: typ}
-	d := rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, "sink-promo-buckets"), Log: quiet()}
+	d := rebuild.Deps{Shards: shards, Record: db.Rebuild, Flows: db.Flows, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, "sink-promo-buckets"), Log: quiet()}
 	sum, err := rebuild.Run(ctx, d, o)
 	if err != nil {
 		t.Fatalf("rebuild --promo: %v", err)

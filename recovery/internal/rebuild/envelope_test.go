@@ -38,7 +38,7 @@ func TestLostPoolIsRebuiltExactly(t *testing.T) {
 
 	const envelopes = 1500 // more than one ZADD of lua.MaxEnvelopeStage
 	split := promo.SplitEnvelope(envelopes*100, 10, envelopes, rand.New(rand.NewPCG(1, 2)))
-	pool := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("pool-"+suffix, lostShard), Total: envelopes, PerPin: 20, Envelope: split})
+	pool := rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("pool-"+suffix, lostShard), Total: envelopes, PerPin: 20, Envelope: split})
 	s := rt.NewSale(shards, w.brokers)
 	defer s.Close()
 
@@ -101,7 +101,7 @@ func TestLostPoolIsRebuiltExactly(t *testing.T) {
 	}
 
 	// verify: clean, then a part taken out of the sorted set by hand is named.
-	vd := verify.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(w.brokers, kafkaauth.Auth{}, flow.Topic, "sink-pool"), Log: quiet()}
+	vd := verify.Deps{Shards: shards, Record: db.Rebuild, Lag: flowlag.NewMeter(w.brokers, kafkaauth.Auth{}, flow.Topic, "sink-pool"), Log: quiet()}
 	vo := verify.Defaults()
 	vo.Shards, vo.Rechecks, vo.RecheckDelay = []int{lostShard}, 1, 200*time.Millisecond
 	rep, err := verify.Run(ctx, vd, vo)

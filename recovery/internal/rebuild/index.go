@@ -48,7 +48,7 @@ func restoreIndex(ctx context.Context, c redis.UniversalClient, rec Record, shar
 // closed are taken away, should the server be one that lagged (a promoted replica)
 // and still hold one: expiry must never return a grant that was confirmed. It
 // returns the open holds written.
-func restoreHolds(ctx context.Context, c redis.UniversalClient, rec Record, shard, batch int, now time.Time) (int, error) {
+func restoreHolds(ctx context.Context, c redis.UniversalClient, rec FlowLog, shard, batch int, now time.Time) (int, error) {
 	holds, err := rec.Holds(ctx, shard, now.Add(-flow.RequestIndexTTL))
 	if err != nil {
 		return 0, fmt.Errorf("restore the holds: %w", err)

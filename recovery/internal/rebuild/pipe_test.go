@@ -31,10 +31,10 @@ func TestRestoreStopsAtTheFirstRefusedWrite(t *testing.T) {
 	now := time.Now()
 	spec := promo.Spec{PromoID: "oom-" + testenv.Suffix(), Type: 1, Title: "oom", Total: 1_000_000, PerPinLimit: 10,
 		PerIPLimit: 1000, MaxPerGrab: 5, StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour)}
-	if err := db.Insert(ctx, store.NewPromotion(spec, promo.Active, now)); err != nil {
+	if err := db.Promotions.Insert(ctx, store.NewPromotion(spec, promo.Active, now)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.Promote(ctx, store.ID{PromoID: spec.PromoID, Type: 1}, 1, now)
+	p, err := db.Promotions.Promote(ctx, store.ID{PromoID: spec.PromoID, Type: 1}, 1, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestRestoreStopsAtTheFirstRefusedWrite(t *testing.T) {
 			Pin: fmt.Sprintf("pin-%d", i), IP: "10.1.0.1", BodyHash: strings.Repeat("h", 40), OccurredAt: flow.Stamp(now),
 			Items: []flow.Item{{PromoID: spec.PromoID, Type: 1, Num: 1}}})
 	}
-	if _, err := db.InsertFlows(ctx, events); err != nil {
+	if _, err := db.Flows.InsertFlows(ctx, events); err != nil {
 		t.Fatal(err)
 	}
 
@@ -60,7 +60,7 @@ func TestRestoreStopsAtTheFirstRefusedWrite(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, err = restorePromotion(ctx, c, db, targets(p)[0], 20, nil)
+	_, err = restorePromotion(ctx, c, db.Rebuild, targets(p)[0], 20, nil)
 	if err == nil || !strings.Contains(err.Error(), "OOM") {
 		t.Fatalf("want the refused write's error (OOM), have %v", err)
 	}

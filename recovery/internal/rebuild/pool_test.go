@@ -20,18 +20,19 @@ import (
 // rollback's CANCEL the fence lets through, anything under --force): late goes in
 // just before the flow log is read.
 type lateRows struct {
-	*store.Store
-	late []flow.Event
+	*store.Rebuild
+	flows *store.Flows
+	late  []flow.Event
 }
 
 func (r *lateRows) EachFlow(ctx context.Context, id store.ID, fn func(store.FlowRow) error) error {
 	if len(r.late) > 0 {
-		if _, err := r.InsertFlows(ctx, r.late); err != nil {
+		if _, err := r.flows.InsertFlows(ctx, r.late); err != nil {
 			return err
 		}
 		r.late = nil
 	}
-	return r.Store.EachFlow(ctx, id, fn)
+	return r.Rebuild.EachFlow(ctx, id, fn)
 }
 
 // A pool's envelopes left and its ledger agree whatever lands in the flow log
@@ -51,10 +52,10 @@ func TestRebuiltPoolAgreesWithItsLedgerWhileRowsLand(t *testing.T) {
 	split := []int64{10, 20, 30, 40}
 	spec := promo.Spec{PromoID: "late-" + testenv.Suffix(), Type: 1, Title: "late rows", Total: 4, PerPinLimit: 4, PerIPLimit: 4,
 		MaxPerGrab: 2, StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), Envelope: &promo.Envelope{Amount: 100, MinAmount: 10}}
-	if err := db.InsertPool(ctx, store.NewPromotion(spec, promo.Active, now), split); err != nil {
+	if err := db.Promotions.InsertPool(ctx, store.NewPromotion(spec, promo.Active, now), split); err != nil {
 		t.Fatal(err)
 	}
-	p, err := db.Promote(ctx, store.ID{PromoID: spec.PromoID, Type: 1}, 1, now)
+	p, err := db.Promotions.Promote(ctx, store.ID{PromoID: spec.PromoID, Type: 1}, 1, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +63,10 @@ func TestRebuiltPoolAgreesWithItsLedgerWhileRowsLand(t *testing.T) {
 		return flow.Event{EventID: string(kind) + "-" + rid, Kind: kind, RequestID: rid, Pin: "pin-" + rid, IP: "10.4.0.1", BodyHash: "h-" + rid,
 			OccurredAt: flow.Stamp(now), Items: []flow.Item{{PromoID: spec.PromoID, Type: 1, Num: 1, Amount: split[part], Parts: []int{part}}}}
 	}
-	if _, err := db.InsertFlows(ctx, []flow.Event{event(flow.Grab, "r1", 0)}); err != nil {
+	if _, err := db.Flows.InsertFlows(ctx, []flow.Event{event(flow.Grab, "r1", 0)}); err != nil {
 		t.Fatal(err)
 	}
-	rec := &lateRows{Store: db, late: []flow.Event{event(flow.Grab, "r2", 1), event(flow.Cancel, "r1", 0)}}
+	rec := &lateRows{Rebuild: db.Rebuild, flows: db.Flows, late: []flow.Event{event(flow.Grab, "r2", 1), event(flow.Cancel, "r1", 0)}}
 
 	srv := testenv.StartRedis(t, testenv.Volatile)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})

@@ -14,16 +14,21 @@ import (
 	"github.com/flashsale/platform/lua"
 )
 
-// Record is what a rebuild reads from the system of record (*store.Store).
+// Record is what a rebuild reads from the system of record (store.Rebuild).
 type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
 	EachFlow(ctx context.Context, id store.ID, fn func(store.FlowRow) error) error
 	GrabRows(ctx context.Context, id store.ID, requestIDs []string) (map[string]store.FlowRow, error)
 	EnvelopeSplit(ctx context.Context, id store.ID) (store.EnvelopeSplit, bool, error)
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
+	PendingChanges(ctx context.Context) ([]store.PendingChange, error)
+}
+
+// FlowLog is what a rebuild reads of the holds and settles of the owed CANCELs
+// (store.Flows).
+type FlowLog interface {
 	Holds(ctx context.Context, indexShard int, since time.Time) ([]store.RecordedHold, error)
 	SettleOwedCancels(ctx context.Context, keep time.Duration) (int, error)
-	PendingChanges(ctx context.Context) ([]store.PendingChange, error)
 }
 
 // rollbackReason is the CANCEL reason of an aborted take (grab-service's
@@ -55,79 +60,115 @@ func stagingOf(key string) staging {
 }
 
 // restorePromotion writes one promotion from the record: first into staging keys
-// (pipelined), then one MULTI replaces the six live keys (promo.Keys) with them.
-// Whatever happens in between, the live promotion is either the old one or the
-// rebuilt one, never half of each.
-//
-// The flow log is read in one pass: every GRAB goes into the ledger as granted at
-// once and into the counters; a CANCEL only into the counters, and after the pass
-// the few cancelled requests are looked up by key and their entries rewritten as
-// returned (a later HSET of the same field wins).
-//
-// A bucket of a bucketed promotion is restored the same way from the rows whose
-// grab had a part on it (target.part), each counted for what that part took.
-//
-// An envelope pool is restored exactly: its sorted set holds the parts of its
-// split (store.EnvelopeSplit) that no grab holds, envLeft their sum, remaining
-// their count; each ledger entry carries the parts its GRAB took, so a cancel after
-// the rebuild gives back exactly those. Which parts are held is counted from the
-// same rows as the ledger (store.EnvelopePool's Hold and GiveBack): a GRAB row's
-// parts as it is read, its request's CANCEL giving them back where the ledger entry
-// is rewritten as returned. So a part is in the pool exactly when no G entry holds
-// it, whatever reaches the flow log while the rebuild reads it (a rollback's CANCEL
-// let through the fence, anything under --force): a second read of the record
-// could differ from the pass, and hand a part out twice or lose it.
-//
-// rowsRead (may be nil) is told how many flow rows were read so far, every
-// flowBatch rows: a promotion of tens of millions of grants takes minutes.
+// (pipelined), then one MULTI replaces the six live keys (promo.Keys) with them,
+// so the live promotion is either the old one or the rebuilt one, never half of
+// each. The flow log is read in one pass, which also counts an envelope pool's
+// held parts, so the pool and the ledger cannot disagree: docs/design.md,
+// "Record and recovery". rowsRead (may be nil) is told how many flow rows were
+// read so far, every flowBatch rows.
 func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, tg target, batch int, rowsRead func(int)) (Restored, error) {
-	p, id, key := tg.p, tg.p.ID(), tg.key()
-	out := Restored{Key: key}
-	st := stagingOf(key)
-	w := newPipe(ctx, c, batch)
+	key := tg.key()
+	r := &restore{rec: rec, tg: tg, key: key, st: stagingOf(key), w: newPipe(ctx, c, batch), out: Restored{Key: key}, rowsRead: rowsRead}
 	// On an early return, the pipeline in flight still finishes first.
-	defer w.wait()
-	if err := w.do("UNLINK", st.hash, st.pins, st.ips, st.req, st.env); err != nil { // leftovers of a killed run
-		return out, err
+	defer r.w.wait()
+	if err := r.stage(ctx); err != nil {
+		return r.out, err
 	}
-	pool, err := readPool(ctx, rec, tg, &out)
-	if err != nil {
-		return out, err
+	if err := swap(ctx, c, key, r.st, r.out); err != nil {
+		return r.out, err
 	}
+	return r.out, nil
+}
 
-	t := flowTally{pins: map[string]int64{}, ips: map[string]int64{}, pool: pool}
-	req := &hset{w: w, key: st.req}
-	if err := readFlows(ctx, rec, tg, splitOf(pool), &t, req, &out, rowsRead); err != nil {
-		return out, err
+// restore is one promotion's rebuild, told in stages: read the pool's split, read
+// the flow log, return the cancelled requests, settle remaining, write it staged.
+type restore struct {
+	rec      Record
+	tg       target
+	key      string
+	st       staging
+	w        *pipe
+	pool     *store.EnvelopePool // nil for no pool
+	t        flowTally
+	req      *hset
+	out      Restored
+	rowsRead func(int)
+}
+
+// stage writes the promotion into its staging keys.
+func (r *restore) stage(ctx context.Context) (err error) {
+	st := r.st
+	if err := r.w.do("UNLINK", st.hash, st.pins, st.ips, st.req, st.env); err != nil { // leftovers of a killed run
+		return err
 	}
-	for chunk := range slices.Chunk(t.cancels, cancelLookup) {
+	if r.pool, err = readPool(ctx, r.rec, r.tg, &r.out); err != nil {
+		return err
+	}
+	r.t = flowTally{pins: map[string]int64{}, ips: map[string]int64{}, pool: r.pool}
+	r.req = &hset{w: r.w, key: st.req}
+	if err := r.readFlows(ctx); err != nil {
+		return err
+	}
+	if err := r.returnCancelled(ctx); err != nil {
+		return err
+	}
+	if err := r.req.close(); err != nil {
+		return err
+	}
+	r.settleRemaining()
+	if err := r.w.do(append([]any{"HSET", st.hash}, hashFields(r.tg, r.out.Remaining, r.pool)...)...); err != nil {
+		return err
+	}
+	if r.out.Envelopes, err = putEnvelopes(r.w, st.env, r.pool); err != nil {
+		return err
+	}
+	if r.out.Pins, err = putCounters(r.w, st.pins, r.t.pins, r.key, "pin", &r.out.Warnings); err != nil {
+		return err
+	}
+	if r.out.IPs, err = putCounters(r.w, st.ips, r.t.ips, r.key, "ip", &r.out.Warnings); err != nil {
+		return err
+	}
+	if err := r.w.flush(); err != nil {
+		return fmt.Errorf("stage %s: %w", r.key, err)
+	}
+	return nil
+}
+
+// returnCancelled looks up the GRAB rows of the cancelled requests, by key, and
+// rewrites their ledger entries as returned (a later HSET of the same field
+// wins), giving a pool's parts back.
+func (r *restore) returnCancelled(ctx context.Context) error {
+	for chunk := range slices.Chunk(r.t.cancels, cancelLookup) {
 		ids := make([]string, len(chunk))
 		for i, cr := range chunk {
 			ids[i] = cr.RequestID
 		}
-		grabs, err := rec.GrabRows(ctx, id, ids)
+		grabs, err := r.rec.GrabRows(ctx, r.tg.p.ID(), ids)
 		if err != nil {
-			return out, err
+			return err
 		}
 		for _, cr := range chunk {
 			g, ok := grabs[cr.RequestID] // a CANCEL without its GRAB leaves no entry
 			if !ok {
 				continue
 			}
-			if part, ok, _ := tg.part(g); ok {
-				if err := putLedger(req, g, part, splitOf(pool), true, cr.Reason); err != nil {
-					return out, err
+			if part, ok, _ := r.tg.part(g); ok {
+				if err := putLedger(r.req, g, part, splitOf(r.pool), true, cr.Reason); err != nil {
+					return err
 				}
-				if pool != nil {
-					pool.GiveBack(g.Parts)
+				if r.pool != nil {
+					r.pool.GiveBack(g.Parts)
 				}
 			}
 		}
 	}
-	if err := req.close(); err != nil {
-		return out, err
-	}
+	return nil
+}
 
+// settleRemaining is the remaining the flow log leaves the target, with a
+// warning for each way the record is at odds with itself.
+func (r *restore) settleRemaining() {
+	p, tg, t, out, key := r.tg.p, r.tg, &r.t, &r.out, r.key
 	total := bucket.Shares(p.Spec.Total, tg.layout.K)[tg.bucket]
 	out.Remaining = total - (t.granted - t.returned)
 	if out.Remaining < 0 {
@@ -138,13 +179,13 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %d flow rows name a bucket outside 0..%d; left out", key, t.badBucket, tg.layout.K-1))
 	}
 	// promotion.remaining is the promotion's, not one bucket's.
-	if pool != nil {
+	if r.pool != nil {
 		// The pool's parts are its stock: q.lua takes num of them for num units.
-		if left := int64(len(pool.Left())); left != out.Remaining {
+		if left := int64(len(r.pool.Left())); left != out.Remaining {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: the flow log leaves %d units but %d envelopes; remaining written as the envelopes", key, out.Remaining, left))
 			out.Remaining = left
 		}
-		for _, odd := range pool.Odd() {
+		for _, odd := range r.pool.Odd() {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: envelope pool: %s", key, odd))
 		}
 	}
@@ -154,98 +195,109 @@ func restorePromotion(ctx context.Context, c redis.UniversalClient, rec Record, 
 	if p.Pending != nil {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: admin change %s v%d pending; restored v%d, promo-admin's resolver settles the change", key, p.Pending.Op, p.Pending.Version, p.Version))
 	}
-	if err := w.do(append([]any{"HSET", st.hash}, hashFields(tg, out.Remaining, pool)...)...); err != nil {
-		return out, err
-	}
-	if out.Envelopes, err = putEnvelopes(w, st.env, pool); err != nil {
-		return out, err
-	}
-	if out.Pins, err = putCounters(w, st.pins, t.pins, key, "pin", &out.Warnings); err != nil {
-		return out, err
-	}
-	if out.IPs, err = putCounters(w, st.ips, t.ips, key, "ip", &out.Warnings); err != nil {
-		return out, err
-	}
-	if err := w.flush(); err != nil {
-		return out, fmt.Errorf("stage %s: %w", key, err)
-	}
-	if err := swap(ctx, c, key, st, out); err != nil {
-		return out, err
-	}
-	return out, nil
 }
 
 // readFlows reads the promotion's flow log once, keeping the rows with a part on
-// the target's bucket (all of an ordinary promotion's). The rows go in batches to
-// two goroutines, one summing them into t (and a pool's held parts) and one
-// staging the ledger entries of the GRAB rows, with their parts' amounts from
-// split (nil for no pool), so reading, summing and encoding share the machine's
-// cores.
-func readFlows(ctx context.Context, rec Record, tg target, split *store.EnvelopeSplit, t *flowTally, req *hset, out *Restored, rowsRead func(int)) error {
+// the target's bucket (all of an ordinary promotion's), and hands them in batches
+// to two goroutines (fanout), so reading, summing and encoding share the cores.
+func (r *restore) readFlows(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	toTally, toLedger := make(chan []partRow, 4), make(chan []partRow, 4)
-	tallied, staged := make(chan struct{}), make(chan error, 1)
-	go func() {
-		for batch := range toTally {
-			for _, r := range batch {
-				t.add(r)
-			}
-		}
-		close(tallied)
-	}()
-	go func() {
-		var err error
-		for batch := range toLedger {
-			for _, r := range batch {
-				if err == nil && !r.Cancel {
-					if err = putLedger(req, r.FlowRow, r.part, split, false, ""); err != nil {
-						cancel() // stops the read below
-					}
-				}
-			}
-		}
-		staged <- err
-	}()
-	batch := make([]partRow, 0, flowBatch)
-	rows := 0
-	send := func() {
-		toTally <- batch
-		toLedger <- batch
-		if rows += len(batch); rowsRead != nil {
-			rowsRead(rows)
-		}
-		batch = make([]partRow, 0, flowBatch) // the two readers share the old one
-	}
-	err := rec.EachFlow(ctx, tg.p.ID(), func(r store.FlowRow) error {
-		part, ok, bad := tg.part(r)
+	f := newFanout(r.rowsRead)
+	go f.tally(&r.t)
+	go f.stage(r.req, splitOf(r.pool), cancel)
+	err := r.rec.EachFlow(ctx, r.tg.p.ID(), func(row store.FlowRow) error {
+		part, ok, bad := r.tg.part(row)
 		if bad {
-			t.badBucket++ // the tally goroutine never writes it
+			r.t.badBucket++ // the tally goroutine never writes it
 		}
 		if !ok {
 			return nil
 		}
-		if !r.Cancel {
-			out.Ledger++
-			if r.BodyHash == "" {
-				out.NoBodyHash++
+		if !row.Cancel {
+			r.out.Ledger++
+			if row.BodyHash == "" {
+				r.out.NoBodyHash++
 			}
 		}
-		if batch = append(batch, partRow{r, part}); len(batch) == flowBatch {
-			send()
-		}
+		f.add(partRow{row, part})
 		return nil
 	})
-	if len(batch) > 0 {
-		send()
-	}
-	close(toTally)
-	close(toLedger)
-	<-tallied
-	if serr := <-staged; serr != nil {
+	if serr := f.close(); serr != nil {
 		return serr // the first cause; the read's error is then only its cancellation
 	}
 	return err
+}
+
+// fanout hands the flow rows read, flowBatch at a time, to one goroutine summing
+// them into the tally (and a pool's held parts) and one staging the ledger
+// entries of the GRAB rows.
+type fanout struct {
+	toTally, toLedger chan []partRow
+	tallied           chan struct{}
+	staged            chan error
+	batch             []partRow
+	rows              int
+	rowsRead          func(int)
+}
+
+func newFanout(rowsRead func(int)) *fanout {
+	return &fanout{toTally: make(chan []partRow, 4), toLedger: make(chan []partRow, 4),
+		tallied: make(chan struct{}), staged: make(chan error, 1),
+		batch: make([]partRow, 0, flowBatch), rowsRead: rowsRead}
+}
+
+// tally sums the rows into t.
+func (f *fanout) tally(t *flowTally) {
+	for batch := range f.toTally {
+		for _, r := range batch {
+			t.add(r)
+		}
+	}
+	close(f.tallied)
+}
+
+// stage stages the GRAB rows' ledger entries, with their parts' amounts from
+// split (nil for no pool); its first error cancels the read.
+func (f *fanout) stage(req *hset, split *store.EnvelopeSplit, cancel func()) {
+	var err error
+	for batch := range f.toLedger {
+		for _, r := range batch {
+			if err == nil && !r.Cancel {
+				if err = putLedger(req, r.FlowRow, r.part, split, false, ""); err != nil {
+					cancel() // stops the read
+				}
+			}
+		}
+	}
+	f.staged <- err
+}
+
+func (f *fanout) add(r partRow) {
+	if f.batch = append(f.batch, r); len(f.batch) == flowBatch {
+		f.send()
+	}
+}
+
+func (f *fanout) send() {
+	f.toTally <- f.batch
+	f.toLedger <- f.batch
+	if f.rows += len(f.batch); f.rowsRead != nil {
+		f.rowsRead(f.rows)
+	}
+	f.batch = make([]partRow, 0, flowBatch) // the two readers share the old one
+}
+
+// close sends the last batch, waits for both goroutines and returns the
+// staging's error.
+func (f *fanout) close() error {
+	if len(f.batch) > 0 {
+		f.send()
+	}
+	close(f.toTally)
+	close(f.toLedger)
+	<-f.tallied
+	return <-f.staged
 }
 
 // flowBatch is how many flow rows go to the summing and ledger goroutines at a time.

@@ -1,39 +1,11 @@
 // Package rebuild restores lost Redis shards from the system of record: for every
 // live promotion of a shard, the promotion hash (remaining = total − Σ GRAB +
 // Σ CANCEL), the per-pin and per-ip counters and the request ledger, from the
-// promotion table and the flow log; rate windows and the pending set start empty.
-// A promotion in K buckets (internal/bucket) is K hashes on K shards: a shard
-// restores the bucket it holds, its share of the total less what its GRAB rows
-// took, the pins and ips whose home it is, and the ledger entries of the parts it
-// held (bucket.go). An envelope pool is restored exactly: its sorted set of the
-// parts no grab holds, envAmount, envLeft and envDigest, and ledger entries naming the parts
-// each grab took, the held parts counted from the rows that build the ledger
-// (promotion.go).
-//
-// Order of a run, and why:
-//  1. Fence the shards (markers.go): grab-service answers UNAVAILABLE for their
-//     promotions instead of selling from a shard being rewritten.
-//  2. Wait Settle: grab-service sees a fence within its poll interval, and grabs that
-//     passed the fence before it was raised finish within their answer timeout.
-//     Then wait until no admin change of the shards' promotions can still be
-//     promoted by the promo-admin request that made it (AdminGrace after it was
-//     recorded): a patch whose script reached the hash just before the fence,
-//     promoted in MySQL after the record was read, would be overwritten by the older
-//     row. A change older than that is the repairer's, which resolves it against the
-//     rebuilt hash. Under the fence no new change lands.
-//  3. Wait until no take of the shards' promotions is open (their pending sets are
-//     empty): grab-service's reconciler settles takes left pending and pays the
-//     CANCELs owed by aborts and cancels, which live only in Redis until then. A lost
-//     shard has none. If they do not drain the run refuses, unless forced.
-//  4. Wait until the flow sink has stored everything Kafka holds (flowlag): a grant
-//     Kafka acknowledged but MySQL does not hold yet would otherwise be lost. If
-//     that cannot be confirmed the run refuses, unless forced. Then write into the
-//     flow log the owed CANCELs whose GRAB is there now (store.SettleOwedCancels):
-//     a debt a lost shard took along is not restored as a grant.
-//  5. Per shard: drop its built marker, restore each promotion (staged, then swapped
-//     in atomically), write the built marker, lift the fence.
-//  6. Wait until every live grab-service instance reports serving the shards again
-//     (internal/shardmark's serving reports), so the exit means sales are back.
+// promotion table and the flow log; a bucket of a bucketed promotion (bucket.go)
+// and an envelope pool's parts (promotion.go) exactly. Rate windows and the
+// pending set start empty. A run fences the shards, waits for what is in flight
+// to reach the record, restores each shard and waits until it is served again
+// (Run); why each step: docs/design.md, "Record and recovery".
 package rebuild
 
 import (
@@ -95,6 +67,7 @@ func Defaults() Options {
 type Deps struct {
 	Shards []redis.UniversalClient // index = logical shard; 16
 	Record Record
+	Flows  FlowLog
 	Lag    *flowlag.Meter // nil: the sink's position cannot be read (refused unless forced)
 	Log    *slog.Logger
 }
@@ -112,118 +85,183 @@ const servePoll = 10 * time.Millisecond
 // Run rebuilds and reports what it restored. An error after some shards were
 // rebuilt still returns their summary.
 func Run(ctx context.Context, d Deps, o Options) (Summary, error) {
-	start := time.Now()
-	sum := Summary{}
+	r := &rebuildRun{d: d, o: o, start: time.Now()}
+	err := r.run(ctx)
+	return r.sum, err
+}
+
+// rebuildRun is one run of Run: its shards and what it reports.
+type rebuildRun struct {
+	d       Deps
+	o       Options
+	start   time.Time
+	targets []int
+	clients map[int]redis.UniversalClient
+	sum     Summary
+}
+
+// run takes the steps in order: fence the shards, let what is in flight settle,
+// confirm the record holds it, restore each shard and lift its fence, and wait
+// until every grab-service instance serves the shards again.
+func (r *rebuildRun) run(ctx context.Context) error {
+	if err := r.pickShards(ctx); err != nil {
+		return err
+	}
+	f := newFences(r.clients, r.o.FenceTTL)
+	if err := f.raise(ctx); err != nil {
+		return fmt.Errorf("rebuild: %w (the shard's server must answer before it can be rebuilt)", err)
+	}
+	defer f.stop()
+	defer f.lowerAll(context.WithoutCancel(ctx))
+	if err := r.settle(ctx); err != nil {
+		return err
+	}
+	if err := r.drainTakes(ctx); err != nil {
+		return err
+	}
+	if err := r.catchUpSink(ctx); err != nil {
+		return err
+	}
+	var err error
+	if r.sum.OwedSettled, err = r.d.Flows.SettleOwedCancels(ctx, store.OwedKeep); err != nil {
+		return err
+	}
+	if err := r.rebuildShards(ctx, f); err != nil {
+		return err
+	}
+	return r.awaitServed(ctx)
+}
+
+// pickShards checks the options and names the shards to rebuild and their clients.
+func (r *rebuildRun) pickShards(ctx context.Context) error {
+	d, o := r.d, r.o
 	if len(d.Shards) != ring.Shards {
-		return sum, fmt.Errorf("rebuild: %d shard clients, want %d", len(d.Shards), ring.Shards)
+		return fmt.Errorf("rebuild: %d shard clients, want %d", len(d.Shards), ring.Shards)
 	}
 	if o.Batch < 1 || o.FenceTTL < time.Second {
-		return sum, fmt.Errorf("rebuild: batch %d and fence TTL %s must be positive (TTL >= 1s)", o.Batch, o.FenceTTL)
+		return fmt.Errorf("rebuild: batch %d and fence TTL %s must be positive (TTL >= 1s)", o.Batch, o.FenceTTL)
 	}
 	targets := o.Shards
 	if o.Promo != nil {
 		var err error
 		if targets, err = promoShards(ctx, d.Record, *o.Promo); err != nil {
-			return sum, err
+			return err
 		}
 	}
-	targets = uniqueSorted(targets)
-	if len(targets) == 0 {
-		return sum, errors.New("rebuild: no shard to rebuild")
+	r.targets = uniqueSorted(targets)
+	if len(r.targets) == 0 {
+		return errors.New("rebuild: no shard to rebuild")
 	}
-	clients := map[int]redis.UniversalClient{}
-	for _, s := range targets {
+	r.clients = map[int]redis.UniversalClient{}
+	for _, s := range r.targets {
 		if s < 0 || s >= ring.Shards {
-			return sum, fmt.Errorf("rebuild: shard %d is not in 0..%d", s, ring.Shards-1)
+			return fmt.Errorf("rebuild: shard %d is not in 0..%d", s, ring.Shards-1)
 		}
-		clients[s] = d.Shards[s]
+		r.clients[s] = d.Shards[s]
 	}
+	return nil
+}
 
-	f := newFences(clients, o.FenceTTL)
-	if err := f.raise(ctx); err != nil {
-		return sum, fmt.Errorf("rebuild: %w (the shard's server must answer before it can be rebuilt)", err)
-	}
-	defer f.stop()
-	defer f.lowerAll(context.WithoutCancel(ctx))
-	d.Log.Info("shards fenced; waiting for grabs in flight to settle", "shards", targets, "settle", o.Settle.String())
+// settle waits, once the shards are fenced, for grabs in flight to finish and for
+// every admin change of the shards that its request may still promote.
+func (r *rebuildRun) settle(ctx context.Context) error {
+	r.d.Log.Info("shards fenced; waiting for grabs in flight to settle", "shards", r.targets, "settle", r.o.Settle.String())
 	select {
 	case <-ctx.Done():
-		return sum, ctx.Err()
-	case <-time.After(o.Settle):
+		return ctx.Err()
+	case <-time.After(r.o.Settle):
 	}
 	// Before the first read: a create promoted meanwhile must have its takes drained.
-	if err := awaitAdminChanges(ctx, d, o.Promo, clients, o.AdminGrace); err != nil {
-		return sum, err
-	}
+	return awaitAdminChanges(ctx, r.d, r.o.Promo, r.clients, r.o.AdminGrace)
+}
 
-	live, err := d.Record.LivePromotions(ctx)
+// drainTakes waits until no take of the shards' promotions is open; it refuses
+// when some stay open, unless forced.
+func (r *rebuildRun) drainTakes(ctx context.Context) error {
+	live, err := r.d.Record.LivePromotions(ctx)
 	if err != nil {
-		return sum, err
+		return err
 	}
-	if err := drain(ctx, clients, pick(live, o.Promo, clients), o.Drain); err != nil {
-		if !o.Force {
-			return sum, fmt.Errorf("%w: %v. Their outcome lives only in Redis until grab-service's reconciler settles them; "+
-				"make sure grab-service runs, or rerun with --force to rebuild them from what MySQL holds", ErrRefused, err)
-		}
-		sum.Warnings = append(sum.Warnings, "forced past open takes: "+err.Error())
-		d.Log.Warn("rebuilding over open takes (--force)", "err", err.Error())
+	err = drain(ctx, r.clients, pick(live, r.o.Promo, r.clients), r.o.Drain)
+	if err == nil {
+		return nil
 	}
+	if !r.o.Force {
+		return fmt.Errorf("%w: %v. Their outcome lives only in Redis until grab-service's reconciler settles them; "+
+			"make sure grab-service runs, or rerun with --force to rebuild them from what MySQL holds", ErrRefused, err)
+	}
+	r.sum.Warnings = append(r.sum.Warnings, "forced past open takes: "+err.Error())
+	r.d.Log.Warn("rebuilding over open takes (--force)", "err", err.Error())
+	return nil
+}
 
-	sum.CatchUp = "the flow sink has stored everything Kafka held"
-	if err := catchUp(ctx, d.Lag, o.CatchUp); err != nil {
-		if !o.Force {
-			return sum, fmt.Errorf("%w: could not confirm that the flow sink has stored everything Kafka holds: %v. "+
-				"A grant Kafka acknowledged but MySQL lacks would be lost; start or fix the sink (bin/recovery sink), "+
-				"or rerun with --force to rebuild from what MySQL holds now", ErrRefused, err)
-		}
-		sum.CatchUp = "NOT CONFIRMED (forced): " + err.Error()
-		d.Log.Warn("rebuilding without the flow sink's catch-up confirmed (--force)", "err", err.Error())
+// catchUpSink waits until the flow sink has stored everything Kafka holds; it
+// refuses when that cannot be confirmed, unless forced.
+func (r *rebuildRun) catchUpSink(ctx context.Context) error {
+	r.sum.CatchUp = "the flow sink has stored everything Kafka held"
+	err := catchUp(ctx, r.d.Lag, r.o.CatchUp)
+	if err == nil {
+		return nil
 	}
-
-	if sum.OwedSettled, err = d.Record.SettleOwedCancels(ctx, store.OwedKeep); err != nil {
-		return sum, err
+	if !r.o.Force {
+		return fmt.Errorf("%w: could not confirm that the flow sink has stored everything Kafka holds: %v. "+
+			"A grant Kafka acknowledged but MySQL lacks would be lost; start or fix the sink (bin/recovery sink), "+
+			"or rerun with --force to rebuild from what MySQL holds now", ErrRefused, err)
 	}
+	r.sum.CatchUp = "NOT CONFIRMED (forced): " + err.Error()
+	r.d.Log.Warn("rebuilding without the flow sink's catch-up confirmed (--force)", "err", err.Error())
+	return nil
+}
 
+// rebuildShards restores the shards one by one, lifting each one's fence once
+// it is whole.
+func (r *rebuildRun) rebuildShards(ctx context.Context, f *fences) error {
 	// Read again: what the drain settled reached MySQL only now.
-	if live, err = d.Record.LivePromotions(ctx); err != nil {
-		return sum, err
+	live, err := r.d.Record.LivePromotions(ctx)
+	if err != nil {
+		return err
 	}
-	byShard := pick(live, o.Promo, clients)
-	if o.Promo != nil && len(byShard) == 0 {
-		return sum, fmt.Errorf("rebuild: the record holds no live promotion %s", o.Promo)
+	byShard := pick(live, r.o.Promo, r.clients)
+	if r.o.Promo != nil && len(byShard) == 0 {
+		return fmt.Errorf("rebuild: the record holds no live promotion %s", r.o.Promo)
 	}
 	total := 0
 	for _, ts := range byShard {
 		total += len(ts)
 	}
-	bar := progress.New(o.Progress, total, "rebuild", "promotions")
-
-	for _, s := range targets {
-		ss, err := rebuildShard(ctx, d, o, s, clients[s], byShard[s], bar)
-		sum.Shards = append(sum.Shards, ss)
-		sum.Warnings = append(sum.Warnings, ss.warnings...)
+	bar := progress.New(r.o.Progress, total, "rebuild", "promotions")
+	for _, s := range r.targets {
+		ss, err := rebuildShard(ctx, r.d, r.o, s, r.clients[s], byShard[s], bar)
+		r.sum.Shards = append(r.sum.Shards, ss)
+		r.sum.Warnings = append(r.sum.Warnings, ss.warnings...)
 		if err != nil {
-			return sum, fmt.Errorf("rebuild shard %d: %w", s, err)
+			return fmt.Errorf("rebuild shard %d: %w", s, err)
 		}
 		if err := f.lower(ctx, s); err != nil {
-			return sum, err
+			return err
 		}
-		d.Log.Debug("shard rebuilt; fence lifted", "shard", s, "promotions", ss.Promotions, "ledger", ss.Ledger)
+		r.d.Log.Debug("shard rebuilt; fence lifted", "shard", s, "promotions", ss.Promotions, "ledger", ss.Ledger)
 	}
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	for i := range sum.Shards {
-		ss := &sum.Shards[i]
-		served, err := shardmark.AwaitServing(ctx, clients[ss.Shard], ss.Shard, o.ServeTimeout, servePoll)
+	return nil
+}
+
+// awaitServed waits until every live grab-service instance reports serving the
+// rebuilt shards, so the exit means sales are back.
+func (r *rebuildRun) awaitServed(ctx context.Context) error {
+	for i := range r.sum.Shards {
+		ss := &r.sum.Shards[i]
+		served, err := shardmark.AwaitServing(ctx, r.clients[ss.Shard], ss.Shard, r.o.ServeTimeout, servePoll)
 		ss.ServedBy = len(served)
 		if err != nil {
-			sum.Elapsed = time.Since(start)
-			return sum, fmt.Errorf("%w: %v", ErrNotServed, err)
+			r.sum.Elapsed = time.Since(r.start)
+			return fmt.Errorf("%w: %v", ErrNotServed, err)
 		}
 	}
-	sum.Elapsed = time.Since(start)
-	return sum, nil
+	r.sum.Elapsed = time.Since(r.start)
+	return nil
 }
 
 func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.UniversalClient, ts []target, bar *progressbar.ProgressBar) (ShardSummary, error) {
@@ -250,7 +288,7 @@ func rebuildShard(ctx context.Context, d Deps, o Options, shard int, c redis.Uni
 		now := time.Now()
 		indexed, err = restoreIndex(ictx, c, d.Record, shard, o.Batch, now)
 		if err == nil {
-			held, err = restoreHolds(ictx, c, d.Record, shard, o.Batch, now)
+			held, err = restoreHolds(ictx, c, d.Flows, shard, o.Batch, now)
 		}
 		index <- err
 	}()

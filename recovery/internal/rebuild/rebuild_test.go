@@ -105,17 +105,17 @@ type world struct {
 
 // newWorld starts it; sinkRecord, when set, is what the sink writes into instead
 // of the database itself.
-func newWorld(t *testing.T, group string, sinkRecord func(*store.Store) flowsink.Record) world {
+func newWorld(t *testing.T, group string, sinkRecord func(*store.Flows) flowsink.Record) world {
 	t.Helper()
 	w := world{own: rt.StartRedis(t), db: rt.OpenStore(t)}
 	w.shards = rt.Shards(t, map[int]string{lostShard: w.own.Addr})
 	w.brokers = rt.Kafka(t).ListenAddrs()
-	var rec flowsink.Record = w.db
+	var rec flowsink.Record = w.db.Flows
 	if sinkRecord != nil {
-		rec = sinkRecord(w.db)
+		rec = sinkRecord(w.db.Flows)
 	}
 	rt.RunSink(t, w.brokers, group, rec)
-	w.deps = rebuild.Deps{Shards: w.shards, Record: w.db, Lag: flowlag.NewMeter(w.brokers, kafkaauth.Auth{}, flow.Topic, group), Log: quiet()}
+	w.deps = rebuild.Deps{Shards: w.shards, Record: w.db.Rebuild, Flows: w.db.Flows, Lag: flowlag.NewMeter(w.brokers, kafkaauth.Auth{}, flow.Topic, group), Log: quiet()}
 	return w
 }
 
@@ -130,11 +130,11 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 	suffix := testenv.Suffix()
 
 	lost := []string{
-		rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("lost-a-"+suffix, lostShard), Total: 400, PerPin: 8, PerIP: 40}),
-		rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("lost-b-"+suffix, lostShard), Total: 60, PerPin: 3}),
-		rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("lost-idle-"+suffix, lostShard), Total: 10}),
+		rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("lost-a-"+suffix, lostShard), Total: 400, PerPin: 8, PerIP: 40}),
+		rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("lost-b-"+suffix, lostShard), Total: 60, PerPin: 3}),
+		rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("lost-idle-"+suffix, lostShard), Total: 10}),
 	}
-	other := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("kept-"+suffix, 9), Total: 500})
+	other := rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("kept-"+suffix, 9), Total: 500})
 	s := rt.NewSale(shards, brokers)
 	defer s.Close()
 
@@ -150,7 +150,7 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 	// Grabs keep coming while the server dies. They go to a promotion of their own:
 	// what it held at the instant of death cannot be read, so it is held to the
 	// record (invariant 4) below rather than to a snapshot.
-	dying := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("lost-dying-"+suffix, lostShard), Total: 1000})
+	dying := rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("lost-dying-"+suffix, lostShard), Total: 1000})
 	died := make(chan struct{})
 	go func() {
 		defer close(died)
@@ -213,7 +213,7 @@ func TestKilledShardIsRebuiltExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range append(lost, other, dying) {
-		snap := rt.RecordAgrees(t, db, shards[ring.Default.Shard(key)], key)
+		snap := rt.RecordAgrees(t, db.Rebuild, shards[ring.Default.Shard(key)], key)
 		if key == lost[1] && snap.Remaining != 0 {
 			t.Errorf("%s: remaining %d after the second sale; want sold out", key, snap.Remaining)
 		}
@@ -289,14 +289,14 @@ func TestRebuildRefusesWhileTheSinkIsBehind(t *testing.T) {
 	kf := rt.Kafka(t)
 	brokers := kf.ListenAddrs()
 	db := rt.OpenStore(t)
-	key := rt.Create(t, db, shards, rt.Spec{PromoID: "behind-" + testenv.Suffix(), Total: 10})
+	key := rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: "behind-" + testenv.Suffix(), Total: 10})
 	s := rt.NewSale(shards, brokers)
 	defer s.Close()
 	if ok, _, err := s.Grab(ctx, "behind-1", "p", "1.2.3.4", key, 1); !ok || err != nil {
 		t.Fatalf("grab: %v %v", ok, err)
 	}
 	shard := ring.Default.Shard(key)
-	d := rebuild.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, "nobody-consumes"), Log: quiet()}
+	d := rebuild.Deps{Shards: shards, Record: db.Rebuild, Flows: db.Flows, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, "nobody-consumes"), Log: quiet()}
 	o := options(shard)
 	o.CatchUp, o.Drain = time.Second, 300*time.Millisecond
 
@@ -333,7 +333,7 @@ func TestRebuildRefusesWhileTheSinkIsBehind(t *testing.T) {
 }
 
 // flowsOnly is the record as a sink that settles no owed CANCELs sees it.
-type flowsOnly struct{ db *store.Store }
+type flowsOnly struct{ db *store.Flows }
 
 func (f flowsOnly) InsertFlows(ctx context.Context, events []flow.Event) (int, error) {
 	return f.db.InsertFlows(ctx, events)
@@ -348,10 +348,10 @@ func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// The sink settles no owed CANCELs here: the rebuild's settle is what is checked.
-	w := newWorld(t, "sink-owed", func(db *store.Store) flowsink.Record { return flowsOnly{db} })
+	w := newWorld(t, "sink-owed", func(db *store.Flows) flowsink.Record { return flowsOnly{db} })
 	own, shards, brokers, db := w.own, w.shards, w.brokers, w.db
 	suffix := testenv.Suffix()
-	key := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("owed-"+suffix, lostShard), Total: 10, PerPin: 5})
+	key := rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("owed-"+suffix, lostShard), Total: 10, PerPin: 5})
 	s := rt.NewSale(shards, brokers)
 	defer s.Close()
 
@@ -360,7 +360,7 @@ func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
 		t.Fatalf("grab: %v %v", code, err)
 	}
 	id, typ, _ := promo.ParseKey(key)
-	if err := db.OweCancels(ctx, []flow.Event{{EventID: "owed-cancel-" + suffix, Kind: flow.Cancel, RequestID: rid, Pin: pin, IP: "10.3.0.1",
+	if err := db.Flows.OweCancels(ctx, []flow.Event{{EventID: "owed-cancel-" + suffix, Kind: flow.Cancel, RequestID: rid, Pin: pin, IP: "10.3.0.1",
 		Items: []flow.Item{{PromoID: id, Type: typ, Num: 2, Shard: lostShard}}, OccurredAt: flow.Stamp(time.Now()), Reason: "ROLLBACK"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestOwedCancelOfALostShardIsNotRestoredAsAGrant(t *testing.T) {
 	if snap.Remaining != 10 || snap.Pins[pin] != "" || snap.Ledger[rid].State != lua.LedgerAbortRecorded {
 		t.Fatalf("rebuilt: remaining %d, pin holds %q, ledger %+v; want 10, nothing and %s", snap.Remaining, snap.Pins[pin], snap.Ledger[rid], lua.LedgerAbortRecorded)
 	}
-	rt.RecordAgrees(t, db, shards[lostShard], key)
+	rt.RecordAgrees(t, db.Rebuild, shards[lostShard], key)
 }
 
 // A patch reaches the hash just before the fence and is promoted in MySQL only
@@ -389,12 +389,12 @@ func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, "sink-admin", nil)
 	shards, db := w.shards, w.db
-	key := rt.Create(t, db, shards, rt.Spec{PromoID: rt.IDOnShard("patched-"+testenv.Suffix(), lostShard), Total: 10})
+	key := rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: rt.IDOnShard("patched-"+testenv.Suffix(), lostShard), Total: 10})
 	id, typ, _ := promo.ParseKey(key)
 	sid := store.ID{PromoID: id, Type: typ}
 
 	// promo-admin's steps 1 and 2 of a patch of total 10 -> 20; step 3 comes late.
-	p, err := db.Update(ctx, sid, func(p *store.Promotion) error {
+	p, err := db.Promotions.Update(ctx, sid, func(p *store.Promotion) error {
 		spec := p.Spec
 		spec.Total = 20
 		return p.Propose(store.OpPatch, spec, p.State, time.Now())
@@ -414,7 +414,7 @@ func TestRebuildWaitsForAnAdminChangeInFlight(t *testing.T) {
 	go func() {
 		select {
 		case <-waiting:
-			_, err := db.Promote(ctx, sid, 2, time.Now())
+			_, err := db.Promotions.Promote(ctx, sid, 2, time.Now())
 			promoted <- err
 		case <-ran:
 			promoted <- nil
@@ -464,7 +464,7 @@ func TestRebuildRestoresOpenHolds(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, "sink-holds", nil)
 	suffix := testenv.Suffix()
-	key := rt.Create(t, w.db, w.shards, rt.Spec{PromoID: rt.IDOnShard("holds-"+suffix, lostShard), Total: 100})
+	key := rt.Create(t, w.db.Promotions, w.shards, rt.Spec{PromoID: rt.IDOnShard("holds-"+suffix, lostShard), Total: 100})
 	id, typ, _ := promo.ParseKey(key)
 	s := rt.NewSale(w.shards, w.brokers)
 	defer s.Close()

@@ -29,7 +29,7 @@ type Spec struct {
 // Create makes the promotion as promo-admin does: the MySQL row with the create
 // pending, the hash on its shard (every bucket's hash on its own), then the create
 // promoted. It returns the key.
-func Create(t testing.TB, db *store.Store, shards []redis.UniversalClient, s Spec) string {
+func Create(t testing.TB, db *store.Promotions, shards []redis.UniversalClient, s Spec) string {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now()

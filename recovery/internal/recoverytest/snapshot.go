@@ -60,7 +60,7 @@ func Take(t testing.TB, c redis.UniversalClient, key string) Snapshot {
 
 // RecordAgrees fails the test unless MySQL's flow log sums equal the promotion's
 // Redis counters (invariant 4) and nothing was oversold (invariant 1).
-func RecordAgrees(t testing.TB, db *store.Store, c redis.UniversalClient, key string) Snapshot {
+func RecordAgrees(t testing.TB, db *store.Rebuild, c redis.UniversalClient, key string) Snapshot {
 	t.Helper()
 	id, typ, _ := promo.ParseKey(key)
 	s := Take(t, c, key)

@@ -12,7 +12,7 @@ import (
 	"github.com/flashsale/platform/internal/store"
 )
 
-// IndexRecord is what the request index check reads from the record (*store.Store).
+// IndexRecord is what the request index check reads from the record (store.Rebuild).
 type IndexRecord interface {
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
 }

@@ -1,22 +1,11 @@
 // Package verify compares every live promotion's Redis counters with the system of
-// record (invariant 4): remaining against total − Σ GRAB + Σ CANCEL, and every
-// per-pin and per-ip counter against its flow-log net. A promotion in K buckets
-// (internal/bucket) is checked bucket by bucket: each bucket's remaining against
-// its share less what its GRAB rows took plus what its CANCEL rows gave back, its
-// pins and ips against the nets of those whose home it is; a drift names the
-// bucket's key. An envelope pool's remaining is compared with the number of its
-// parts left (q.lua takes one part per unit, and the rebuild writes that count),
-// and its envAmount, envLeft, envDigest and parts left with its split less the
-// parts its flow log holds (store.EnvelopePool). It is fit
-// to run as a periodic job: one summary line and exit 0 when clean, one line per
-// drift and exit 1 otherwise.
-//
-// A live sale must not raise false alarms, so:
-//   - a promotion with takes still open (its pending set is not empty: P, A or C
-//     ledger entries) is reported "in flight" and not compared;
-//   - before comparing, verify waits for the flow sink to store what Kafka holds;
-//   - a promotion that differs is checked again (Rechecks times) and reported only
-//     if it still differs: a grant between the Redis and the MySQL read is not drift.
+// record (invariant 4): remaining, every per-pin and per-ip counter, bucket by
+// bucket for a bucketed promotion, and an envelope pool's amounts, digest and
+// parts left (store.EnvelopePool). Fit to run as a periodic job: one summary line
+// and exit 0 when clean, one line per drift and exit 1 otherwise. A live sale
+// raises no false alarm: a promotion with takes open is "in flight" and not
+// compared, the flow sink's catch-up is awaited first, and a promotion that
+// differs is checked again (Rechecks) before it is reported.
 package verify
 
 import (
@@ -38,7 +27,7 @@ import (
 	"github.com/flashsale/platform/recovery/internal/progress"
 )
 
-// Record is what verify reads from the system of record (*store.Store).
+// Record is what verify reads from the system of record (store.Rebuild).
 type Record interface {
 	LivePromotions(ctx context.Context) ([]store.Promotion, error)
 	FlowCounters(ctx context.Context, id store.ID) (store.FlowCounters, error)
@@ -137,77 +126,110 @@ func Run(ctx context.Context, d Deps, o Options) (Report, error) {
 	if len(d.Shards) != ring.Shards {
 		return rep, fmt.Errorf("verify: %d shard clients, want %d", len(d.Shards), ring.Shards)
 	}
-	want := map[int]bool{}
+	v := verifier{d: d, o: o, want: map[int]bool{}}
 	for _, s := range o.Shards {
 		if s < 0 || s >= ring.Shards {
 			return rep, fmt.Errorf("verify: shard %d is not in 0..%d", s, ring.Shards-1)
 		}
-		want[s] = true
+		v.want[s] = true
 	}
-	waitSink := func() string {
-		if d.Lag == nil {
-			return "not checked (no Kafka brokers configured)"
-		}
-		if err := d.Lag.WaitCaughtUp(ctx, o.CatchUp, 200*time.Millisecond); err != nil {
-			d.Log.Warn("flow sink catch-up not confirmed; drifts may be sink lag", "err", err.Error())
-			return "NOT CONFIRMED: " + err.Error()
-		}
-		return "confirmed"
-	}
-	rep.CatchUp = waitSink()
-	live, err := d.Record.LivePromotions(ctx)
-	if err != nil {
+	rep.CatchUp = v.waitSink(ctx)
+	if err := v.checkPromotions(ctx, &rep); err != nil {
 		return rep, err
+	}
+	if o.Index {
+		rep.IndexChecked = true
+		if err := v.checkIndexes(ctx, &rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// verifier is one run of Run: its connections, options and wanted shards (none:
+// every shard).
+type verifier struct {
+	d    Deps
+	o    Options
+	want map[int]bool
+}
+
+// waitSink waits for the flow sink to store what Kafka holds, and says how that went.
+func (v verifier) waitSink(ctx context.Context) string {
+	if v.d.Lag == nil {
+		return "not checked (no Kafka brokers configured)"
+	}
+	if err := v.d.Lag.WaitCaughtUp(ctx, v.o.CatchUp, 200*time.Millisecond); err != nil {
+		v.d.Log.Warn("flow sink catch-up not confirmed; drifts may be sink lag", "err", err.Error())
+		return "NOT CONFIRMED: " + err.Error()
+	}
+	return "confirmed"
+}
+
+// checkPromotions checks every live promotion with a bucket on the wanted shards.
+func (v verifier) checkPromotions(ctx context.Context, rep *Report) error {
+	live, err := v.d.Record.LivePromotions(ctx)
+	if err != nil {
+		return err
 	}
 	var mine []store.Promotion
 	for _, p := range live {
-		if len(bucketsOn(p, want)) > 0 {
+		if len(bucketsOn(p, v.want)) > 0 {
 			mine = append(mine, p)
 		}
 	}
-	bar := progress.New(o.Progress, len(mine), "verify", "promotions")
+	bar := progress.New(v.o.Progress, len(mine), "verify", "promotions")
 	for _, p := range mine {
-		cs, err := check(ctx, d.Shards, d.Record, p, bucketsOn(p, want))
-		for n := 0; err == nil && drifted(cs) && n < o.Rechecks; n++ {
-			select {
-			case <-ctx.Done():
-				return rep, ctx.Err()
-			case <-time.After(o.RecheckDelay):
-			}
-			waitSink()
-			cs, err = check(ctx, d.Shards, d.Record, p, bucketsOn(p, want))
-		}
+		cs, err := v.checkPromotion(ctx, p)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		rep.Promotions = append(rep.Promotions, cs...)
 		if bar != nil {
 			_ = bar.Add(1)
 		}
 	}
-	if o.Index {
-		rep.IndexChecked = true
-		var shards []int
-		for s := range ring.Shards {
-			if len(want) == 0 || want[s] {
-				shards = append(shards, s)
-			}
+	return nil
+}
+
+// checkPromotion checks p, and again up to Rechecks times while it differs: a
+// grant between the Redis and the MySQL read is not drift.
+func (v verifier) checkPromotion(ctx context.Context, p store.Promotion) ([]Checked, error) {
+	cs, err := check(ctx, v.d.Shards, v.d.Record, p, bucketsOn(p, v.want))
+	for n := 0; err == nil && drifted(cs) && n < v.o.Rechecks; n++ {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(v.o.RecheckDelay):
 		}
-		bar := progress.New(o.Progress, len(shards), "verify the request index", "shards")
-		for _, s := range shards {
-			drift, err := checkIndex(ctx, d.Shards[s], d.Record, s, time.Now())
-			if err != nil {
-				return rep, err
-			}
-			if drift != nil {
-				rep.IndexDrifts = append(rep.IndexDrifts, *drift)
-			}
-			if bar != nil {
-				_ = bar.Add(1)
-			}
+		v.waitSink(ctx)
+		cs, err = check(ctx, v.d.Shards, v.d.Record, p, bucketsOn(p, v.want))
+	}
+	return cs, err
+}
+
+// checkIndexes checks the request index of every wanted shard.
+func (v verifier) checkIndexes(ctx context.Context, rep *Report) error {
+	var shards []int
+	for s := range ring.Shards {
+		if len(v.want) == 0 || v.want[s] {
+			shards = append(shards, s)
 		}
 	}
-	return rep, nil
+	bar := progress.New(v.o.Progress, len(shards), "verify the request index", "shards")
+	for _, s := range shards {
+		drift, err := checkIndex(ctx, v.d.Shards[s], v.d.Record, s, time.Now())
+		if err != nil {
+			return err
+		}
+		if drift != nil {
+			rep.IndexDrifts = append(rep.IndexDrifts, *drift)
+		}
+		if bar != nil {
+			_ = bar.Add(1)
+		}
+	}
+	return nil
 }
 
 // bucketsOn lists the buckets of p that live on the wanted shards (all of them

@@ -32,12 +32,12 @@ func TestVerifyReportsThePlantedDriftAndOnlyIt(t *testing.T) {
 	brokers := kf.ListenAddrs()
 	db := rt.OpenStore(t)
 	const group = "sink-verify"
-	rt.RunSink(t, brokers, group, db)
+	rt.RunSink(t, brokers, group, db.Flows)
 	shards := rt.Shards(t, nil)
 	suffix := testenv.Suffix()
 	var keys []string
 	for i := 0; i < 3; i++ {
-		keys = append(keys, rt.Create(t, db, shards, rt.Spec{PromoID: fmt.Sprintf("verify%d-%s", i, suffix), Total: 100, PerPin: 5}))
+		keys = append(keys, rt.Create(t, db.Promotions, shards, rt.Spec{PromoID: fmt.Sprintf("verify%d-%s", i, suffix), Total: 100, PerPin: 5}))
 	}
 	s := rt.NewSale(shards, brokers)
 	defer s.Close()
@@ -53,7 +53,7 @@ func TestVerifyReportsThePlantedDriftAndOnlyIt(t *testing.T) {
 			}
 		}
 	}
-	d := verify.Deps{Shards: shards, Record: db, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, group), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	d := verify.Deps{Shards: shards, Record: db.Rebuild, Lag: flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, group), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	o := verify.Defaults()
 	o.Rechecks, o.RecheckDelay = 1, 200*time.Millisecond
 
