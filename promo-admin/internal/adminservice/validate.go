@@ -136,7 +136,7 @@ var errPatchEmpty = invalid("body", "the patch changes nothing: give at least on
 // stored start once the row is read.
 func validatePatch(p Patch) error {
 	if p.Buckets != nil {
-		// Compared with the promotion's once the row is read (Admin.Patch).
+		// Compared with the promotion's once the row is read (patchHandler.plan).
 		if err := validateBuckets(*p.Buckets); err != nil {
 			return err
 		}
