@@ -47,60 +47,98 @@ type poolView struct {
 // and what promo-admin says is left.
 func sellPool(ctx context.Context, st stack.File, client *http.Client, checkoutToken, adminToken, run string) (poolSale, error) {
 	id := "envelopes-" + run
-	ps := poolSale{promo: checker.Promotion{PromoID: id, Type: 1, Total: poolEnvelopes, PerPin: 1, EnvelopeAmount: poolBudget}}
-	body := map[string]any{"promoId": id, "type": 1, "title": "demo red envelopes", "total": poolEnvelopes, "perPinLimit": 1, "maxPerGrab": 1,
+	d := &poolDemo{st: st, client: client, checkoutToken: checkoutToken, adminToken: adminToken, run: run, id: id,
+		ps: poolSale{promo: checker.Promotion{PromoID: id, Type: 1, Total: poolEnvelopes, PerPin: 1, EnvelopeAmount: poolBudget}}}
+	err := d.sell(ctx)
+	return d.ps, err
+}
+
+// poolDemo is the pool's sale, told in stages; ps collects what each buyer was told.
+type poolDemo struct {
+	st                        stack.File
+	client                    *http.Client
+	checkoutToken, adminToken string
+	run, id                   string
+	ps                        poolSale
+}
+
+func (d *poolDemo) sell(ctx context.Context) error {
+	if err := d.create(ctx); err != nil {
+		return err
+	}
+	if err := d.crowd(ctx); err != nil {
+		return err
+	}
+	cancelled, returned, err := d.cancelSome(ctx)
+	if err != nil {
+		return err
+	}
+	return d.latecomers(ctx, cancelled, returned)
+}
+
+// create creates the pool through promo-admin.
+func (d *poolDemo) create(ctx context.Context) error {
+	body := map[string]any{"promoId": d.id, "type": 1, "title": "demo red envelopes", "total": poolEnvelopes, "perPinLimit": 1, "maxPerGrab": 1,
 		"startAt": time.Now().UTC().Add(-time.Second).Format(time.RFC3339), "endAt": time.Now().UTC().Add(time.Hour).Format(time.RFC3339),
 		"envelope": map[string]any{"amount": poolBudget, "minAmount": poolMin}}
-	if a := loadgen.Do(ctx, client, st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: adminToken}); a.Status != http.StatusCreated {
-		return ps, fmt.Errorf("create the envelope pool %s: %d %s", id, a.Status, a.Body)
+	if a := loadgen.Do(ctx, d.client, d.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.adminToken}); a.Status != http.StatusCreated {
+		return fmt.Errorf("create the envelope pool %s: %d %s", d.id, a.Status, a.Body)
 	}
 	fmt.Printf("%d envelopes of at least %s sharing %s, split at create\n", poolEnvelopes, money(poolMin), money(poolBudget))
+	return nil
+}
 
-	// The crowd, then the latecomers who draw what the cancels give back.
-	grabs := func(from, n, concurrency int, label string) (granted int, sum int64) {
-		gen := func(i int) loadgen.Call {
-			i += from
-			return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: checkoutToken, Body: map[string]any{
-				"requestId": fmt.Sprintf("demo-env-%s-%d", run, i), "pin": fmt.Sprintf("fan-%d", i), "ip": fmt.Sprintf("10.88.%d.%d", i/250%250, i%250+1),
-				"items": []map[string]any{{"promoId": id, "type": 1, "num": 1}}}}
-		}
-		answers := loadgen.Run(ctx, loadgen.Config{BaseURL: st.Grab, Concurrency: concurrency, Calls: n, Label: label, KeepBodies: true}, gen, nil)
-		for i, a := range answers {
-			req := checker.Request{RequestID: fmt.Sprintf("demo-env-%s-%d", run, from+i), Pin: fmt.Sprintf("fan-%d", from+i),
-				Items: []checker.Item{{PromoID: id, Type: 1, Num: 1}}, Grab: final(a)}
-			req.IP = fmt.Sprintf("10.88.%d.%d", (from+i)/250%250, (from+i)%250+1)
-			if req.Grab == "GRANTED" {
-				req.Items[0].Amount = amountOf(a.Body)
-				granted++
-				sum += req.Items[0].Amount
-			}
-			ps.reqs = append(ps.reqs, req)
-		}
-		return granted, sum
+// grabs sends n buyers from the from-th at the pool, concurrency at a time, and
+// returns how many were granted and the amounts they drew.
+func (d *poolDemo) grabs(ctx context.Context, from, n, concurrency int, label string) (granted int, sum int64) {
+	gen := func(i int) loadgen.Call {
+		i += from
+		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: d.checkoutToken, Body: map[string]any{
+			"requestId": fmt.Sprintf("demo-env-%s-%d", d.run, i), "pin": fmt.Sprintf("fan-%d", i), "ip": fmt.Sprintf("10.88.%d.%d", i/250%250, i%250+1),
+			"items": []map[string]any{{"promoId": d.id, "type": 1, "num": 1}}}}
 	}
-	granted, sum := grabs(0, poolCrowd, 100, "fans")
-	view, err := getPool(ctx, client, st.Admin, adminToken, id)
+	answers := loadgen.Run(ctx, loadgen.Config{BaseURL: d.st.Grab, Concurrency: concurrency, Calls: n, Label: label, KeepBodies: true}, gen, nil)
+	for i, a := range answers {
+		req := checker.Request{RequestID: fmt.Sprintf("demo-env-%s-%d", d.run, from+i), Pin: fmt.Sprintf("fan-%d", from+i),
+			Items: []checker.Item{{PromoID: d.id, Type: 1, Num: 1}}, Grab: final(a)}
+		req.IP = fmt.Sprintf("10.88.%d.%d", (from+i)/250%250, (from+i)%250+1)
+		if req.Grab == "GRANTED" {
+			req.Items[0].Amount = amountOf(a.Body)
+			granted++
+			sum += req.Items[0].Amount
+		}
+		d.ps.reqs = append(d.ps.reqs, req)
+	}
+	return granted, sum
+}
+
+// crowd lets the fans draw every envelope: the amounts must sum to the budget.
+func (d *poolDemo) crowd(ctx context.Context) error {
+	granted, sum := d.grabs(ctx, 0, poolCrowd, 100, "fans")
+	view, err := getPool(ctx, d.client, d.st.Admin, d.adminToken, d.id)
 	if err != nil {
-		return ps, err
+		return err
 	}
 	fmt.Printf("%d fans: %d envelopes granted, their amounts sum to %s of the budget %s; remainingAmount %s\n",
 		poolCrowd, granted, money(sum), money(poolBudget), money(view.Envelope.RemainingAmount))
 	if granted != poolEnvelopes || sum != poolBudget || view.Envelope.RemainingAmount != 0 {
-		return ps, fmt.Errorf("the pool granted %d envelopes worth %s with %s left, want all %d worth exactly %s",
+		return fmt.Errorf("the pool granted %d envelopes worth %s with %s left, want all %d worth exactly %s",
 			granted, money(sum), money(view.Envelope.RemainingAmount), poolEnvelopes, money(poolBudget))
 	}
+	return nil
+}
 
-	var returned int64
-	cancelled := 0
-	for i := range ps.reqs {
-		r := &ps.reqs[i]
+// cancelSome cancels poolCancels unpaid envelopes: the pool must show them back.
+func (d *poolDemo) cancelSome(ctx context.Context) (cancelled int, returned int64, err error) {
+	for i := range d.ps.reqs {
+		r := &d.ps.reqs[i]
 		if cancelled == poolCancels {
 			break
 		}
 		if r.Grab != "GRANTED" {
 			continue
 		}
-		a := loadgen.Do(ctx, client, st.Grab, loadgen.Call{Method: "POST", Token: checkoutToken,
+		a := loadgen.Do(ctx, d.client, d.st.Grab, loadgen.Call{Method: "POST", Token: d.checkoutToken,
 			Path: "/v1/grab/" + r.RequestID + "/cancel", Body: map[string]any{"pin": r.Pin, "reason": "PAYMENT_EXPIRED"}})
 		r.Cancel = final(a)
 		if r.Cancel == "RETURNED" {
@@ -109,26 +147,32 @@ func sellPool(ctx context.Context, st stack.File, client *http.Client, checkoutT
 			cancelled++
 		}
 	}
-	if view, err = getPool(ctx, client, st.Admin, adminToken, id); err != nil {
-		return ps, err
+	view, err := getPool(ctx, d.client, d.st.Admin, d.adminToken, d.id)
+	if err != nil {
+		return cancelled, returned, err
 	}
 	fmt.Printf("%d unpaid envelopes cancelled, %s given back; remainingAmount %s, %d envelopes left\n",
 		cancelled, money(returned), money(view.Envelope.RemainingAmount), view.Remaining)
 	if view.Envelope.RemainingAmount != returned || view.Remaining != int64(cancelled) {
-		return ps, fmt.Errorf("after %d cancels giving back %s the pool shows %d envelopes worth %s left",
+		return cancelled, returned, fmt.Errorf("after %d cancels giving back %s the pool shows %d envelopes worth %s left",
 			cancelled, money(returned), view.Remaining, money(view.Envelope.RemainingAmount))
 	}
+	return cancelled, returned, nil
+}
 
-	regranted, resum := grabs(poolCrowd, poolCancels+10, 10, "")
-	if view, err = getPool(ctx, client, st.Admin, adminToken, id); err != nil {
-		return ps, err
+// latecomers draw what the cancels gave back, exactly.
+func (d *poolDemo) latecomers(ctx context.Context, cancelled int, returned int64) error {
+	regranted, resum := d.grabs(ctx, poolCrowd, poolCancels+10, 10, "")
+	view, err := getPool(ctx, d.client, d.st.Admin, d.adminToken, d.id)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("%d latecomers: %d envelopes granted again, worth %s (what the cancels gave back); remainingAmount %s\n",
 		poolCancels+10, regranted, money(resum), money(view.Envelope.RemainingAmount))
 	if regranted != cancelled || resum != returned || view.Envelope.RemainingAmount != 0 {
-		return ps, fmt.Errorf("the latecomers drew %d envelopes worth %s of the %d worth %s given back", regranted, money(resum), cancelled, money(returned))
+		return fmt.Errorf("the latecomers drew %d envelopes worth %s of the %d worth %s given back", regranted, money(resum), cancelled, money(returned))
 	}
-	return ps, nil
+	return nil
 }
 
 // checkPool checks invariant 7 on the pool (and 1 to 4 on its units) with the
