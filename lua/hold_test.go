@@ -62,7 +62,8 @@ func TestHoldsDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	k := promoKey(t, "holds")
-	holds, expiring := k+":holds", k+":expiring"
+	holds := k + ":holds"
+	expiring := promo.ExpiringKey(holds)
 	rdb.ZAdd(ctx, holds, redis.Z{Score: 100, Member: "a"}, redis.Z{Score: 200, Member: "b"}, redis.Z{Score: 900, Member: "later"})
 	due := func(now int64, limit int) []string {
 		t.Helper()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
-	"github.com/flashsale/platform/lua"
 )
 
 // Config tunes the service; zero fields take the defaults.
@@ -31,7 +30,7 @@ type Config struct {
 	// Announce, when set, publishes the sale state changes an admin script made
 	// (promostate.Announcer.Announce); unset, or failing, they wait in the shard's
 	// outbox for grab-service's reconciler.
-	Announce func(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) error
+	Announce func(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error
 }
 
 func (c Config) withDefaults() Config {

@@ -6,17 +6,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/flashsale/platform/lua"
+	"github.com/flashsale/platform/internal/promo"
 )
 
 // announcer publishes the sale state changes the admin scripts made; what it
 // cannot publish waits in the shard's outbox for the reconciler.
 type announcer struct {
-	publish func(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) error // Config.Announce
+	publish func(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error // Config.Announce
 	log     *slog.Logger
 }
 
-func (a *announcer) announce(ctx context.Context, c redis.Cmdable, changes []lua.StateChange) {
+func (a *announcer) announce(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) {
 	if a.publish == nil || len(changes) == 0 {
 		return
 	}
