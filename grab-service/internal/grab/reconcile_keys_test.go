@@ -36,12 +36,12 @@ func TestReconcilerVisitsTheListedPromotionsAndSweepsRarely(t *testing.T) {
 		}
 		return []string{listed}, nil
 	}
-	clock := now
+	clock := newFakeClock(now) // read by the cache sweeper's goroutine too
 	cfg := Defaults()
 	cfg.ReconcileSweepEvery = time.Minute
 	svc, err := New(cfg, Deps{Shards: shards, Publisher: &grabtest.Publisher{}, Switches: configcenter.NewHolder(),
 		Metrics: NewMetrics(prometheus.NewRegistry()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Clock: func() time.Time { return clock }, PromotionKeys: keys})
+		Clock: clock.now, PromotionKeys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +92,6 @@ func TestReconcilerVisitsTheListedPromotionsAndSweepsRarely(t *testing.T) {
 	recordDown.Store(true)
 	owe(listed)
 	pass(1, false, "a pass while the record does not answer visits its last list")
-	clock = clock.Add(time.Minute)
+	clock.add(time.Minute)
 	pass(1, true, "the sweep after ReconcileSweepEvery finds the unlisted promotion's debt")
 }

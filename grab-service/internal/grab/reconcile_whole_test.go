@@ -194,15 +194,15 @@ func TestReconcilerSettlesAGrabAsAWhole(t *testing.T) {
 					t.Fatalf("delete %s: %v %v", keys[i], r, err)
 				}
 			}
-			clock := now
-			svc := reconciler(t, shards, rec, func() time.Time { return clock }, nil)
+			clock := newFakeClock(now) // read by the cache sweeper's goroutine too
+			svc := reconciler(t, shards, rec, clock.now, nil)
 
 			rec.stored.Store(tc.storedAtFirst)
 			if _, err := svc.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
 			rec.stored.Store(true)
-			clock = now.Add(2 * time.Hour)
+			clock.set(now.Add(2 * time.Hour))
 			if _, err := svc.Reconcile(ctx); err != nil {
 				t.Fatal(err)
 			}
