@@ -229,7 +229,7 @@ func (s *Reconciler) sweepPending(ctx context.Context, shard int, c redis.Univer
 	var sets []string
 	iter := c.Scan(ctx, 0, s.cfg.ReconcileMatch, 500).Iterator()
 	for iter.Next(ctx) {
-		key := strings.TrimSuffix(strings.TrimPrefix(iter.Val(), "{"), "}:pending")
+		key := promo.PendingBase(iter.Val())
 		if _, _, ok := promo.ParseKey(key); ok && s.ring.Shard(key) == shard {
 			sets = append(sets, iter.Val())
 		}
@@ -271,7 +271,7 @@ const dueReadsPerPipeline = 500
 // their deadlines) and returns the CANCELs they owe and the earliest settling time
 // of a take it could not settle (zero for none).
 func (s *Reconciler) settleDue(ctx context.Context, shard int, c redis.UniversalClient, pendingKey string, due []redis.Z, st *ReconcileStats) ([]owed, time.Time, error) {
-	key := strings.TrimSuffix(strings.TrimPrefix(pendingKey, "{"), "}:pending")
+	key := promo.PendingBase(pendingKey)
 	var debts []owed
 	var blockedSince time.Time
 	for _, z := range due {

@@ -79,7 +79,7 @@ func Defaults() Config {
 		CacheSweepEvery:     time.Second,
 		StatusRate:          DefaultStatusRate,
 		RedisTimeout:        time.Second,
-		ReconcileMatch:      "{C_*}:pending",
+		ReconcileMatch:      promo.PendingKey("C_*"),
 		ReconcileSweepEvery: 10 * time.Minute,
 		FoldClaim:           true,
 		Workers:             4,

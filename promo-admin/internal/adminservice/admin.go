@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/internal/fault"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 )
@@ -57,18 +58,19 @@ type clock func() time.Time
 
 func (c clock) now() time.Time { return c().UTC().Truncate(time.Millisecond) }
 
-// faults are the points tests may stop a change at: betweenWrites after it is
-// recorded as pending in MySQL and before it is written to Redis, afterRedis
-// after the Redis write and before it is promoted. For a promotion in buckets
-// they bracket the write of bucket 0, the change's commit point (buckets.go).
+// faults holds the fault hook tests set (fault.Hook, as grab-service's): it runs
+// at "between-writes", after a change is recorded as pending in MySQL and before
+// Redis is written, and at "after-redis", before the change is promoted. For a
+// promotion in buckets they bracket the write of bucket 0, the commit point.
 type faults struct {
-	betweenWrites, afterRedis atomic.Pointer[func()]
+	hook atomic.Pointer[fault.Hook]
 }
 
-// fault runs a fault point if a test set one.
-func fault(p *atomic.Pointer[func()]) {
-	if f := p.Load(); f != nil && *f != nil {
-		(*f)()
+// at runs the hook at point, if a test set one. The hook's work is the fault (a
+// server killed, a store closed); the change then goes on and meets it.
+func (f *faults) at(point string) {
+	if h := f.hook.Load(); h != nil {
+		_ = h.At(point)
 	}
 }
 

@@ -124,7 +124,7 @@ func (j *journal) settle(ctx context.Context, id store.ID, ch store.Change) (sto
 	}
 	key := id.Key()
 	shard, c := j.shards.For(key)
-	fault(&j.faults.betweenWrites)
+	j.faults.at("between-writes")
 	parts, err := j.poolParts(ctx, id, ch)
 	if err != nil {
 		return store.Promotion{}, err
@@ -143,7 +143,7 @@ func (j *journal) settle(ctx context.Context, id store.ID, ch store.Change) (sto
 		return store.Promotion{}, refusal
 	}
 	j.announce.announce(ctx, c, reply.Changes)
-	fault(&j.faults.afterRedis)
+	j.faults.at("after-redis")
 	return j.promote(ctx, id, ch, shard)
 }
 

@@ -103,7 +103,7 @@ func (bj *bucketJournal) writeOthersFirst(ctx context.Context, id store.ID, ch s
 // writeBucket0 writes ch to bucket 0, the commit point, then brings the other
 // buckets to its side (when they were not written first) and promotes ch.
 func (bj *bucketJournal) writeBucket0(ctx context.Context, id store.ID, ch store.Change, l bucket.Layout, committed store.Promotion, last bool) (store.Promotion, error) {
-	fault(&bj.faults.betweenWrites)
+	bj.faults.at("between-writes")
 	rctx, rcancel := context.WithTimeout(ctx, bj.timeout)
 	reply, err := writeHash(rctx, bj.shards.Client(l.Shards[0]), l.Shards[0], l.Keys[0], share(ch, 0, l.K), nil, bj.now.now().UnixMilli())
 	rcancel()
@@ -117,7 +117,7 @@ func (bj *bucketJournal) writeBucket0(ctx context.Context, id store.ID, ch store
 		return bj.refuse(ctx, id, ch, refusal)
 	}
 	bj.announce.announce(ctx, bj.shards.Client(l.Shards[0]), reply.Changes)
-	fault(&bj.faults.afterRedis)
+	bj.faults.at("after-redis")
 	if !last {
 		if err := bj.buckets.follow(ctx, l, ch, committed, true); err != nil {
 			return store.Promotion{}, bj.left(ctx, id, ch, err, err)
