@@ -75,7 +75,13 @@ func (w *flowBatch) write(ctx context.Context, tx *sqlx.Tx, st *flowStmts) error
 		return err
 	}
 	w.pickFresh()
+	if err := w.adoptEarly(ctx, tx.Tx); err != nil {
+		return err
+	}
 	if err := w.insertFresh(ctx, tx.Tx, st); err != nil {
+		return err
+	}
+	if err := w.park(ctx, tx.Tx); err != nil {
 		return err
 	}
 	// The holds before the promotions' UPDATE: not while their hot rows are locked.
@@ -86,27 +92,32 @@ func (w *flowBatch) write(ctx context.Context, tx *sqlx.Tx, st *flowStmts) error
 }
 
 // pickFresh keeps the rows to write (w.fresh): not present, not repeated within
-// the batch, and no CANCEL without its GRAB; and adds up what they move (w.delta).
+// the batch; a CANCEL whose GRAB is neither in the log nor in the batch is parked
+// (early.go); and adds up what they move (w.delta).
 func (w *flowBatch) pickFresh() {
 	present := w.present
 	for _, r := range w.rows {
 		if present[r.key] {
 			continue
 		}
-		if r.key.kind == flow.Cancel {
-			g := r.key
-			g.kind = flow.Grab
-			if !present[g] {
-				continue
-			}
+		if r.key.kind == flow.Cancel && !present[grabOf(r.key)] {
+			w.parked = append(w.parked, r)
+			continue
 		}
-		present[r.key] = true // a repeat within the batch is skipped too
-		w.fresh = append(w.fresh, r)
-		if r.key.kind == flow.Grab {
-			w.delta[r.key.id] -= r.num
-		} else {
-			w.delta[r.key.id] += r.num
-		}
+		w.keep(r)
+	}
+	w.unparkInBatch()
+}
+
+// keep adds r to the rows to write and what it moves.
+func (w *flowBatch) keep(r newFlow) {
+	w.present[r.key] = true // a repeat within the batch is skipped too
+	w.fresh = append(w.fresh, r)
+	if r.key.kind == flow.Grab {
+		w.delta[r.key.id] -= r.num
+		w.grabbed = append(w.grabbed, any(r.key.requestID))
+	} else {
+		w.delta[r.key.id] += r.num
 	}
 }
 
@@ -305,6 +316,8 @@ type flowBatch struct {
 	promos  []promoDelta
 	args    []any
 	holds   []holdWrite // the batch's GRABs with a hold, and its CONFIRMs
+	parked  []newFlow   // CANCELs before their GRAB, kept in grab_flow_early (early.go)
+	grabbed []any       // request ids of the GRABs written, whose early CANCELs come in
 }
 
 type promoDelta struct {
@@ -330,7 +343,10 @@ func (f *flowStmts) release(w *flowBatch) {
 	clear(w.promos)
 	clear(w.args)
 	clear(w.holds)
+	clear(w.parked)
+	clear(w.grabbed)
 	w.rows, w.events, w.ids, w.fresh, w.promos, w.args, w.holds = w.rows[:0], w.events[:0], w.ids[:0], w.fresh[:0], w.promos[:0], w.args[:0], w.holds[:0]
+	w.parked, w.grabbed = w.parked[:0], w.grabbed[:0]
 	clear(w.seen)
 	clear(w.present)
 	clear(w.delta)
