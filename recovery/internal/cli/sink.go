@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/kafkaauth"
@@ -34,6 +35,11 @@ func Sink(args []string) int {
 	fs.DurationVar(&cfg.MaxWait, "batch-wait", cfg.MaxWait, "longest a batch waits for more messages after its first")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "bound on one MySQL write attempt (a hung server becomes a retry)")
 	fs.DurationVar(&cfg.Backoff.Max, "max-backoff", cfg.Backoff.Max, "longest wait between retries while MySQL or Kafka is down")
+	fs.BoolVar(&cfg.SkipLost, "skip-lost", false, "go on past flow events Kafka deleted before the sink stored them (retention passed); "+
+		"without it the sink stops at that partition and reports them (flashsale_sink_lost_events): see the RUNBOOK first")
+	healOn := fs.Bool("heal", false, "rebuild, with no one woken, any shard whose server is not whole (a replica the sentinels promoted, "+
+		"a server back empty), one instance at a time; needs --redis (and --redis-sentinels to follow a failover)")
+	nacos := configcenter.RegisterNacosFlags(fs)
 	_ = fs.Parse(args)
 	cfg.Brokers = f.Kafka
 	auth, err := kafkaauth.FromEnv()
@@ -73,6 +79,16 @@ func Sink(args []string) int {
 	g.Loop(sink.Run)
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
 	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db.Flows, 10*time.Second, store.OwedKeep) })
+	if *healOn {
+		loops, closePool, err := healerLoops(context.Background(), f, nacos.Source(f.Switches, log), db, meter, reg, log)
+		if err != nil {
+			return fail(log, "flow sink not started", err)
+		}
+		defer closePool()
+		for _, l := range loops {
+			g.Loop(l)
+		}
+	}
 	if err := g.Run(); err != nil {
 		return fail(log, "flow sink stopped", err)
 	}

@@ -26,6 +26,8 @@ type groupReader struct {
 	transport *kafka.Transport
 	topic     string
 	log       *slog.Logger
+	skipLost  bool                            // Config.SkipLost
+	onLost    func(partition int, lost int64) // Config.OnLost
 	// windowMinBytes is what a window's fetch waits for before the window closes.
 	windowMinBytes int
 
@@ -82,7 +84,7 @@ func newGroupReader(cfg Config, log *slog.Logger) (*groupReader, error) {
 	}
 	transport := cfg.Auth.Transport(nil)
 	return &groupReader{
-		group: group, transport: transport, topic: cfg.Topic, log: log,
+		group: group, transport: transport, topic: cfg.Topic, log: log, skipLost: cfg.SkipLost, onLost: cfg.OnLost,
 		client:         &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: transport, Timeout: requestTimeout},
 		windowMinBytes: cfg.MaxBatch * minEventBytes,
 	}, nil
@@ -346,21 +348,34 @@ func release(rec *protocol.Record) {
 	}
 }
 
-// outOfRange handles an offset the partition does not hold, as kafka-go's Reader
-// does: an offset before the first one held (its messages gone) moves to the first;
-// one past the end waits for the log to grow.
+// ErrEventsLost: the group's offset is older than the partition's first, so
+// events Kafka acknowledged were deleted (retention) before the sink stored them.
+var ErrEventsLost = errors.New("flow events lost: the group's offset is past the partition's retention")
+
+// outOfRange handles an offset the partition does not hold. One past the end
+// waits for the log to grow. One before the first means events were lost: the
+// sink refuses to go on past them (a rebuild would then sell what was granted)
+// unless told to (SkipLost), and says so each time it is asked (OnLost, the log).
 func (r *groupReader) outOfRange(ctx context.Context, part int, offset int64) error {
 	res, err := r.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{r.topic: {kafka.FirstOffsetOf(part)}}})
 	if err != nil {
 		return fmt.Errorf("partition %d: offset %d out of range: %w", part, offset, err)
 	}
 	for _, p := range res.Topics[r.topic] {
-		if p.Partition == part && p.Error == nil && offset < p.FirstOffset {
-			r.log.Warn("kafka partition no longer holds the group's offset; skipping to its first", "partition", part,
-				"offset", offset, "first", p.FirstOffset)
-			r.offsets[part] = p.FirstOffset
-			return nil
+		if p.Partition != part || p.Error != nil || offset >= p.FirstOffset {
+			continue
 		}
+		lost := p.FirstOffset - offset
+		r.onLost(part, lost)
+		if !r.skipLost {
+			r.log.Error("kafka deleted flow events the sink never stored; stopped at this partition until on-call decides (--skip-lost)",
+				"partition", part, "offset", offset, "first", p.FirstOffset, "lost", lost)
+			return fmt.Errorf("partition %d: %d events from offset %d: %w", part, lost, offset, ErrEventsLost)
+		}
+		r.log.Error("kafka deleted flow events the sink never stored; skipping them (--skip-lost)", "partition", part,
+			"offset", offset, "first", p.FirstOffset, "lost", lost)
+		r.offsets[part] = p.FirstOffset
+		return nil
 	}
 	return fmt.Errorf("partition %d: offset %d: %w", part, offset, kafka.OffsetOutOfRange)
 }

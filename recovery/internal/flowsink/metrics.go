@@ -11,6 +11,9 @@ type Metrics struct {
 	BatchLatency prometheus.Histogram
 	BatchSize    prometheus.Histogram
 	Retries      *prometheus.CounterVec
+	// LostEvents is, by partition, how many events Kafka deleted before the sink
+	// stored them (its offset past retention); above 0 the sink has stopped there.
+	LostEvents *prometheus.GaugeVec
 }
 
 // NewMetrics registers the metrics on reg.
@@ -32,7 +35,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "batch_messages", Help: "Messages per batch.", Buckets: []float64{1, 5, 10, 50, 100, 250, 500, 1000}}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "retries_total", Help: "Failed attempts retried, by step (mysql, dead_letter, commit, fetch)."}, []string{"step"}),
+		LostEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
+			Name: "lost_events", Help: "Events Kafka deleted before the sink stored them, by partition (retention passed); above 0 the sink has stopped consuming that partition unless --skip-lost."}, []string{"partition"}),
 	}
-	reg.MustRegister(m.Lag, m.Consumed, m.RowsWritten, m.DeadLetters, m.BatchLatency, m.BatchSize, m.Retries)
+	reg.MustRegister(m.Lag, m.Consumed, m.RowsWritten, m.DeadLetters, m.BatchLatency, m.BatchSize, m.Retries, m.LostEvents)
 	return m
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -48,6 +49,13 @@ type Config struct {
 	// whoever owns the partition next gets them again, which changes nothing.
 	CommitAttempts int
 	Backoff        Backoff
+	// SkipLost lets the sink go on past events Kafka deleted before it stored them
+	// (its committed offset older than the partition's first, past retention). Off,
+	// it stops consuming that partition, loudly, until on-call decides
+	// (docs/RUNBOOK.md, "Flow events lost to retention").
+	SkipLost bool
+	// OnLost hears of each such loss: the partition and the events gone.
+	OnLost func(partition int, lost int64)
 }
 
 // Defaults are the production settings.
@@ -86,6 +94,13 @@ type Sink struct {
 func New(cfg Config, rec Record, m *Metrics, log *slog.Logger) (*Sink, error) {
 	if cfg.MaxBatch < 1 || cfg.MaxWait <= 0 || cfg.Backoff.Min <= 0 || cfg.Backoff.Max < cfg.Backoff.Min {
 		return nil, fmt.Errorf("flow sink: bad batch or backoff settings %+v", cfg)
+	}
+	if cfg.OnLost == nil {
+		cfg.OnLost = func(part int, lost int64) {
+			if m != nil {
+				m.LostEvents.WithLabelValues(strconv.Itoa(part)).Set(float64(lost))
+			}
+		}
 	}
 	reader, err := newGroupReader(cfg, log)
 	if err != nil {

@@ -16,10 +16,19 @@ import (
 // RunSink runs a flow sink until the returned stop is called (or the test ends).
 func RunSink(t testing.TB, brokers []string, group string, rec flowsink.Record) (m *flowsink.Metrics, stop func()) {
 	t.Helper()
+	return RunSinkWith(t, brokers, group, rec, nil)
+}
+
+// RunSinkWith is RunSink with the test's changes to the sink's config (nil: none).
+func RunSinkWith(t testing.TB, brokers []string, group string, rec flowsink.Record, change func(*flowsink.Config)) (m *flowsink.Metrics, stop func()) {
+	t.Helper()
 	cfg := flowsink.Defaults()
 	cfg.Brokers, cfg.Group = brokers, group
 	cfg.WriteTimeout = 2 * time.Second
 	cfg.Backoff = flowsink.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	if change != nil {
+		change(&cfg)
+	}
 	m = flowsink.NewMetrics(prometheus.NewRegistry())
 	s, err := flowsink.New(cfg, rec, m, Logger(t))
 	if err != nil {
