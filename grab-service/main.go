@@ -59,7 +59,7 @@ func run(logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
+		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
 		Tokens: tokens, Logger: logger, Grab: cfg, MaxInFlight: *maxInFlight, QueueWait: *queueWait,
 		ReconcileEvery: *reconcileEvery, Pprof: *pprofOn, Switches: nacos.Source(f.Switches, logger),
 	})
@@ -72,6 +72,7 @@ func run(logger *slog.Logger) error {
 	g.HTTP(svc.Server(f.Listen, a.Handler, logger))
 	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger))
 	g.Loop(a.RunFence)
+	g.Loop(a.RunSentinels)  // follows the masters Redis Sentinel elects, when it runs
 	g.Loop(a.RunReconciler) // settles what a crashed grab or cancel left open
 	g.Loop(a.FollowSwitches)
 	return g.Run()

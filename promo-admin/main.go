@@ -58,7 +58,7 @@ func run(logger *slog.Logger, args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
+		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
 		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
 		Switches: nacos.Source(f.Switches, logger),
 	})
@@ -72,5 +72,6 @@ func run(logger *slog.Logger, args []string) error {
 	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger))
 	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
 	g.Loop(a.FollowSwitches)
+	g.Loop(a.RunSentinels) // follows the masters Redis Sentinel elects, when it runs
 	return g.Run()
 }

@@ -135,6 +135,7 @@ service_cmd() {
 		--kafka "$KAFKA_ADDR" --switches "$SWITCHES_FILE"
 	if replicas_on; then
 		printf '%s\0' --redis-sentinels "$(sentinel_list ,)" --redis-sentinel-prefix "$SENTINEL_PREFIX"
+		[[ "$1" != flow-sink ]] || printf '%s\0' --heal # the healer rebuilds a promoted replica
 	fi
 }
 

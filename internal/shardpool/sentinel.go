@@ -119,3 +119,20 @@ func (s *Sentinels) followOnce(ctx context.Context, p *Pool, log *slog.Logger, o
 		}
 	}
 }
+
+// FollowSentinels points p at the masters the sentinels at addrs elect, once now
+// (so a service restarted after a failover starts on the current masters) and
+// then every 250 ms for as long as the loop it returns runs. Without sentinels the
+// loop only waits for its end.
+func FollowSentinels(ctx context.Context, p *Pool, addrs []string, prefix string, opts redis.Options, log *slog.Logger, onMoved func(shards []int)) func(context.Context) error {
+	if len(addrs) == 0 {
+		return func(ctx context.Context) error { <-ctx.Done(); return nil }
+	}
+	s := NewSentinels(addrs, prefix, opts)
+	s.followOnce(ctx, p, log, onMoved)
+	return func(ctx context.Context) error {
+		defer s.Close()
+		s.Follow(ctx, p, 250*time.Millisecond, log, onMoved)
+		return nil
+	}
+}

@@ -16,6 +16,9 @@ type drill struct {
 	short       bool // part of the --short suite
 	run         func(ctx context.Context, d *drillEnv, rd *round, out *outcome)
 	saturate    bool // under a load at the stack's peak, not the steady rate
+	// replicas: needs the stack's replicas and sentinels (FLASHSALE_REPLICAS=1); run
+	// only when named (make drill names it on such a stack, after the others).
+	replicas bool
 }
 
 // outcome is what a drill reports besides the load and the checker.
@@ -42,18 +45,21 @@ func (o *outcome) note(format string, args ...any) {
 
 func allDrills() []drill {
 	return []drill{
-		{"hostile", "hostile-input storm", true, hostileDrill, false},
-		{"kafka", "Kafka broker killed mid-sale, back after a pause", true, kafkaDrill, false},
-		{"crash", "grab-service (now and then the flow sink too) SIGKILLed mid-load, restarted", true, crashDrill, false},
+		{"hostile", "hostile-input storm", true, hostileDrill, false, false},
+		{"kafka", "Kafka broker killed mid-sale, back after a pause", true, kafkaDrill, false, false},
+		{"crash", "grab-service (now and then the flow sink too) SIGKILLed mid-load, restarted", true, crashDrill, false, false},
 		// The same two faults at saturation: grabs share pipelines, one round trip
 		// per shard for many, so a crash or a lost broker hits many grabs in flight at once.
-		{"kafka-sat", "the Kafka drill at saturation (no pace: the stack's peak)", true, kafkaDrill, true},
-		{"crash-sat", "the crash drill at saturation (no pace: the stack's peak)", true, crashDrill, true},
-		{"redis", "a Redis shard SIGKILLed, back empty, rebuilt under load", true, redisDrill, false},
-		{"replica", "a Redis shard's master lost, a lagging replica promoted in its place, rebuilt", true, replicaDrill, false},
-		{"mysql", "MariaDB stopped while the flow sink runs", false, mysqlDrill, false},
-		{"config", "switches flipped mid-load", true, configDrill, false},
-		{"failover", "two grab-services behind a proxy, one killed", false, failoverDrill, false},
+		{"kafka-sat", "the Kafka drill at saturation (no pace: the stack's peak)", true, kafkaDrill, true, false},
+		{"crash-sat", "the crash drill at saturation (no pace: the stack's peak)", true, crashDrill, true, false},
+		{"redis", "a Redis shard SIGKILLed, back empty, rebuilt under load", true, redisDrill, false, false},
+		{"replica", "a Redis shard's master lost, a lagging replica promoted in its place, rebuilt", true, replicaDrill, false, false},
+		{"mysql", "MariaDB stopped while the flow sink runs", false, mysqlDrill, false, false},
+		{"config", "switches flipped mid-load", true, configDrill, false, false},
+		{"failover", "two grab-services behind a proxy, one killed", false, failoverDrill, false, false},
+		// Needs the stack's replicas and sentinels (FLASHSALE_REPLICAS=1): make drill
+		// runs it on such a stack after the others.
+		{"sentinel", "a shard's master SIGKILLed at saturation; the sentinels and the healer bring it back, no one woken", false, sentinelDrill, true, true},
 	}
 }
 
@@ -70,7 +76,7 @@ func selectDrills(o options) ([]drill, error) {
 	if o.only == "" {
 		var out []drill
 		for _, d := range all {
-			if d.short || !o.short {
+			if !d.replicas && (d.short || !o.short) {
 				out = append(out, d)
 			}
 		}

@@ -43,7 +43,7 @@ func (s *stackCtl) reload() error {
 // never signalled.
 func signature(name string) string {
 	switch {
-	case strings.HasPrefix(name, "redis-"):
+	case strings.HasPrefix(name, "redis-"), strings.HasPrefix(name, "replica-"):
 		return "redis-server"
 	case name == "kafka":
 		return "kafka-broker"

@@ -32,9 +32,13 @@ import (
 // Config is everything grab-service is told (main fills it from its flags);
 // nothing is read from the environment here.
 type Config struct {
-	RedisAddrs   []string // 16 entries, index = logical shard
-	MySQLDSN     string
-	KafkaBrokers []string
+	RedisAddrs []string // 16 entries, index = logical shard
+	// RedisSentinels, when set, elect each shard's master, monitored as
+	// SentinelPrefix plus the shard; on-call's shardAddrs still win.
+	RedisSentinels []string
+	SentinelPrefix string
+	MySQLDSN       string
+	KafkaBrokers   []string
 	// RedisAuth is the shards' ACL user and TLS (svc.RedisAuthFromEnv); zero: none.
 	RedisAuth svc.RedisAuth
 	// KafkaAuth is SASL and TLS to the brokers (kafkaauth.FromEnv); zero: none.
@@ -78,15 +82,45 @@ type App struct {
 	cfg             Config
 	switchesMetrics *configcenter.Metrics
 	log             *slog.Logger
+	sentinels       func(context.Context) error // shardpool.FollowSentinels' loop
 }
 
 // New builds the app. It does not wait for Redis or Kafka: the scripts load on
 // first use when they cannot load now, and /readyz reports what does not answer.
 func New(ctx context.Context, cfg Config) (*App, error) {
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.Default()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	a := &App{Store: db, Pool: pool, Kafka: publish.NewKafka(cfg.KafkaBrokers, cfg.KafkaBatchTimeout, cfg.KafkaAuth),
+		Registry: prometheus.NewRegistry(), Switches: configcenter.NewHolder(), cfg: cfg, log: cfg.Logger}
+	a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.switchesMetrics = configcenter.NewMetrics(a.Registry)
+	gc, deps := a.grabDeps()
+	if cfg.Hook != nil {
+		cfg.Hook(&gc, &deps, a.Kafka)
+	}
+	a.Fence = deps.Fence
+	a.follow(ctx)
+	if a.Service, err = grab.New(gc, deps); err != nil {
+		_ = errors.Join(a.States.Close(), a.Kafka.Close(), db.Close(), pool.Close())
+		return nil, err
+	}
+	a.Reconciler = grab.NewReconciler(a.Service)
+	a.routes()
+	return a, nil
+}
+
+// openPool connects the shards' clients and loads the scripts where it can.
+func openPool(ctx context.Context, cfg Config) (*shardpool.Pool, error) {
 	opts := redis.Options{PoolSize: 64, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}
 	cfg.RedisAuth.Apply(&opts)
 	pool, err := shardpool.New(cfg.RedisAddrs, opts)
@@ -95,75 +129,71 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	for _, c := range pool.Servers() {
 		if err := lua.Load(ctx, c); err != nil {
-			logger.Error("scripts not loaded yet; they load on first use", "err", err.Error())
+			cfg.Logger.Error("scripts not loaded yet; they load on first use", "err", err.Error())
 		}
 	}
-	db, err := store.Open(ctx, cfg.MySQLDSN)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	kafka := publish.NewKafka(cfg.KafkaBrokers, cfg.KafkaBatchTimeout, cfg.KafkaAuth)
+	return pool, nil
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	switches := configcenter.NewHolder()
-
+// grabDeps wires the grab service: the shards, the publisher (Kafka, or MySQL
+// while kafkaDegrade is on), the record, the fence and the state announcer.
+func (a *App) grabDeps() (grab.Config, grab.Deps) {
 	shards := make([]redis.UniversalClient, 16)
 	for i := range shards {
-		shards[i] = pool.Client(i)
+		shards[i] = a.Pool.Client(i)
 	}
-	gc := cfg.Grab
-	states := promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, gc.StateOutboxKey, lua.StateDue, reg, logger)
-	deps := grab.Deps{
-		// kafkaDegrade routes flows straight into MySQL (publish/router.go).
-		Shards: shards, Publisher: publish.NewRouter(kafka, db.Flows, switches, reg), Record: db.Flows, Switches: switches,
-		Metrics: grab.NewMetrics(reg), Logger: logger,
-		// The fence answers UNAVAILABLE for shards being rebuilt or lost (grab/fence.go).
-		Fence: grab.NewFence(shards, db.Keys.PromotionKeys, reg, logger),
+	gc, db, reg := a.cfg.Grab, a.Store, a.Registry
+	a.States = promostate.New(a.cfg.KafkaBrokers, a.cfg.KafkaAuth, gc.StateOutboxKey, lua.StateDue, reg, a.log)
+	return gc, grab.Deps{
+		Shards: shards, Publisher: publish.NewRouter(a.Kafka, db.Flows, a.Switches, reg), Record: db.Flows, Switches: a.Switches,
+		Metrics: grab.NewMetrics(reg), Logger: a.log,
+		Fence: grab.NewFence(shards, db.Keys.PromotionKeys, reg, a.log),
 		// The reconciler's list each second: what ended over a day ago is the sweep's.
 		PromotionKeys: func(ctx context.Context) ([]string, error) {
 			return db.Keys.PromotionKeysEndingAfter(ctx, time.Now().Add(-24*time.Hour))
 		},
-		// Sale state events (internal/promostate); the reconciler announces ENDED.
-		States: states,
+		States: a.States,
 		EndedPromotionKeys: func(ctx context.Context) ([]string, error) {
 			now := time.Now()
 			return db.Keys.PromotionKeysEndedBetween(ctx, now.Add(-24*time.Hour), now)
 		},
 	}
-	if cfg.Hook != nil {
-		cfg.Hook(&gc, &deps, kafka)
-	}
-	// On-call moves a shard to its promoted replica through the config center: the
-	// shard's client dials the new server, and the fence holds the shard until it
-	// has read the new server's markers.
-	deps.Fence.FollowGenerations(pool.Generation)
-	switches.FollowShards(pool, logger, func(moved []int) { deps.Fence.Moved(moved, pool.Addr) })
-	service, err := grab.New(gc, deps)
-	if err != nil {
-		states.Close()
-		kafka.Close()
-		db.Close()
-		pool.Close()
-		return nil, err
-	}
+}
 
+// follow moves shards to the servers the sentinels elect and on-call names in
+// the config center: the shard's client dials the new server, and the fence holds
+// the shard until it has read the new server's markers.
+func (a *App) follow(ctx context.Context) {
+	moved := func([]int) {}
+	if a.Fence != nil {
+		a.Fence.FollowGenerations(a.Pool.Generation)
+		moved = func(shards []int) { a.Fence.Moved(shards, a.Pool.Addr) }
+	}
+	opts := redis.Options{}
+	a.cfg.RedisAuth.Apply(&opts)
+	a.sentinels = shardpool.FollowSentinels(ctx, a.Pool, a.cfg.RedisSentinels, a.cfg.SentinelPrefix, opts, a.log, moved)
+	a.Switches.FollowShards(a.Pool, a.log, moved)
+}
+
+// routes builds the public handler and the ops listener's.
+func (a *App) routes() {
 	mux := http.NewServeMux()
-	grabtransport.Handler(mux, grabendpoint.New(service, switches, grabendpoint.NewAdmission(cfg.MaxInFlight, cfg.QueueWait, reg)), cfg.Tokens, httpx.NewRouteMetrics(reg, "grab"))
-	required, advisory := readiness(pool, db.Ping, kafka.Ping, switches)
-	probes := func(m *http.ServeMux) { httpx.Probes(m, switches.Info, required, advisory) }
+	grabtransport.Handler(mux, grabendpoint.New(a.Service, a.Switches, grabendpoint.NewAdmission(a.cfg.MaxInFlight, a.cfg.QueueWait, a.Registry)),
+		a.cfg.Tokens, httpx.NewRouteMetrics(a.Registry, "grab"))
+	required, advisory := readiness(a.Pool, a.Store.Ping, a.Kafka.Ping, a.Switches)
+	probes := func(m *http.ServeMux) { httpx.Probes(m, a.Switches.Info, required, advisory) }
 	probes(mux)
 	var fenced func() []grab.FencedShard
-	if deps.Fence != nil {
-		fenced = deps.Fence.Status
+	if a.Fence != nil {
+		fenced = a.Fence.Status
 	}
-	return &App{Service: service, Reconciler: grab.NewReconciler(service), Fence: deps.Fence,
-		Store: db, Pool: pool, Kafka: kafka, States: states, Registry: reg, Switches: switches,
-		Handler: grabtransport.Readyz(fenced, httpx.RouteFallback(mux)),
-		Ops:     grabtransport.Readyz(fenced, httpx.OpsHandler(reg, probes, cfg.Pprof)),
-		cfg:     cfg, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
+	a.Handler = grabtransport.Readyz(fenced, httpx.RouteFallback(mux))
+	a.Ops = grabtransport.Readyz(fenced, httpx.OpsHandler(a.Registry, probes, a.cfg.Pprof))
 }
+
+// RunSentinels follows the masters the sentinels elect until ctx ends (without
+// sentinels it only waits).
+func (a *App) RunSentinels(ctx context.Context) error { return a.sentinels(ctx) }
 
 // RunFence polls the shards' markers until ctx ends (grab/fence.go).
 func (a *App) RunFence(ctx context.Context) error {

@@ -32,10 +32,14 @@ import (
 // Config is everything promo-admin is told; nothing is read from the environment here.
 type Config struct {
 	RedisAddrs []string // 16 entries, index = logical shard
-	MySQLDSN   string
-	Tokens     httpx.Tokens
-	Logger     *slog.Logger
-	Service    adminservice.Config
+	// RedisSentinels, when set, elect each shard's master (as SentinelPrefix plus
+	// the shard); on-call's shardAddrs still win.
+	RedisSentinels []string
+	SentinelPrefix string
+	MySQLDSN       string
+	Tokens         httpx.Tokens
+	Logger         *slog.Logger
+	Service        adminservice.Config
 	// Redis is the template of every shard client; zero means RedisDefaults().
 	Redis *redis.Options
 	// Switches is where the on-call switches document is read from (FollowSwitches);
@@ -78,6 +82,7 @@ type App struct {
 	switchesSrc     configcenter.Source
 	switchesMetrics *configcenter.Metrics
 	log             *slog.Logger
+	sentinels       func(context.Context) error // shardpool.FollowSentinels' loop
 }
 
 // New opens the record (migrating it), builds the shard pool and the handler.
@@ -117,6 +122,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	// On-call moves a shard to its promoted replica through the config center. The
 	// admin scripts refuse FENCED while a rebuild works on the new server.
 	switches.FollowShards(pool, logger, nil)
+	sentinels := shardpool.FollowSentinels(ctx, pool, cfg.RedisSentinels, cfg.SentinelPrefix, opts, logger, nil)
 	checks := map[string]httpx.Check{"mysql": st.Ping, "redis": pool.Ping}
 	handler := admintransport.NewHTTPHandler(set, admintransport.Options{
 		Tokens:         cfg.Tokens,
@@ -127,8 +133,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Console:        console.Handler(),
 	})
 	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler, Ops: admintransport.OpsHandler(reg, checks), States: states,
-		Switches: switches, switchesSrc: cfg.Switches, switchesMetrics: configcenter.NewMetrics(reg), log: logger}, nil
+		Switches: switches, switchesSrc: cfg.Switches, switchesMetrics: configcenter.NewMetrics(reg), log: logger, sentinels: sentinels}, nil
 }
+
+// RunSentinels follows the masters the sentinels elect until ctx ends (without
+// sentinels it only waits).
+func (a *App) RunSentinels(ctx context.Context) error { return a.sentinels(ctx) }
 
 // FollowSwitches applies every valid switches document of Config.Switches until
 // ctx ends (a malformed one is rejected whole; the last good one stays). With no

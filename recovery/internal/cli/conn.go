@@ -42,6 +42,14 @@ type conn struct {
 	stackFile string
 	group     string
 	log       *slog.Logger
+	sentinels func(context.Context) error // follows the sentinels after open (shardpool.FollowSentinels)
+}
+
+func (c *conn) logger() *slog.Logger {
+	if c.log == nil {
+		return slog.Default()
+	}
+	return c.log
 }
 
 func (c *conn) register(fs *flag.FlagSet) {
@@ -73,6 +81,9 @@ func (c *conn) resolve(fs *flag.FlagSet, log *slog.Logger) error {
 	if !given["redis"] {
 		c.Redis = st.Redis
 	}
+	if !given["redis-sentinels"] && len(st.Sentinels) > 0 {
+		c.RedisSentinels, c.RedisSentinelPrefix = st.Sentinels, st.SentinelPrefix
+	}
 	if !given["mysql"] && st.MySQLDSN != "" {
 		c.MySQL = st.MySQLDSN
 	}
@@ -97,6 +108,8 @@ func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClie
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	// Where the sentinels elected each master, then on-call's word on top.
+	c.sentinels = shardpool.FollowSentinels(ctx, pool, c.RedisSentinels, c.RedisSentinelPrefix, opts, c.logger(), nil)
 	if err := c.followSwitches(ctx, pool); err != nil {
 		pool.Close()
 		return nil, nil, nil, nil, err
@@ -126,10 +139,7 @@ func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClie
 // followSwitches points the pool's shards where the config center says they are
 // now (shardAddrs: a failover to a promoted replica), as the services do.
 func (c *conn) followSwitches(ctx context.Context, pool *shardpool.Pool) error {
-	log := c.log
-	if log == nil {
-		log = slog.Default()
-	}
+	log := c.logger()
 	store, err := c.nacos.Store(c.Switches, log)
 	if err != nil {
 		return err

@@ -10,10 +10,12 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/svc"
+	"github.com/flashsale/platform/recovery/internal/heal"
 	"github.com/flashsale/platform/recovery/internal/rebuild"
 )
 
@@ -114,6 +116,15 @@ func (cmd *rebuildCmd) run(ctx context.Context, log *slog.Logger) int {
 	}
 	defer pool.Close()
 	defer db.Close()
+	// One rebuild at a time, this one or the healer's (recovery/internal/heal).
+	release, ok, err := heal.Acquire(ctx, db.DB().DB, 5*time.Minute)
+	if !ok {
+		if err == nil {
+			err = fmt.Errorf("the rebuild lock %s stayed held for 5 minutes", heal.LockName)
+		}
+		return fail(log, "rebuild not started: another rebuild (the healer's?) holds the lock", err)
+	}
+	defer release()
 	shards := cmd.shards
 	switch {
 	case cmd.all:
