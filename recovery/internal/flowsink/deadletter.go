@@ -1,6 +1,7 @@
 package flowsink
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/store"
 )
 
 // deadLetter logs the poison message and makes its dead-letter copy: the original
@@ -39,4 +41,45 @@ func isDataError(err error) bool {
 		return true
 	}
 	return false
+}
+
+// DeadLetterLog keeps the dead letters in the record (store.Flows), so a rebuild or
+// verify of a promotion they name can refuse until they are replayed.
+type DeadLetterLog interface {
+	RecordDeadLetters(ctx context.Context, letters []store.DeadLetter) error
+}
+
+// lettersOf reads what it can of each dead message: its key, and the kind and
+// promotions of an event that is readable JSON though not a valid one.
+func lettersOf(dead []kafka.Message) []store.DeadLetter {
+	var out []store.DeadLetter
+	for _, m := range dead {
+		base := store.DeadLetter{RequestID: string(m.Key)}
+		for _, h := range m.Headers {
+			switch h.Key {
+			case "flashsale-source":
+				base.Source = string(h.Value)
+			case "flashsale-error":
+				base.Cause = string(h.Value)
+			}
+		}
+		var e struct {
+			Kind  string `json:"kind"`
+			Items []struct {
+				PromoID string `json:"promoId"`
+				Type    int    `json:"type"`
+			} `json:"items"`
+		}
+		_ = json.Unmarshal(m.Value, &e) // what does not parse names no promotion
+		base.Kind = e.Kind
+		if len(e.Items) == 0 {
+			out = append(out, base)
+		}
+		for _, it := range e.Items {
+			l := base
+			l.ID = store.ID{PromoID: it.PromoID, Type: it.Type}
+			out = append(out, l)
+		}
+	}
+	return out
 }

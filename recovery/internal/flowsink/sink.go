@@ -205,10 +205,25 @@ func (s *Sink) Handle(ctx context.Context, batch []kafka.Message) error {
 			return err
 		}
 		s.m.DeadLetters.Add(float64(len(dead)))
+		if err := s.recordDead(ctx, dead); err != nil {
+			return err
+		}
 	}
 	s.commit(ctx, batch)
 	s.m.Consumed.Add(float64(len(batch)))
 	return nil
+}
+
+// recordDead keeps the batch's dead letters in the record, retrying as the flow
+// log's writes do: a rebuild must know of them before their offsets are committed.
+func (s *Sink) recordDead(ctx context.Context, dead []kafka.Message) error {
+	dl, ok := s.rec.(DeadLetterLog)
+	if !ok {
+		return nil
+	}
+	letters := lettersOf(dead)
+	return retry(ctx, s.cfg.Backoff, s.log, "dead-letter record", func() { s.m.Retries.WithLabelValues("mysql").Inc() },
+		func(ctx context.Context) error { return dl.RecordDeadLetters(ctx, letters) })
 }
 
 // store writes the events in one transaction, retrying until MySQL takes them. If

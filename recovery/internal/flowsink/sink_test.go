@@ -145,6 +145,11 @@ func TestRedeliveredEventsChangeNothing(t *testing.T) {
 	if have := testutil.ToFloat64(m.RowsWritten); int64(have) != first.Rows {
 		t.Fatalf("rows written metric %v, rows %d", have, first.Rows)
 	}
+	// The record keeps them too, by the promotion each names (none for the one that
+	// is not JSON), so a rebuild of promotion p refuses until they are replayed.
+	if dead, err := db.Rebuild.DeadLettered(ctx); err != nil || dead[store.ID{PromoID: "p", Type: 1}] != 1 || dead[store.ID{}] != 1 {
+		t.Fatalf("dead letters in the record: %v (err %v); want 1 of promotion p_1 and 1 naming none", dead, err)
+	}
 	for _, key := range keys {
 		rt.RecordAgrees(t, db.Rebuild, shards[ring.Default.Shard(key)], key)
 	}

@@ -22,6 +22,7 @@ type Record interface {
 	EnvelopeSplit(ctx context.Context, id store.ID) (store.EnvelopeSplit, bool, error)
 	EachIndexEntry(ctx context.Context, shard int, since time.Time, fn func(store.IndexEntry) error) error
 	PendingChanges(ctx context.Context) ([]store.PendingChange, error)
+	DeadLettered(ctx context.Context) (map[store.ID]int, error)
 }
 
 // FlowLog is what a rebuild reads of the holds and settles of the owed CANCELs

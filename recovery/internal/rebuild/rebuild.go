@@ -43,6 +43,9 @@ type Options struct {
 	Drain   time.Duration
 	CatchUp time.Duration
 	Force   bool
+	// IgnoreDeadLetters rebuilds promotions with events in the dead-letter topic
+	// not replayed yet (refused otherwise: refuseDeadLettered).
+	IgnoreDeadLetters bool
 	// FenceTTL is how long a fence outlives a killed rebuild.
 	FenceTTL time.Duration
 	// AdminGrace is how long after it was recorded an admin change may still be
@@ -105,6 +108,9 @@ type rebuildRun struct {
 // until every grab-service instance serves the shards again.
 func (r *rebuildRun) run(ctx context.Context) error {
 	if err := r.pickShards(ctx); err != nil {
+		return err
+	}
+	if err := r.refuseDeadLettered(ctx); err != nil {
 		return err
 	}
 	f := newFences(r.clients, r.o.FenceTTL)

@@ -41,7 +41,7 @@ func (r Report) Print(w io.Writer, verbose bool) {
 			drifted[promo.BucketBase(p.Key)] = true
 		}
 	}
-	for _, d := range r.IndexDrifts {
+	for _, d := range append(r.IndexDrifts, r.DeadLetters...) {
 		fmt.Fprintln(w, d.String())
 	}
 	scope := "all shards"
@@ -62,5 +62,5 @@ func (r Report) Print(w io.Writer, verbose bool) {
 		index = fmt.Sprintf(", request index drifts on %d shards", len(r.IndexDrifts))
 	}
 	fmt.Fprintf(w, "verify: %d promotions%s on %s checked against MySQL: %d drifts in %d promotions, %d in flight%s; flow sink catch-up %s\n",
-		len(promotions), hashes, scope, len(r.Drifts())-len(r.IndexDrifts), len(drifted), inFlight, index, r.CatchUp)
+		len(promotions), hashes, scope, len(r.Drifts())-len(r.IndexDrifts)-len(r.DeadLetters), len(drifted), inFlight, index, r.CatchUp)
 }
