@@ -30,3 +30,15 @@ STACK_BUILT=1 deploy/local/stack.sh up
 step "$tool"
 # shellcheck disable=SC2086 # ARGS is a plain word list from make
 "bin/$tool" --stack "$ROOT/.run/stack.json" ${ARGS:-}
+
+# make drill's full suite ends with the sentinel drill, three runs, on a stack with a
+# replica per shard under Redis Sentinel (FLASHSALE_REPLICAS=1); a run that names its
+# own drills (ARGS="--drills ...") leaves the stack as it is.
+if [[ "$tool" == drill && " ${ARGS:-} " != *" --drills"* ]]; then
+	step "down, and up with a replica per shard under Redis Sentinel"
+	deploy/local/stack.sh down
+	FLASHSALE_REPLICAS=1 STACK_BUILT=1 deploy/local/stack.sh up
+	step "drill: the sentinel drill, three runs"
+	# shellcheck disable=SC2086
+	FLASHSALE_REPLICAS=1 "bin/$tool" --stack "$ROOT/.run/stack.json" --drills sentinel,sentinel,sentinel ${ARGS:-}
+fi

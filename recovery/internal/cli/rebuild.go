@@ -70,7 +70,7 @@ instance serves the rebuilt shards again.
 	o := &cmd.o
 	fs.Var(&cmd.shards, "shard", "logical shard(s) to rebuild whole: N or N,M (repeatable)")
 	fs.BoolVar(&cmd.all, "all", false, "rebuild all 16 shards")
-	fs.BoolVar(&cmd.o.IgnoreDeadLetters, "ignore-dead-letters", false, "rebuild promotions whose flow events are in the dead-letter topic, not replayed (refused otherwise: see the RUNBOOK's \"Dead letters\")")
+	fs.BoolVar(&cmd.o.IgnoreDeadLetters, "ignore-dead-letters", false, "rebuild promotions whose flow events are in the dead-letter topic, not replayed (refused otherwise: deploy/RUNBOOK.md, \"Alert: FlowSinkDeadLetters\")")
 	fs.BoolVar(&cmd.missing, "missing", false, "rebuild the shards whose server is not whole: no built marker (lost and not rebuilt since), or the marker of another server (a replica promoted in a failover)")
 	fs.StringVar(&cmd.promoRef, "promo", "", "rebuild one promotion, <promoId>_<type>")
 	fs.BoolVar(&o.Force, "force", false, "rebuild even if open takes do not settle or the flow sink's catch-up cannot be confirmed")

@@ -52,7 +52,7 @@ type Config struct {
 	// SkipLost lets the sink go on past events Kafka deleted before it stored them
 	// (its committed offset older than the partition's first, past retention). Off,
 	// it stops consuming that partition, loudly, until on-call decides
-	// (docs/RUNBOOK.md, "Flow events lost to retention").
+	// (deploy/RUNBOOK.md, "Flow events lost to retention").
 	SkipLost bool
 	// OnLost hears of each such loss: the partition and the events gone.
 	OnLost func(partition int, lost int64)

@@ -43,5 +43,5 @@ func (r *rebuildRun) refuseDeadLettered(ctx context.Context) error {
 		r.sum.Warnings = append(r.sum.Warnings, "rebuilt past "+msg)
 		return nil
 	}
-	return fmt.Errorf("%w: %s. Replay them (docs/RUNBOOK.md, \"Dead letters\") or rerun with --ignore-dead-letters", ErrRefused, msg)
+	return fmt.Errorf("%w: %s. Replay them (deploy/RUNBOOK.md, \"Alert: FlowSinkDeadLetters\") or rerun with --ignore-dead-letters", ErrRefused, msg)
 }

@@ -85,7 +85,7 @@ func (d Drift) String() string {
 	case "envelopes":
 		return fmt.Sprintf("DRIFT  %s  shard %d  envelopes left  redis=%d  record=%d  (first difference: %s)", d.Key, d.Shard, d.Redis, d.Record, d.Who)
 	case "dead letters":
-		return fmt.Sprintf("DRIFT  %s  dead letters  %d flow events in the dead-letter topic are not in the record, which may lack them; replay them (RUNBOOK, \"Dead letters\")", d.Key, d.Record)
+		return fmt.Sprintf("DRIFT  %s  dead letters  %d flow events in the dead-letter topic are not in the record, which may lack them; replay them (deploy/RUNBOOK.md, \"Alert: FlowSinkDeadLetters\")", d.Key, d.Record)
 	case "request index":
 		return fmt.Sprintf("DRIFT  request index  shard %d  entries redis=%d  record=%d  (missing e.g. %s; bin/recovery rebuild --shard %d restores them)",
 			d.Shard, d.Redis, d.Record, d.Who, d.Shard)
