@@ -66,7 +66,9 @@ func StartSentinel(t testing.TB, masters map[string]string) *Sentinel {
 	return s
 }
 
-// ReplicaOf makes r a replica of master and waits until its full sync is done.
+// ReplicaOf makes r a replica of master and waits until its full sync is done (r
+// then holds every write master took before). WAIT counts only replicas online,
+// past their full sync, whose snapshot holds every write before REPLICAOF.
 func (r *RedisServer) ReplicaOf(master *RedisServer) {
 	r.t.Helper()
 	ctx := context.Background()
