@@ -83,7 +83,11 @@ func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) 
 			continue
 		}
 		o := r.o
-		if s.Resend(ctx, req) {
+		switch resend, err := s.Resend(ctx, req); {
+		case err != nil:
+			s.logErr("refusal cache: resend unknown", err, "requestId", req.RequestID)
+			return indexSilent(req.RequestID), true
+		case resend:
 			return Result{}, false
 		}
 		s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -142,11 +143,21 @@ func (s *requestIndex) checkClaim(req Request, c claim) (Result, bool) {
 	return Result{}, false
 }
 
-// claimed reports whether requestID holds a claim; when the index cannot tell, it
-// says yes, so the grab takes the full way.
-func (s *requestIndex) claimed(ctx context.Context, requestID string) bool {
+// claimed reports whether requestID holds a claim; an index that cannot tell is an
+// error, which the callers answer UNAVAILABLE (fail closed: read as "yes", it let a
+// request past the method limit and the degrade cap).
+func (s *requestIndex) claimed(ctx context.Context, requestID string) (bool, error) {
 	n, err := s.indexCommand(ctx, requestID, "exists").Int64()
-	return err != nil || n > 0
+	if err != nil {
+		return false, fmt.Errorf("whether %s holds a claim: %w", requestID, err)
+	}
+	return n > 0, nil
+}
+
+// indexSilent answers a request whose resend the request index could not tell.
+func indexSilent(rid string) Result {
+	return Result{RequestID: rid, Result: Unavailable,
+		Message: "the request index did not answer whether this requestId holds a grant; nothing was taken; retry with the same requestId"}
 }
 
 // releaseClaim removes the index entry this grab created when it ends refused, so a

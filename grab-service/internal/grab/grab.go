@@ -98,9 +98,15 @@ func (r *grabRun) place(ctx context.Context, snap *configcenter.Snapshot) (Resul
 	if snap.KafkaDegrade {
 		// The cap is for new grabs: a resend that holds a claim may hold a grant,
 		// whose answer is in the ledger, so it goes on rather than be refused.
-		if wait, ok := s.degradeCap.take(snap.DegradeMaxPerSecond, r.now); !ok && !s.Resend(ctx, *req) {
-			s.Metrics.shortCircuit.WithLabelValues("DEGRADE_CAP").Inc()
-			return degradeCapped(req.RequestID, snap.DegradeMaxPerSecond, wait), true
+		if wait, ok := s.degradeCap.take(snap.DegradeMaxPerSecond, r.now); !ok {
+			switch resend, err := s.Resend(ctx, *req); {
+			case err != nil:
+				s.logErr("degrade cap: resend unknown", err, "requestId", req.RequestID)
+				return indexSilent(req.RequestID), true
+			case !resend:
+				s.Metrics.shortCircuit.WithLabelValues("DEGRADE_CAP").Inc()
+				return degradeCapped(req.RequestID, snap.DegradeMaxPerSecond, wait), true
+			}
 		}
 	}
 	// The index entry names where the takes are; the ledger entries say what a

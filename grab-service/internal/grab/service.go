@@ -137,8 +137,8 @@ type Service interface {
 	Status(ctx context.Context, promoID string, typ int) (Status, error)
 	// Resend reports whether req is a resend of a grab that holds a claim (its
 	// first send may have been granted): load shedding must let it through to its
-	// answer rather than refuse it definitely.
-	Resend(ctx context.Context, req Request) bool
+	// answer rather than refuse it definitely. An error: the index could not tell.
+	Resend(ctx context.Context, req Request) (bool, error)
 }
 
 var _ Service = (*Grabber)(nil)
@@ -213,6 +213,9 @@ func (g group) holdsStock(k int) bool {
 }
 
 // Resend implements Service: not a first attempt, and its requestId holds a claim.
-func (s *Grabber) Resend(ctx context.Context, req Request) bool {
-	return !req.FirstAttempt && s.index.claimed(ctx, req.RequestID)
+func (s *Grabber) Resend(ctx context.Context, req Request) (bool, error) {
+	if req.FirstAttempt {
+		return false, nil
+	}
+	return s.index.claimed(ctx, req.RequestID)
 }

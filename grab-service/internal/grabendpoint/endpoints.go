@@ -45,7 +45,7 @@ func New(svc grab.Service, switches *configcenter.Holder, adm *Admission) Set {
 		return svc.Grab(ctx, req.(grab.Request))
 	}
 	grabID := func(req any) string { return req.(grab.Request).RequestID }
-	grabLimit.spare = func(ctx context.Context, req any) bool { return svc.Resend(ctx, req.(grab.Request)) }
+	grabLimit.spare = func(ctx context.Context, req any) (bool, error) { return svc.Resend(ctx, req.(grab.Request)) }
 	grabEP = grabLimit.middleware(grabID)(adm.middleware("grab", grabID)(grabEP))
 
 	var cancelEP endpoint.Endpoint = func(ctx context.Context, req any) (any, error) {
@@ -78,7 +78,7 @@ type methodLimiter struct {
 	limiter  *rate.Limiter // rate.Limiter is safe for concurrent SetLimit and Allow
 	// spare, when set, lets through a request the limit would refuse: a resend of a
 	// grab that may hold a grant is answered its outcome, not a definite 429.
-	spare func(ctx context.Context, req any) bool
+	spare func(ctx context.Context, req any) (bool, error)
 }
 
 func (m *methodLimiter) middleware(requestID func(any) string) endpoint.Middleware {
@@ -93,11 +93,27 @@ func (m *methodLimiter) middleware(requestID func(any) string) endpoint.Middlewa
 				m.limiter.SetLimit(lim)
 				m.limiter.SetBurst(max(1, int(perSecond/10))) // a tenth of a second's worth
 			}
-			if !m.limiter.Allow() && (m.spare == nil || !m.spare(ctx, req)) {
-				return grab.Result{RequestID: requestID(req), Result: grab.RateLimited,
-					Message: "method rate limit of this instance reached", RetryAfter: time.Second}, nil
+			if m.limiter.Allow() {
+				return next(ctx, req)
 			}
+			return m.overLimit(ctx, req, requestID(req), next)
+		}
+	}
+}
+
+// overLimit answers a request past the limit: RATE_LIMITED, unless it is a resend
+// that may hold a grant (spare), which goes on to its outcome; when the request
+// index cannot tell, UNAVAILABLE, so nothing passes the limit on a guess.
+func (m *methodLimiter) overLimit(ctx context.Context, req any, rid string, next endpoint.Endpoint) (any, error) {
+	if m.spare != nil {
+		switch resend, err := m.spare(ctx, req); {
+		case err != nil:
+			return grab.Result{RequestID: rid, Result: grab.Unavailable,
+				Message: "the request index did not answer whether this requestId holds a grant; nothing was taken; retry with the same requestId"}, nil
+		case resend:
 			return next(ctx, req)
 		}
 	}
+	return grab.Result{RequestID: rid, Result: grab.RateLimited,
+		Message: "method rate limit of this instance reached", RetryAfter: time.Second}, nil
 }
