@@ -73,7 +73,12 @@ func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, 
 	if c, ok := s.status.m.Get(key, now); ok {
 		return c.result()
 	}
+	// The read is shared by every caller waiting on the key, so it runs on a
+	// context of its own, bounded on its own: no one caller's cancellation is the
+	// others' (go-redis, without ContextTimeoutEnabled, ignores deadlines today).
 	v, err, _ := s.status.group.Do(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*s.cfg.RedisTimeout)
+		defer cancel()
 		// The limit is on reads of the shard, not on requests: an answer from the
 		// cache costs neither the shard nor memory, and the detail pages' refresh
 		// storm on a live promotion is the cache's to absorb, so it must not be
