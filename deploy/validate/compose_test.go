@@ -32,8 +32,9 @@ var composeWant = Expected{
 		}
 		return out
 	}(),
-	Kafka: []string{"kafka-1:9092", "kafka-2:9092", "kafka-3:9092"},
-	Nacos: "nacos:8848",
+	Sentinels: []string{"redis-sentinel-1:26379", "redis-sentinel-2:26379", "redis-sentinel-3:26379"},
+	Kafka:     []string{"kafka-1:9092", "kafka-2:9092", "kafka-3:9092"},
+	Nacos:     "nacos:8848",
 }
 
 func loadCompose(t *testing.T, env map[string]string, profiles ...string) (*types.Project, error) {
@@ -245,10 +246,11 @@ func checkRedisCommand(errs *Errs, name string, cmd []string) {
 
 var topicRe = regexp.MustCompile(`--partitions`)
 
-// checkTopicInit: the init command creates the flow topic (16 partitions) and its
-// dead-letter topic, replicated to 3 brokers with min.insync.replicas 2.
+// checkTopicInit: the init command creates the topics replicated to 3 brokers with
+// min.insync.replicas 2 and an explicit retention. Which topics, their partitions and
+// retentions: TestKafkaACLs runs the script and CheckTopics judges what it created.
 func checkTopicInit(errs *Errs, where, cmd string) {
-	for _, want := range []string{"promo-grab-flow:16", "promo-grab-flow-dlq:", "--replication-factor 3", "min.insync.replicas=2", "--if-not-exists"} {
+	for _, want := range []string{FlowTopic, DeadLetterTopic, "--replication-factor 3", "min.insync.replicas=2", "--if-not-exists", "retention.ms="} {
 		if !strings.Contains(cmd, want) {
 			errs.Addf("%s: topic creation lacks %q", where, want)
 		}
@@ -279,17 +281,24 @@ func TestComposeRedisIsNotRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, sentinels := 0, 0
 	for _, s := range p.Services {
 		if name, _, _ := splitImage(s.Image); name != "redis" {
 			continue
 		}
-		n++
+		if strings.HasPrefix(s.Name, "redis-sentinel-") {
+			sentinels++
+		} else {
+			n++
+		}
 		if uid, _, _ := strings.Cut(s.User, ":"); uid == "" || uid == "0" || uid == "root" {
 			t.Errorf("compose %s runs redis-server as root (user %q)", s.Name, s.User)
 		}
 	}
 	if n != 32 {
-		t.Errorf("%d Redis services, want 16 masters and 16 replicas", n)
+		t.Errorf("%d Redis servers, want 16 masters and 16 replicas", n)
+	}
+	if sentinels != len(composeWant.Sentinels) {
+		t.Errorf("%d Redis Sentinels, want %d", sentinels, len(composeWant.Sentinels))
 	}
 }

@@ -370,7 +370,8 @@ func TestKafkaSASL(t *testing.T) {
 // Kafka ACLs: the brokers authorize (StandardAuthorizer, super users broker and
 // ANONYMOUS only) and each init script grants every client user exactly what it
 // needs. The scripts also run, under sh with stand-ins for Kafka's tools, so the loop
-// is seen to turn the table into those kafka-acls.sh calls.
+// is seen to turn the table into those kafka-acls.sh calls, and the topics it creates
+// are seen to have the partitions the code expects and a retention (CheckTopics).
 func TestKafkaACLs(t *testing.T) {
 	p, err := loadCompose(t, composeEnv(t), "*")
 	if err != nil {
@@ -383,6 +384,10 @@ func TestKafkaACLs(t *testing.T) {
 		for _, e := range CheckKafkaAuthorizer(env) {
 			errs.Addf("compose %s: %s", name, e)
 		}
+	}
+	flowPartitions, err := FlowPartitions(Root())
+	if err != nil {
+		errs.Addf("%v", err)
 	}
 	scripts := map[string]string{}
 	if cmd := p.Services["kafka-init"].Command; len(cmd) == 1 {
@@ -417,7 +422,10 @@ func TestKafkaACLs(t *testing.T) {
 		if err != nil {
 			continue // reported above
 		}
-		ran := runKafkaInit(t, &errs, where, script)
+		ran, calls := runKafkaInit(t, &errs, where, script)
+		for _, e := range CheckTopics(TopicsCreated(calls), flowPartitions) {
+			errs.Addf("%s: %s", where, e)
+		}
 		sortACLs := func(a []KafkaACL) []string {
 			out := make([]string, len(a))
 			for i, g := range a {
@@ -436,20 +444,20 @@ func TestKafkaACLs(t *testing.T) {
 }
 
 // runKafkaInit runs an init script under sh (dash where /bin/sh is, as in the images)
-// with stand-ins for kafka-topics.sh and kafka-acls.sh that log their arguments, and
-// returns the grants of its kafka-acls.sh calls.
-func runKafkaInit(t *testing.T, errs *Errs, where, script string) []KafkaACL {
+// with stand-ins for Kafka's tools that log their arguments, and returns the grants of
+// its kafka-acls.sh calls and every call.
+func runKafkaInit(t *testing.T, errs *Errs, where, script string) ([]KafkaACL, [][]string) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Logf("%s: no sh to run the script: %v", where, err)
-		return nil
+		return nil, nil
 	}
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	stub := "#!/bin/sh\n{ printf '%s\\t' \"${0##*/}\" \"$@\"; echo; } >>\"$CALLS\"\n"
-	for _, tool := range []string{"kafka-topics.sh", "kafka-acls.sh"} {
+	for _, tool := range []string{"kafka-topics.sh", "kafka-configs.sh", "kafka-acls.sh"} {
 		if err := os.WriteFile(filepath.Join(dir, "bin", tool), []byte(stub), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -461,7 +469,7 @@ func runKafkaInit(t *testing.T, errs *Errs, where, script string) []KafkaACL {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "CALLS=" + calls, "KAFKA_BROKER_PASSWORD=secret"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		errs.Addf("%s: the script fails under %s: %v\n%s", where, sh, err, out)
-		return nil
+		return nil, nil
 	}
 	if b, err := os.ReadFile(props); err != nil || !strings.Contains(string(b), `username="broker" password="secret"`) {
 		errs.Addf("%s: the script writes no client settings for user broker (%v)", where, err)
@@ -469,11 +477,13 @@ func runKafkaInit(t *testing.T, errs *Errs, where, script string) []KafkaACL {
 	log, err := os.ReadFile(calls)
 	if err != nil {
 		errs.Addf("%s: the script runs no Kafka tool: %v", where, err)
-		return nil
+		return nil, nil
 	}
 	var grants []KafkaACL
+	var made [][]string
 	for _, line := range strings.Split(strings.TrimRight(string(log), "\n"), "\n") {
 		args := strings.Split(strings.TrimSuffix(line, "\t"), "\t")
+		made = append(made, args)
 		if args[0] != "kafka-acls.sh" {
 			continue
 		}
@@ -500,7 +510,7 @@ func runKafkaInit(t *testing.T, errs *Errs, where, script string) []KafkaACL {
 			}
 		}
 	}
-	return grants
+	return grants, made
 }
 
 // The exporters log in as users of their own: never a service's, never a backend's

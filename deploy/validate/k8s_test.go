@@ -42,8 +42,9 @@ var k8sWant = Expected{
 		}
 		return out
 	}(),
-	Kafka: []string{"kafka-0.kafka-headless:9092", "kafka-1.kafka-headless:9092", "kafka-2.kafka-headless:9092"},
-	Nacos: "nacos:8848",
+	Sentinels: k8sgen.SentinelAddrs(),
+	Kafka:     []string{"kafka-0.kafka-headless:9092", "kafka-1.kafka-headless:9092", "kafka-2.kafka-headless:9092"},
+	Nacos:     "nacos:8848",
 }
 
 // object is one decoded manifest.
@@ -466,10 +467,11 @@ func TestNetworkPoliciesFenceTheBackends(t *testing.T) {
 		}
 	}
 	users := map[string][]string{ // backend -> the services that must reach it
-		"redis": {"grab-service", "promo-admin", "recovery-rebuild"},
-		"kafka": {"grab-service", "promo-admin", "flow-sink"},
-		"mysql": {"grab-service", "promo-admin", "flow-sink", "recovery-rebuild"},
-		"nacos": {"grab-service", "promo-admin"},
+		"redis":          {"grab-service", "promo-admin", "flow-sink", "recovery-rebuild", "redis-sentinel"},
+		"redis-sentinel": {"grab-service", "promo-admin", "flow-sink", "recovery-rebuild", "redis"},
+		"kafka":          {"grab-service", "promo-admin", "flow-sink"},
+		"mysql":          {"grab-service", "promo-admin", "flow-sink", "recovery-rebuild"},
+		"nacos":          {"grab-service", "promo-admin", "flow-sink"},
 	}
 	var errs Errs
 	for backend, want := range users {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -83,7 +84,8 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 	good := Invocation{Where: "test", Binary: "grab-service", Env: map[string]bool{"FLASHSALE_CHECKOUT_TOKEN": true, MySQLEnv: true,
 		RedisUserEnv: true, RedisPasswordEnv: true, KafkaMechanismEnv: true, KafkaUserEnv: true, KafkaPasswordEnv: true, NacosPasswordEnv: true},
 		Args: []string{"--listen", ":8080", "--redis", strings.Join(composeWant.Redis, ","),
-			"--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848", "--nacos-username", "flashsale", "--ops-listen", ":9180"}}
+			"--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848", "--nacos-username", "flashsale",
+			"--redis-sentinels", strings.Join(composeWant.Sentinels, ","), "--ops-listen", ":9180"}}
 	var errs Errs
 	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
 	if len(errs) > 0 {
@@ -119,7 +121,10 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 			inv.Env = maps.Clone(inv.Env)
 			delete(inv.Env, NacosPasswordEnv)
 		},
-		"unknown flag": func(inv *Invocation) { inv.Args = append(inv.Args, "--bogus", "1") },
+		"unknown flag":               func(inv *Invocation) { inv.Args = append(inv.Args, "--bogus", "1") },
+		"no sentinels":               func(inv *Invocation) { inv.Args = slices.Delete(inv.Args, 10, 12) },
+		"one sentinel":               func(inv *Invocation) { inv.Args[11] = composeWant.Sentinels[0] },
+		"sentinels of another stack": func(inv *Invocation) { inv.Args[11] = strings.Join(k8sWant.Sentinels, ",") },
 	} {
 		if _, err := os.Stat(Path("bin", "grab-service")); err != nil && name == "unknown flag" {
 			continue // flags are checked against the built binary only
@@ -357,6 +362,103 @@ func TestOpsPolicyCheckRefusesAnOpenOpsPort(t *testing.T) {
 		"API shut":                  {policy(ops)},
 	} {
 		if errs := CheckOpsPolicy(policies, pod, 8080, 9180); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// The flow sink runs the healer, with what it needs to reach and follow the shards.
+func TestInvocationCheckRefusesASinkThatDoesNotHeal(t *testing.T) {
+	good := Invocation{Where: "test", Binary: "recovery", Env: map[string]bool{MySQLEnv: true, RedisUserEnv: true, RedisPasswordEnv: true,
+		KafkaMechanismEnv: true, KafkaUserEnv: true, KafkaPasswordEnv: true, NacosPasswordEnv: true},
+		Args: []string{"sink", "--heal", "--listen", ":8082", "--ops-listen", ":9182", "--kafka", strings.Join(composeWant.Kafka, ","),
+			"--redis", strings.Join(composeWant.Redis, ","), "--redis-sentinels", strings.Join(composeWant.Sentinels, ","),
+			"--nacos", "nacos:8848", "--nacos-username", "flashsale"}}
+	var errs Errs
+	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
+	if len(errs) > 0 {
+		t.Fatalf("a good sink refused: %v", errs.Err())
+	}
+	for name, edit := range map[string]func(inv *Invocation){
+		"no --heal":         func(inv *Invocation) { inv.Args = slices.Delete(inv.Args, 1, 2) },
+		"no shards":         func(inv *Invocation) { inv.Args = slices.Delete(inv.Args, 8, 10) },
+		"no sentinels":      func(inv *Invocation) { inv.Args = slices.Delete(inv.Args, 10, 12) },
+		"no switches":       func(inv *Invocation) { inv.Args = slices.Delete(inv.Args, 12, 16) },
+		"no Redis ACL user": func(inv *Invocation) { inv.Env = maps.Clone(inv.Env); delete(inv.Env, RedisUserEnv) },
+	} {
+		inv := good
+		inv.Args = slices.Clone(good.Args)
+		edit(&inv)
+		var errs Errs
+		CheckInvocation(inv, composeWant, &errs, func(s string) { t.Log(s) })
+		if len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// The topic check refuses a flow topic whose partitions differ from the code's, or
+// whose events (or dead letters) Kafka would delete before a long MySQL outage ends.
+func TestTopicCheckRefusesWrongPartitionsAndRetention(t *testing.T) {
+	create := func(topic, partitions, retention string) []string {
+		args := []string{"kafka-topics.sh", "--create", "--if-not-exists", "--topic", topic, "--partitions", partitions, "--config", "min.insync.replicas=2"}
+		if retention != "" {
+			args = append(args, "--config", "retention.ms="+retention)
+		}
+		return args
+	}
+	good := [][]string{create(FlowTopic, "16", "604800000"), create(DeadLetterTopic, "4", "2592000000"), create("promo-state", "4", "")}
+	if errs := CheckTopics(TopicsCreated(good), 16); len(errs) > 0 {
+		t.Fatalf("good topics refused: %v", errs)
+	}
+	altered := [][]string{create(FlowTopic, "16", ""), create(DeadLetterTopic, "4", ""),
+		{"kafka-configs.sh", "--alter", "--entity-type", "topics", "--entity-name", FlowTopic, "--add-config", "retention.ms=604800000"},
+		{"kafka-configs.sh", "--alter", "--entity-type", "topics", "--entity-name", DeadLetterTopic, "--add-config", "retention.ms=2592000000"}}
+	if errs := CheckTopics(TopicsCreated(altered), 16); len(errs) > 0 {
+		t.Fatalf("retention set by kafka-configs refused: %v", errs)
+	}
+	for name, calls := range map[string][][]string{
+		"8 partitions":          {create(FlowTopic, "8", "604800000"), good[1]},
+		"32 partitions":         {create(FlowTopic, "32", "604800000"), good[1]},
+		"no retention":          {create(FlowTopic, "16", ""), good[1]},
+		"one day's retention":   {create(FlowTopic, "16", "86400000"), good[1]},
+		"no flow topic":         {good[1]},
+		"no dead-letter topic":  {good[0]},
+		"dead letters go first": {good[0], create(DeadLetterTopic, "4", "86400000")},
+	} {
+		if errs := CheckTopics(TopicsCreated(calls), 16); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestSentinelConfCheckRefusesWeakConfigs(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("port 26379\nrequirepass pw\n")
+	for _, u := range SentinelUsers {
+		b.WriteString("user " + u + " on >p -@all +auth +hello +ping +sentinel|get-master-addr-by-name\n")
+	}
+	for i := 0; i < Shards; i++ {
+		fmt.Fprintf(&b, "sentinel monitor shard-%d redis-master-%d 6379 2\nsentinel auth-pass shard-%d pw\nsentinel down-after-milliseconds shard-%d 3000\n", i, i, i, i)
+	}
+	good := b.String()
+	if errs := CheckSentinelConf(good, 3); len(errs) > 0 {
+		t.Fatalf("a good config refused: %v", errs)
+	}
+	for name, conf := range map[string]string{
+		"quorum of one":         strings.Replace(good, "shard-3 redis-master-3 6379 2", "shard-3 redis-master-3 6379 1", 1),
+		"quorum beyond three":   strings.Replace(good, "shard-3 redis-master-3 6379 2", "shard-3 redis-master-3 6379 4", 1),
+		"a shard unwatched":     strings.Replace(good, "sentinel monitor shard-15 ", "# sentinel monitor shard-15 ", 1),
+		"another prefix":        strings.ReplaceAll(good, "shard-", "redis-"),
+		"down after 30 s":       strings.Replace(good, "down-after-milliseconds shard-0 3000", "down-after-milliseconds shard-0 30000", 1),
+		"down after 100 ms":     strings.Replace(good, "down-after-milliseconds shard-0 3000", "down-after-milliseconds shard-0 100", 1),
+		"no auth-pass":          strings.Replace(good, "sentinel auth-pass shard-7 pw\n", "", 1),
+		"no requirepass":        strings.Replace(good, "requirepass pw\n", "", 1),
+		"a user may do all":     strings.Replace(good, "user grab-service on >p -@all", "user grab-service on >p +@all", 1),
+		"a user may failover":   strings.Replace(good, "user recovery on >p -@all", "user recovery on >p -@all +sentinel|failover", 1),
+		"a service has no user": strings.Replace(good, "user promo-admin ", "user someone ", 1),
+	} {
+		if errs := CheckSentinelConf(conf, 3); len(errs) == 0 {
 			t.Errorf("%s: accepted", name)
 		}
 	}

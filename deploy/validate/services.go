@@ -161,9 +161,10 @@ const NacosPasswordEnv = "FLASHSALE_NACOS_PASSWORD"
 
 // Expected addresses the deployment files must pass.
 type Expected struct {
-	Redis []string // index = logical shard
-	Kafka []string
-	Nacos string
+	Redis     []string // index = logical shard
+	Sentinels []string // the Redis Sentinels that elect the shards' masters
+	Kafka     []string
+	Nacos     string
 }
 
 // CheckInvocation checks one service process: known flags, no --local, the 16 shard
@@ -212,6 +213,7 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 	if !inv.Env[KafkaMechanismEnv] || !inv.Env[KafkaUserEnv] || !inv.Env[KafkaPasswordEnv] && !inv.Env[KafkaPasswordEnv+"_FILE"] {
 		errs.Addf("%s: a Kafka client without %s, %s and %s: the brokers accept SASL (SCRAM) clients only", inv.Where, KafkaMechanismEnv, KafkaUserEnv, KafkaPasswordEnv)
 	}
+	checkRedisFollowing(inv, flags, want, errs)
 	if r, ok := flags["redis"]; ok || cmd[len(cmd)-1] != "sink" {
 		if got := strings.Split(r, ","); !slices.Equal(got, want.Redis) {
 			errs.Addf("%s: --redis must list the %d shard masters in shard order %v, is %v", inv.Where, Shards, want.Redis, got)
@@ -226,8 +228,8 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 	} else if !inv.Env[MySQLEnv] && !inv.Env[MySQLEnv+"_FILE"] {
 		errs.Addf("%s: %s (or %s_FILE) is not set: the service would use the local stack's DSN", inv.Where, MySQLEnv, MySQLEnv)
 	}
-	// Every Redis client authenticates as its service's ACL user (the sink has none).
-	if cmd[len(cmd)-1] != "sink" && (!inv.Env[RedisUserEnv] || !inv.Env[RedisPasswordEnv] && !inv.Env[RedisPasswordEnv+"_FILE"]) {
+	// Every Redis client authenticates as its service's ACL user (the sink's healer too).
+	if _, redis := flags["redis"]; (redis || cmd[len(cmd)-1] != "sink") && (!inv.Env[RedisUserEnv] || !inv.Env[RedisPasswordEnv] && !inv.Env[RedisPasswordEnv+"_FILE"]) {
 		errs.Addf("%s: %s and %s must be set: the shards require an ACL user per service", inv.Where, RedisUserEnv, RedisPasswordEnv)
 	}
 	if cmd[0] == "grab-service" && flags["nacos"] != want.Nacos {
@@ -254,5 +256,27 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 				errs.Addf("%s: %s is required outside --local and not set", inv.Where, e)
 			}
 		}
+	}
+}
+
+// checkRedisFollowing: every Redis client follows the masters the sentinels elect, and
+// the flow sink runs the healer, which rebuilds a promoted replica or a master back
+// empty; it needs the shards, the sentinels and the switches (on-call's shardAddrs).
+func checkRedisFollowing(inv Invocation, flags map[string]string, want Expected, errs *Errs) {
+	cmd := inv.Command()
+	if s := strings.Split(flags["redis-sentinels"], ","); !slices.Equal(s, want.Sentinels) {
+		errs.Addf("%s: --redis-sentinels %v, want every sentinel %v: without them a lost master stays lost", inv.Where, s, want.Sentinels)
+	}
+	if cmd[len(cmd)-1] != "sink" {
+		return
+	}
+	if flags["heal"] != "true" {
+		errs.Addf("%s: the flow sink must run with --heal: nothing else rebuilds a shard the sentinels failed over", inv.Where)
+	}
+	if _, ok := flags["redis"]; !ok {
+		errs.Addf("%s: the flow sink's healer needs --redis (the %d shard masters)", inv.Where, Shards)
+	}
+	if flags["nacos"] != want.Nacos {
+		errs.Addf("%s: the flow sink's healer follows on-call's shardAddrs: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
 	}
 }
