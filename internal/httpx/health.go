@@ -15,19 +15,20 @@ import (
 // Check reports whether one dependency needed to serve is usable.
 type Check func(ctx context.Context) error
 
-// Probes mounts /healthz and /readyz on mux. /readyz runs every check with a
-// short deadline, all at once, and answers 503 naming each failing dependency;
-// advisory checks are reported under "degraded" but leave the instance ready: a
-// service that still serves most requests without a dependency (one Redis shard of
-// sixteen, say) must stay in its load balancer, or one lost shard empties the
-// fleet. info, when set, adds facts an operator wants beside readiness (the md5 of
-// the switches in force) under "info", ready or not.
+// checkDeadline bounds one round of checks.
+const checkDeadline = 2 * time.Second
+
+// Probes mounts the ops listener's /healthz and /readyz on mux. /readyz runs every
+// check with a short deadline, all at once, and answers 503 naming each failing
+// dependency; advisory checks are reported under "degraded" but leave the instance
+// ready: a service that still serves most requests without a dependency (one Redis
+// shard of sixteen, say) must stay in its load balancer, or one lost shard empties
+// the fleet. info, when set, adds facts an operator wants beside readiness (the md5
+// of the switches in force) under "info", ready or not.
 func Probes(mux *http.ServeMux, info func() map[string]any, required, advisory map[string]Check) {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), checkDeadline)
 		defer cancel()
 		failing, degraded := runChecks(ctx, required), runChecks(ctx, advisory)
 		if len(failing) > 0 {
@@ -45,6 +46,76 @@ func Probes(mux *http.ServeMux, info func() map[string]any, required, advisory m
 		addDetails(body, info, degraded)
 		WriteJSON(w, http.StatusOK, body)
 	})
+}
+
+// PublicProbes mounts the public listener's /healthz and /readyz. Anyone may ask
+// these, so /readyz says only ready or not ready (names, addresses and switches are
+// the ops listener's), and its checks run at most once per PublicReadyMaxAge
+// however many ask: a flood of probes must not become a flood on the backends.
+func PublicProbes(mux *http.ServeMux, required map[string]Check) {
+	cache := &readyCache{checks: required, maxAge: PublicReadyMaxAge, now: time.Now}
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if cache.ready(r.Context()) {
+			WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+			return
+		}
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+	})
+}
+
+// PublicReadyMaxAge is how old a public /readyz answer's checks may be.
+const PublicReadyMaxAge = time.Second
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyCache keeps the last verdict of checks; askers past maxAge share one run.
+type readyCache struct {
+	checks  map[string]Check
+	maxAge  time.Duration
+	now     func() time.Time
+	mu      sync.Mutex
+	at      time.Time     // when the verdict was reached; zero: never
+	verdict bool          // every check passed
+	running chan struct{} // closed when the run in progress ends; nil: none
+}
+
+// ready is the verdict, fresh or waited for. A caller that gives up waiting gets
+// the last verdict (not ready before the first).
+func (c *readyCache) ready(ctx context.Context) bool {
+	c.mu.Lock()
+	if !c.at.IsZero() && c.now().Sub(c.at) < c.maxAge {
+		defer c.mu.Unlock()
+		return c.verdict
+	}
+	if c.running == nil {
+		c.running = make(chan struct{})
+		go c.run(c.running)
+	}
+	running := c.running
+	c.mu.Unlock()
+	select {
+	case <-running:
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.verdict
+}
+
+// run runs the checks on a context of its own: the asker that started it may go
+// away, and the others wait on the same run.
+func (c *readyCache) run(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), checkDeadline)
+	defer cancel()
+	ok := len(runChecks(ctx, c.checks)) == 0
+	c.mu.Lock()
+	c.verdict, c.at, c.running = ok, c.now(), nil
+	c.mu.Unlock()
+	close(done)
 }
 
 // OpsHandler is the handler of a service's ops listener (--ops-listen), never of

@@ -182,12 +182,12 @@ func (a *App) routes() {
 		a.cfg.Tokens, httpx.NewRouteMetrics(a.Registry, "grab"))
 	required, advisory := readiness(a.Pool, a.Store.Ping, a.Kafka.Ping, a.Switches)
 	probes := func(m *http.ServeMux) { httpx.Probes(m, a.Switches.Info, required, advisory) }
-	probes(mux)
+	httpx.PublicProbes(mux, required) // status only; the details are the ops listener's
 	var fenced func() []grab.FencedShard
 	if a.Fence != nil {
 		fenced = a.Fence.Status
 	}
-	a.Handler = grabtransport.Readyz(fenced, httpx.RouteFallback(mux))
+	a.Handler = httpx.RouteFallback(mux)
 	a.Ops = grabtransport.Readyz(fenced, httpx.OpsHandler(a.Registry, probes, a.cfg.Pprof))
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Readyz adds "fencedShards" (fenced, as grab.Fence.Status lists them) to next's
-// /readyz answer. A fence does not make the instance unready: every instance is
+// /readyz answer: the ops listener's, as the public one names nothing internal. A fence does not make the instance unready: every instance is
 // fenced alike, and the other shards still sell.
 func Readyz(fenced func() []grab.FencedShard, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -34,6 +34,7 @@ type Kafka struct {
 	closeOnce sync.Once
 	stopped   chan struct{}        // the batching loop and its last send ended
 	send      func([]*publishCall) // writeBatch; a test's stand-in
+	ready     *kafkaReady          // Ping's verdict (kafkaready.go)
 }
 
 // publishCall is one Publish waiting for its batch.
@@ -67,7 +68,7 @@ func newKafka(brokers []string, batchTimeout time.Duration, auth kafkaauth.Auth)
 	// its periodic metadata refresh: every second rather than its default 6 s, so a
 	// moved partition fails grabs for at most about that long.
 	transport := auth.Transport(&kafka.Transport{MetadataTTL: time.Second, MetadataTopics: []string{flow.Topic}})
-	return &Kafka{
+	p := &Kafka{
 		brokers: brokers, auth: auth,
 		client:  &kafka.Client{Addr: kafka.TCP(brokers...), Transport: transport, Timeout: publishTimeout},
 		linger:  batchTimeout,
@@ -75,6 +76,8 @@ func newKafka(brokers []string, batchTimeout time.Duration, auth kafkaauth.Auth)
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
+	p.ready = newKafkaReady(p.dialBroker)
+	return p
 }
 
 // Publish sends events and waits for the acknowledgement. An error may still mean
@@ -179,6 +182,9 @@ func (p *Kafka) writeBatch(batch []*publishCall) {
 				unsent = place(batch, ids)
 			}
 			failed = p.produce(ctx, unsent, leaders)
+			if len(failed) < len(unsent) {
+				p.ready.acked()
+			}
 			for part := range unsent {
 				if failed[part] == nil {
 					delete(unsent, part)
@@ -327,8 +333,12 @@ func (p *Kafka) Close() error {
 	return nil
 }
 
-// Ping checks that a bootstrap broker answers (for /readyz).
-func (p *Kafka) Ping(ctx context.Context) error {
+// Ping checks that the brokers answer (for /readyz): a recent acknowledgement
+// says so, else a dial made at most once per readyDialEvery (kafkaReady).
+func (p *Kafka) Ping(ctx context.Context) error { return p.ready.check(ctx) }
+
+// dialBroker checks that a bootstrap broker takes a connection.
+func (p *Kafka) dialBroker(ctx context.Context) error {
 	var err error
 	for _, b := range p.brokers {
 		var conn *kafka.Conn

@@ -69,7 +69,7 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 			http.Redirect(w, r, ConsolePath, http.StatusFound) // 302, as the contract says
 		})
 	}
-	httpx.Probes(mux, nil, o.Checks, nil)
+	httpx.PublicProbes(mux, o.Checks) // status only; the details are the ops listener's
 	httpx.ServeSpec(mux)
 	return httpx.RouteFallback(mux) // the server's httpx.Serve gives each request its id
 }

@@ -72,7 +72,7 @@ func Sink(args []string) int {
 	}
 	probes := func(mux *http.ServeMux) { httpx.Probes(mux, nil, checks, nil) }
 	mux := http.NewServeMux()
-	probes(mux)
+	httpx.PublicProbes(mux, checks) // status only; the details are the ops listener's
 	g := svc.NewGroup(log)
 	g.HTTP(svc.Server(f.Listen, httpx.RouteFallback(mux), log))
 	g.HTTP(svc.Server(f.OpsListen, httpx.OpsHandler(reg, probes, false), log))
