@@ -46,7 +46,7 @@ ADMIN_OPS_ADDR="${FLASHSALE_ADMIN_OPS_ADDR:-127.0.0.1:9181}"
 SINK_OPS_ADDR="${FLASHSALE_SINK_OPS_ADDR:-127.0.0.1:9182}"
 MYSQL_DSN="${FLASHSALE_MYSQL_DSN:-flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?parseTime=true}"
 
-# Replicas and sentinels (FLASHSALE_REPLICAS=1): docs/RUNBOOK.md, "A lost Redis master".
+# Replicas and sentinels (FLASHSALE_REPLICAS=1): deploy/RUNBOOK.md, "A lost Redis master".
 REPLICAS="${FLASHSALE_REPLICAS:-0}"
 REPLICA_OFFSET=100
 SENTINELS=3

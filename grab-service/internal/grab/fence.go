@@ -186,7 +186,7 @@ func (f *Fence) Moved(shards []int, addr func(shard int) string) {
 	}
 	for _, shard := range shards {
 		f.moves[shard].Add(1)
-		f.set(shard, fmt.Sprintf("moved to %s by the config center; reading its markers", addr(shard)))
+		f.set(shard, fmt.Sprintf("moved to %s (by the sentinels or on-call); reading its markers", addr(shard)))
 	}
 	for _, shard := range shards {
 		go func() {

@@ -47,6 +47,9 @@ func New(shards []redis.UniversalClient, db *sql.DB, rebuild func(context.Contex
 		last: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "flashsale", Subsystem: "heal", Name: "last_heal_seconds",
 			Help: "How long the last successful heal took, from the first sight of the shard not whole."}),
 	}}
+	for _, result := range []string{"healed", "failed"} {
+		h.m.heals.WithLabelValues(result) // at 0 from the start, so the first failure is an increase
+	}
 	reg.MustRegister(h.m.heals, h.m.unhealed, h.m.last)
 	return h
 }
