@@ -26,7 +26,7 @@ func main() {
 }
 
 func run(logger *slog.Logger) error {
-	var f svc.Flags
+	f := svc.Flags{MaxConns: 10000}
 	fs := flag.NewFlagSet("grab-service", flag.ExitOnError)
 	f.Register(fs, "127.0.0.1:8080", "127.0.0.1:9180")
 	cfg := grab.Defaults()
@@ -59,7 +59,7 @@ func run(logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
+		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
 		Tokens: tokens, Logger: logger, Grab: cfg, MaxInFlight: *maxInFlight, QueueWait: *queueWait,
 		ReconcileEvery: *reconcileEvery, Pprof: *pprofOn, Switches: nacos.Source(f.Switches, logger),
 	})
@@ -69,8 +69,9 @@ func run(logger *slog.Logger) error {
 	defer a.Close()
 
 	g := svc.NewGroup(logger)
-	g.HTTP(svc.Server(f.Listen, a.Handler, logger))
-	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger))
+	conns := svc.NewConnMetrics(a.Registry)
+	g.HTTP(svc.Server(f.Listen, a.Handler, logger), conns.Limit("api", f.MaxConns))
+	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger), conns.Limit("ops", f.MaxConns))
 	g.Loop(a.RunFence)
 	g.Loop(a.RunSentinels)  // follows the masters Redis Sentinel elects, when it runs
 	g.Loop(a.RunReconciler) // settles what a crashed grab or cancel left open

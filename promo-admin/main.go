@@ -58,7 +58,7 @@ func run(logger *slog.Logger, args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
+		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
 		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
 		Switches: nacos.Source(f.Switches, logger),
 	})
@@ -68,8 +68,9 @@ func run(logger *slog.Logger, args []string) error {
 	defer a.Close()
 
 	g := svc.NewGroup(logger)
-	g.HTTP(svc.Server(f.Listen, a.Handler, logger))
-	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger))
+	conns := svc.NewConnMetrics(a.Registry)
+	g.HTTP(svc.Server(f.Listen, a.Handler, logger), conns.Limit("api", f.MaxConns))
+	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger), conns.Limit("ops", f.MaxConns))
 	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
 	g.Loop(a.FollowSwitches)
 	g.Loop(a.RunSentinels) // follows the masters Redis Sentinel elects, when it runs

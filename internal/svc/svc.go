@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -34,10 +35,15 @@ type Flags struct {
 	// named RedisSentinelPrefix plus the shard.
 	RedisSentinels      []string
 	RedisSentinelPrefix string
+	// RedisAllow is the servers a shardAddrs override may name (shardpool.Allowlist).
+	RedisAllow []string
 	MySQL               string
 	Kafka               []string
 	Switches            string
 	Local               bool
+	// MaxConns bounds each listener's open connections (0: no bound); a value set
+	// before Register is the flag's default, else DefaultMaxConns.
+	MaxConns int
 }
 
 // MySQLEnv names the environment variable of the MySQL DSN (with _FILE: a file holding it).
@@ -97,12 +103,21 @@ func (f *Flags) Register(fs *flag.FlagSet, listen, opsListen string) {
 		return nil
 	})
 	fs.StringVar(&f.RedisSentinelPrefix, "redis-sentinel-prefix", "shard-", "the name prefix of the shards' masters in the sentinels")
+	fs.Func("redis-allow", "comma-separated servers on-call's shardAddrs may name: a host, host:port or *.domain (default: the hosts of --redis); "+
+		"a switches document naming another is refused whole", func(s string) error {
+		f.RedisAllow = split(s)
+		return nil
+	})
 	fs.Func("kafka", "comma-separated Kafka bootstrap brokers", func(s string) error {
 		f.Kafka = split(s)
 		return nil
 	})
 	fs.StringVar(&f.Switches, "switches", ".run/switches.json", "switches document file (local stack)")
 	fs.BoolVar(&f.Local, "local", false, "local mode: development tokens are allowed as defaults")
+	if f.MaxConns == 0 {
+		f.MaxConns = DefaultMaxConns
+	}
+	fs.IntVar(&f.MaxConns, "max-conns", f.MaxConns, "most connections each listener holds open; past it new ones wait in the kernel's queue (0 = no bound)")
 	f.Redis, f.Kafka = DefaultRedis(), []string{"127.0.0.1:9092"}
 }
 
@@ -220,11 +235,20 @@ func NewGroup(log *slog.Logger) *Group {
 	return gr
 }
 
-// HTTP adds a server; on stop it stops accepting and lets in-flight requests finish.
-func (gr *Group) HTTP(srv *http.Server) {
+// HTTP adds a server whose listener limit bounds (nil: no bound); on stop it stops
+// accepting and lets in-flight requests finish.
+func (gr *Group) HTTP(srv *http.Server, limit *ConnLimit) {
 	gr.g.Add(func() error {
+		addr := srv.Addr
+		if addr == "" {
+			addr = ":http" // as ListenAndServe
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
 		gr.log.Info("listening", "addr", srv.Addr)
-		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(limit.wrap(ln)); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil

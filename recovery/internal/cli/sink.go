@@ -66,16 +66,11 @@ func Sink(args []string) int {
 	defer sink.Close()
 	meter := flowlag.NewMeter(cfg.Brokers, cfg.Auth, flow.Topic, cfg.Group)
 
-	checks := map[string]httpx.Check{
+	g := svc.NewGroup(log)
+	serveProbes(g, f, reg, map[string]httpx.Check{
 		"mysql": db.Ping,
 		"kafka": func(ctx context.Context) error { return flowlag.Ping(ctx, cfg.Brokers) },
-	}
-	probes := func(mux *http.ServeMux) { httpx.Probes(mux, nil, checks, nil) }
-	mux := http.NewServeMux()
-	httpx.PublicProbes(mux, checks) // status only; the details are the ops listener's
-	g := svc.NewGroup(log)
-	g.HTTP(svc.Server(f.Listen, httpx.RouteFallback(mux), log))
-	g.HTTP(svc.Server(f.OpsListen, httpx.OpsHandler(reg, probes, false), log))
+	}, log)
 	g.Loop(sink.Run)
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
 	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db.Flows, 10*time.Second, store.OwedKeep) })
@@ -93,6 +88,17 @@ func Sink(args []string) int {
 		return fail(log, "flow sink stopped", err)
 	}
 	return exitOK
+}
+
+// serveProbes serves the sink's probes: on its listener the status alone, on its
+// ops listener the details and /metrics, each bounded by --max-conns.
+func serveProbes(g *svc.Group, f svc.Flags, reg *prometheus.Registry, checks map[string]httpx.Check, log *slog.Logger) {
+	mux := http.NewServeMux()
+	httpx.PublicProbes(mux, checks)
+	probes := func(mux *http.ServeMux) { httpx.Probes(mux, nil, checks, nil) }
+	conns := svc.NewConnMetrics(reg)
+	g.HTTP(svc.Server(f.Listen, httpx.RouteFallback(mux), log), conns.Limit("api", f.MaxConns))
+	g.HTTP(svc.Server(f.OpsListen, httpx.OpsHandler(reg, probes, false), log), conns.Limit("ops", f.MaxConns))
 }
 
 // openStore opens MySQL, waiting out an outage at start as the sink waits out one
