@@ -54,6 +54,9 @@ func (f FileSource) Watch(ctx context.Context, apply func(doc []byte)) error {
 func Follow(ctx context.Context, src Source, h *Holder, m *Metrics, log *slog.Logger) error {
 	return src.Watch(ctx, func(doc []byte) {
 		snap, err := Parse(doc)
+		if err == nil {
+			err = h.admits(snap)
+		}
 		if err != nil {
 			m.rejected.Inc()
 			log.Error("switches document rejected; keeping the last good one", "err", err.Error(), "kept", h.Load().MD5)

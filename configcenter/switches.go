@@ -182,6 +182,8 @@ type Holder struct {
 	p     atomic.Pointer[Snapshot]
 	mu    sync.Mutex // orders Store's calls of the hooks
 	hooks []func(*Snapshot)
+	// allowed, when set, is the servers a shardAddrs override may name.
+	allowed atomic.Pointer[func(addr string) bool]
 }
 
 // NewHolder starts with the defaults.
@@ -228,6 +230,24 @@ func (h *Holder) Info() map[string]any {
 		sw["appliedAt"] = s.AppliedAt.UTC().Format(time.RFC3339Nano)
 	}
 	return map[string]any{"switches": sw}
+}
+
+// AllowShardAddrs makes every document whose shardAddrs names a server allowed
+// refuses (shardpool.Allowlist) refused whole by Follow, as a malformed one is.
+func (h *Holder) AllowShardAddrs(allowed func(addr string) bool) { h.allowed.Store(&allowed) }
+
+// admits reports why snap may not be applied: a shardAddrs server not allowed.
+func (h *Holder) admits(snap *Snapshot) error {
+	p := h.allowed.Load()
+	if p == nil {
+		return nil
+	}
+	for shard, addr := range snap.ShardAddrOverrides() {
+		if !(*p)(addr) {
+			return fmt.Errorf("shardAddrs.%d: %s is not among the servers allowed at deploy (--redis-allow)", shard, addr)
+		}
+	}
+	return nil
 }
 
 // Mover is where shards' servers can be moved (shardpool.Pool).

@@ -37,10 +37,10 @@ type Flags struct {
 	RedisSentinelPrefix string
 	// RedisAllow is the servers a shardAddrs override may name (shardpool.Allowlist).
 	RedisAllow []string
-	MySQL               string
-	Kafka               []string
-	Switches            string
-	Local               bool
+	MySQL      string
+	Kafka      []string
+	Switches   string
+	Local      bool
 	// MaxConns bounds each listener's open connections (0: no bound); a value set
 	// before Register is the flag's default, else DefaultMaxConns.
 	MaxConns int

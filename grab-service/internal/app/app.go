@@ -37,8 +37,10 @@ type Config struct {
 	// SentinelPrefix plus the shard; on-call's shardAddrs still win.
 	RedisSentinels []string
 	SentinelPrefix string
-	MySQLDSN       string
-	KafkaBrokers   []string
+	// RedisAllow is the servers on-call's shardAddrs may name (shardpool.Allowlist).
+	RedisAllow   []string
+	MySQLDSN     string
+	KafkaBrokers []string
 	// RedisAuth is the shards' ACL user and TLS (svc.RedisAuthFromEnv); zero: none.
 	RedisAuth svc.RedisAuth
 	// KafkaAuth is SASL and TLS to the brokers (kafkaauth.FromEnv); zero: none.
@@ -172,6 +174,7 @@ func (a *App) follow(ctx context.Context) {
 	opts := redis.Options{}
 	a.cfg.RedisAuth.Apply(&opts)
 	a.sentinels = shardpool.FollowSentinels(ctx, a.Pool, a.cfg.RedisSentinels, a.cfg.SentinelPrefix, opts, a.log, moved)
+	a.Switches.AllowShardAddrs(shardpool.Allowlist(a.cfg.RedisAllow, a.cfg.RedisAddrs))
 	a.Switches.FollowShards(a.Pool, a.log, moved)
 }
 

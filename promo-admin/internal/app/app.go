@@ -36,10 +36,12 @@ type Config struct {
 	// the shard); on-call's shardAddrs still win.
 	RedisSentinels []string
 	SentinelPrefix string
-	MySQLDSN       string
-	Tokens         httpx.Tokens
-	Logger         *slog.Logger
-	Service        adminservice.Config
+	// RedisAllow is the servers on-call's shardAddrs may name (shardpool.Allowlist).
+	RedisAllow []string
+	MySQLDSN   string
+	Tokens     httpx.Tokens
+	Logger     *slog.Logger
+	Service    adminservice.Config
 	// Redis is the template of every shard client; zero means RedisDefaults().
 	Redis *redis.Options
 	// Switches is where the on-call switches document is read from (FollowSwitches);
@@ -121,6 +123,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	switches := configcenter.NewHolder()
 	// On-call moves a shard to its promoted replica through the config center. The
 	// admin scripts refuse FENCED while a rebuild works on the new server.
+	switches.AllowShardAddrs(shardpool.Allowlist(cfg.RedisAllow, cfg.RedisAddrs))
 	switches.FollowShards(pool, logger, nil)
 	sentinels := shardpool.FollowSentinels(ctx, pool, cfg.RedisSentinels, cfg.SentinelPrefix, opts, logger, nil)
 	checks := map[string]httpx.Check{"mysql": st.Ping, "redis": pool.Ping}

@@ -149,6 +149,12 @@ func (c *conn) followSwitches(ctx context.Context, pool *shardpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("where the shards are: %w", err)
 	}
+	allowed := shardpool.Allowlist(c.RedisAllow, c.Redis)
+	for shard, addr := range snap.ShardAddrOverrides() {
+		if !allowed(addr) {
+			return fmt.Errorf("the switches point shard %d at %s, not among the servers allowed (--redis-allow): refused", shard, addr)
+		}
+	}
 	moved, err := pool.Move(snap.ShardAddrOverrides())
 	if err != nil {
 		return err

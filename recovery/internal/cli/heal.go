@@ -40,6 +40,7 @@ func healerLoops(ctx context.Context, f svc.Flags, src configcenter.Source, db *
 		shards[i] = pool.Client(i)
 	}
 	switches := configcenter.NewHolder()
+	switches.AllowShardAddrs(shardpool.Allowlist(f.RedisAllow, f.Redis))
 	switches.FollowShards(pool, log, nil)
 	o := rebuild.Defaults()
 	h := heal.New(shards, db.DB().DB, func(ctx context.Context, targets []int) error {

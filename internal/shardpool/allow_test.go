@@ -1,0 +1,32 @@
+package shardpool_test
+
+import (
+	"testing"
+
+	"github.com/flashsale/platform/internal/shardpool"
+)
+
+func TestAllowlist(t *testing.T) {
+	defaults := shardpool.Allowlist(nil, []string{"127.0.0.1:7001", "127.0.0.1:7002"})
+	listed := shardpool.Allowlist([]string{"redis-replica-3:6379", "*.redis-shards.flashsale.svc", "10.0.0.9"}, nil)
+	for _, tc := range []struct {
+		allow func(string) bool
+		addr  string
+		want  bool
+	}{
+		{defaults, "127.0.0.1:7106", true}, // another port of a configured host: the local stack's replicas
+		{defaults, "evil.example:6379", false},
+		{defaults, "127.0.0.1", false}, // no port: not an address
+		{listed, "redis-replica-3:6379", true},
+		{listed, "redis-replica-3:6380", false},
+		{listed, "redis-shard-3-1.redis-shards.flashsale.svc:6379", true},
+		{listed, "redis-shards.flashsale.svc:6379", false}, // the suffix alone is no host under it
+		{listed, "x.redis-shards.flashsale.svc.evil.example:6379", false},
+		{listed, "10.0.0.9:1234", true},
+		{listed, "10.0.0.99:6379", false},
+	} {
+		if have := tc.allow(tc.addr); have != tc.want {
+			t.Errorf("%s: allowed %v, want %v", tc.addr, have, tc.want)
+		}
+	}
+}
