@@ -2,14 +2,16 @@ package shardpool
 
 import (
 	"net"
+	"path"
 	"strings"
 )
 
 // Allowlist is the servers an on-call override (shardAddrs) may point a shard at,
 // fixed at deploy: whoever can write the switches must not be able to send every
 // service's Redis password, and its takes, to a server of their choosing. An entry
-// is a host (any port), a host:port, or "*.suffix" (any host under a domain, as a
-// StatefulSet's pods are). Without entries, the hosts of the configured masters.
+// is a host (any port) or a host:port, where a host's labels may be globs that
+// never cross a dot ("redis-shard-*.redis-shard-*" names a StatefulSet's pods and
+// nothing under another domain). Without entries, the hosts of the configured masters.
 func Allowlist(entries, configured []string) func(addr string) bool {
 	if len(entries) == 0 {
 		for _, a := range configured {
@@ -19,18 +21,33 @@ func Allowlist(entries, configured []string) func(addr string) bool {
 		}
 	}
 	return func(addr string) bool {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host == "" {
 			return false
 		}
 		for _, e := range entries {
-			switch {
-			case e == addr, e == host:
-				return true
-			case strings.HasPrefix(e, "*.") && strings.HasSuffix(host, e[1:]) && len(host) > len(e)-1:
+			eh, ep, err := net.SplitHostPort(e)
+			if err != nil {
+				eh, ep = e, ""
+			}
+			if (ep == "" || ep == port) && hostMatches(eh, host) {
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// hostMatches matches host against pattern label by label.
+func hostMatches(pattern, host string) bool {
+	pl, hl := strings.Split(pattern, "."), strings.Split(host, ".")
+	if len(pl) != len(hl) {
+		return false
+	}
+	for i := range pl {
+		if ok, err := path.Match(pl[i], hl[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return true
 }

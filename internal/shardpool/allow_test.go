@@ -8,7 +8,7 @@ import (
 
 func TestAllowlist(t *testing.T) {
 	defaults := shardpool.Allowlist(nil, []string{"127.0.0.1:7001", "127.0.0.1:7002"})
-	listed := shardpool.Allowlist([]string{"redis-replica-3:6379", "*.redis-shards.flashsale.svc", "10.0.0.9"}, nil)
+	listed := shardpool.Allowlist([]string{"redis-replica-3:6379", "redis-shard-*", "redis-shard-*.redis-shard-*", "10.0.0.9"}, nil)
 	for _, tc := range []struct {
 		allow func(string) bool
 		addr  string
@@ -19,9 +19,10 @@ func TestAllowlist(t *testing.T) {
 		{defaults, "127.0.0.1", false}, // no port: not an address
 		{listed, "redis-replica-3:6379", true},
 		{listed, "redis-replica-3:6380", false},
-		{listed, "redis-shard-3-1.redis-shards.flashsale.svc:6379", true},
-		{listed, "redis-shards.flashsale.svc:6379", false}, // the suffix alone is no host under it
-		{listed, "x.redis-shards.flashsale.svc.evil.example:6379", false},
+		{listed, "redis-shard-5-master:6379", true},
+		{listed, "redis-shard-5-1.redis-shard-5:6379", true},
+		{listed, "redis-shard-x.attacker.example:6379", false}, // a glob never crosses a dot
+		{listed, "redis-shard-5-1.redis-shard-5.attacker.example:6379", false},
 		{listed, "10.0.0.9:1234", true},
 		{listed, "10.0.0.99:6379", false},
 	} {

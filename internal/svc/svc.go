@@ -103,7 +103,7 @@ func (f *Flags) Register(fs *flag.FlagSet, listen, opsListen string) {
 		return nil
 	})
 	fs.StringVar(&f.RedisSentinelPrefix, "redis-sentinel-prefix", "shard-", "the name prefix of the shards' masters in the sentinels")
-	fs.Func("redis-allow", "comma-separated servers on-call's shardAddrs may name: a host, host:port or *.domain (default: the hosts of --redis); "+
+	fs.Func("redis-allow", "comma-separated servers on-call's shardAddrs may name: a host or host:port, whose labels may be globs (redis-shard-*.redis-shard-*; default: the hosts of --redis); "+
 		"a switches document naming another is refused whole", func(s string) error {
 		f.RedisAllow = split(s)
 		return nil
