@@ -129,7 +129,7 @@ func run(ctx context.Context, o options) error {
 	if err := loopbackOnly(st); err != nil {
 		return err
 	}
-	if err := checkFences(ctx, st.Grab); err != nil {
+	if err := checkFences(ctx, st.Ops.Grab); err != nil {
 		return err
 	}
 	b := &bench{options: o, st: st, id: runID(), token: env("FLASHSALE_CHECKOUT_TOKEN", "dev-checkout-token"),

@@ -10,8 +10,8 @@ import (
 )
 
 // checkFences refuses to measure a grab-service that fences shards (lost and not
-// rebuilt, or being rebuilt): its grabs there answer UNAVAILABLE, and the spread
-// would measure refusals.
+// rebuilt, or being rebuilt; its ops listener's /readyz names them): its grabs
+// there answer UNAVAILABLE, and the spread would measure refusals.
 func checkFences(ctx context.Context, grab string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -200,7 +200,7 @@ func (c *configRun) moveShard() {
 
 // awaitShardAddr asks grab-service's /readyz until it shows shard at to (for up to 5 s).
 func (c *configRun) awaitShardAddr(what string, t time.Time, shard int, to string) {
-	for addr, err := shardAddrOf(c.d.ctl.st.Grab, shard); addr != to || err != nil; addr, err = shardAddrOf(c.d.ctl.st.Grab, shard) {
+	for addr, err := shardAddrOf(c.d.ctl.st.Ops.Grab, shard); addr != to || err != nil; addr, err = shardAddrOf(c.d.ctl.st.Ops.Grab, shard) {
 		if time.Since(t) > 5*time.Second || c.ctx.Err() != nil {
 			c.out.fail("%s: grab-service's /readyz still shows %q after 5 s (err %v)", what, addr, err)
 			return

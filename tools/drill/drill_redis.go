@@ -41,7 +41,7 @@ func redisDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 		return
 	}
 	// Its exit means sales are back: grab-service serves the shard already.
-	if fenced, err := fencedShards(d.ctl.st.Grab); err != nil || contains(fenced, shard) {
+	if fenced, err := fencedShards(d.ctl.st.Ops.Grab); err != nil || contains(fenced, shard) {
 		out.fail("right after bin/recovery rebuild exited, grab-service still fences shard %d (fenced %v, err %v)", shard, fenced, err)
 	}
 	out.note("shard %d rebuilt by bin/recovery in %s while the load ran", shard, time.Since(t).Round(100*time.Millisecond))

@@ -52,7 +52,7 @@ func (d *drillEnv) awaitFenced(ctx context.Context, shard int, what string, out 
 	var fenced []int
 	var err error
 	for start := time.Now(); time.Since(start) < 5*time.Second && ctx.Err() == nil; sleep(ctx, 100*time.Millisecond) {
-		if fenced, err = fencedShards(d.ctl.st.Grab); err == nil && contains(fenced, shard) {
+		if fenced, err = fencedShards(d.ctl.st.Ops.Grab); err == nil && contains(fenced, shard) {
 			return
 		}
 	}

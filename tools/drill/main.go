@@ -278,7 +278,8 @@ func (d *drillEnv) promotions() []checker.Promotion {
 	return out
 }
 
-// fencedShards reads the shards grab-service fences (its /readyz lists them).
+// fencedShards reads the shards grab-service fences (its ops listener's /readyz
+// lists them; the public one says status alone).
 func fencedShards(base string) ([]int, error) {
 	c := http.Client{Timeout: 3 * time.Second}
 	resp, err := c.Get(base + "/readyz")
@@ -331,7 +332,7 @@ func (d *drillEnv) rebuildLost(ctx context.Context) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for attempt := 0; ; attempt++ {
 		time.Sleep(500 * time.Millisecond) // one fence poll
-		fenced, err := fencedShards(d.ctl.st.Grab)
+		fenced, err := fencedShards(d.ctl.st.Ops.Grab)
 		if err != nil {
 			return err
 		}
