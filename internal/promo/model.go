@@ -4,6 +4,8 @@ package promo
 
 import (
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // State is a promotion's state as the API shows it.
@@ -80,13 +82,21 @@ func ValidType(t int) bool { return t >= MinType && t <= MaxType }
 // ValidRequestID reports whether id may be stored in the request ledger.
 func ValidRequestID(id string) bool { return validID(id, 128, &requestIDBytes) }
 
-// ValidPin accepts 1..128 printable, non-space ASCII or UTF-8 characters.
+// ValidPin accepts 1..128 bytes of printable, non-space UTF-8: no C0 or C1
+// control, no format character (category Cf: U+200B, U+202E, U+FEFF...), which
+// would let two pins look alike in a log or a console, and no invalid UTF-8.
 func ValidPin(pin string) bool {
 	if len(pin) == 0 || len(pin) > 128 {
 		return false
 	}
 	for _, r := range pin {
-		if r <= ' ' || r == 0x7f || r == '\uFFFD' {
+		if r < utf8.RuneSelf {
+			if r <= ' ' || r == 0x7f {
+				return false
+			}
+			continue
+		}
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 	}
