@@ -57,8 +57,18 @@ func parseBlockedBuyers(pins, ips []string) (blockedBuyers, error) {
 }
 
 // parseIPOrPrefix reads "10.1.2.3", "10.1.0.0/16" or an IPv6 form, masked, with
-// IPv4-mapped IPv6 forms taken as IPv4.
+// IPv4-mapped IPv6 forms taken as IPv4. An IPv6 entry narrower than the prefix the
+// per-ip limit counts by (promo.IPv6Prefix) covers that prefix: a buyer holding a
+// /64 holds every address in it, so banning one of them alone bans nobody.
 func parseIPOrPrefix(s string) (netip.Prefix, error) {
+	p, err := parseMasked(s)
+	if err == nil && p.Addr().Is6() && p.Bits() > promo.IPv6Prefix() {
+		p, err = p.Addr().Prefix(promo.IPv6Prefix())
+	}
+	return p, err
+}
+
+func parseMasked(s string) (netip.Prefix, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
 		a = a.Unmap()
 		return netip.PrefixFrom(a, a.BitLen()), nil

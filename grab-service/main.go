@@ -14,6 +14,7 @@ import (
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/kafkaauth"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/svc"
 )
 
@@ -31,6 +32,7 @@ func run(logger *slog.Logger) error {
 	f.Register(fs, "127.0.0.1:8080", "127.0.0.1:9180")
 	cfg := grab.Defaults()
 	nacos := configcenter.RegisterNacosFlags(fs)
+	promo.IPv6PrefixFlag(fs)
 	batch := fs.Duration("kafka-batch-timeout", 2*time.Millisecond, "longest a flow event waits for others to share its Kafka batch")
 	reconcileEvery := fs.Duration("reconcile-every", time.Second, "interval of the reconciler's passes")
 	fs.DurationVar(&cfg.ReconcileSweepEvery, "reconcile-sweep-every", cfg.ReconcileSweepEvery,

@@ -30,6 +30,9 @@ type GrabCall struct {
 	NowMs, DeadlineMs   int64
 	RequestID, BodyHash string
 	Pin, IP             string
+	// IPKey is the ip's field in {..}:ips, what its per-ip limit counts; empty is
+	// promo.IPCounterKey(IP), the process's rule, which every caller should keep.
+	IPKey string
 	// RateFactorPermille scales the promotion rate limits: 1000 is normal. Zero is a
 	// legal factor (every limit then floors to 1 attempt per window), so set it.
 	RateFactorPermille int64
@@ -80,8 +83,12 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 		return nil, nil, fmt.Errorf("grab %s: negative rate factor %d", c.RequestID, c.RateFactorPermille)
 	}
 	hashKeys := make([]string, len(c.Items))
-	args := make([]interface{}, 0, 7+2*len(c.Items))
-	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille)
+	ipKey := c.IPKey
+	if ipKey == "" {
+		ipKey = promo.IPCounterKey(c.IP)
+	}
+	args := make([]interface{}, 0, 8+2*len(c.Items))
+	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille, ipKey)
 	for i, it := range c.Items {
 		if it.Num < 1 {
 			return nil, nil, fmt.Errorf("grab %s: item %s: num %d < 1", c.RequestID, it.Key, it.Num)

@@ -82,11 +82,14 @@ const (
 
 // LedgerEntry is one request ledger value ({C_..}:req, field requestId), as q.lua and return.lua write it.
 type LedgerEntry struct {
-	State      string `json:"s"`
-	BodyHash   string `json:"h"`
-	Num        int64  `json:"n"`
-	Pin        string `json:"p"`
-	IP         string `json:"i"`
+	State    string `json:"s"`
+	BodyHash string `json:"h"`
+	Num      int64  `json:"n"`
+	Pin      string `json:"p"`
+	IP       string `json:"i"`
+	// IPKey is the field of {..}:ips the take counted (promo.IPKey), when it is
+	// not IP (an IPv6 address counted by its prefix); a return releases it.
+	IPKey      string `json:"j,omitempty"`
 	DeadlineMs int64  `json:"d"`
 	Reason     string `json:"r,omitempty"` // cancel reason (C, R; A, X when given)
 	// Part is what a part of a bucketed grab took (q.lua's part letters); empty
@@ -129,6 +132,10 @@ func (e LedgerEntry) AppendJSON(b []byte) []byte {
 	b = jsonx.AppendString(b, e.Pin)
 	b = append(b, `,"i":`...)
 	b = jsonx.AppendString(b, e.IP)
+	if e.IPKey != "" {
+		b = append(b, `,"j":`...)
+		b = jsonx.AppendString(b, e.IPKey)
+	}
 	b = append(b, `,"d":`...)
 	b = strconv.AppendInt(b, e.DeadlineMs, 10)
 	if e.Reason != "" {

@@ -15,8 +15,11 @@
 --   [1] nowMs  [2] requestId  [3] bodyHash  [4] pin  [5] ip
 --   [6] deadlineMs (when the reconciler may look at an uncommitted take)
 --   [7] rateFactorPermille (1000 = normal; limit = max(1, floor(rateLimit * f / 1000)))
---   [7+i] num of item i, i = 1..n
---   [7+n+i] optional, all items or none: the part item i is of a bucketed grab, the
+--   [8] ipKey: the ip's field in {..}:ips, what the per-ip limit counts (promo.IPKey:
+--       the ip itself, or an IPv6 address's prefix); the ledger keeps it as j
+--       when it is not the ip, so a return releases what the take counted
+--   [8+i] num of item i, i = 1..n
+--   [8+n+i] optional, all items or none: the part item i is of a bucketed grab, the
 --           letters of what it checks and takes: s stock, p the pin's limit, i the
 --           ip's limit (README "A hot promotion beyond one shard"), then the number
 --           of buckets the caller believes the promotion has ("sp8"; "spi1" is an
@@ -75,16 +78,17 @@ if nk % 6 == 2 then
   end
 end
 local n = (nk - 1) / 6
-if nk < 7 or nk % 6 ~= 1 or (na ~= 7 + n and na ~= 7 + 2 * n) then
-  error('q.lua: want 6 KEYS per item, then the outbox (then the index key), and ARGV 7 + one num per item (+ one part per item) (+ the claim)')
+if nk < 7 or nk % 6 ~= 1 or (na ~= 8 + n and na ~= 8 + 2 * n) then
+  error('q.lua: want 6 KEYS per item, then the outbox (then the index key), and ARGV 8 + one num per item (+ one part per item) (+ the claim)')
 end
 local outbox = KEYS[nk]
 local now = tonumber(ARGV[1])
 local rid, bodyHash, pin, ip = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local deadline = tonumber(ARGV[6])
 local factor = tonumber(ARGV[7])
-if not now or not deadline or not factor or factor < 0 or rid == '' then
-  error('q.lua: bad nowMs, deadlineMs, rateFactorPermille or requestId')
+local ipKey = ARGV[8]
+if not now or not deadline or not factor or factor < 0 or rid == '' or ipKey == '' then
+  error('q.lua: bad nowMs, deadlineMs, rateFactorPermille, requestId or ipKey')
 end
 
 local function int(v)
@@ -96,14 +100,14 @@ end
 -- wantK is the bucket count the caller believes the item's promotion has (nil:
 -- not checked); whole is true for an ordinary item ("spi" of one bucket).
 local stock, pins, ips, noIP, wantK, letters = {}, {}, {}, {}, {}, {}
-if na == 7 + n then
+if na == 8 + n then
   for i = 1, n do
     stock[i], pins[i], ips[i], noIP[i], wantK[i], letters[i] = true, true, true, false, 1, 'spi'
   end
 else
   local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true}
   for i = 1, n do
-    local part, k = string.match(ARGV[7 + n + i], '^(%l+)(%d*)$')
+    local part, k = string.match(ARGV[8 + n + i], '^(%l+)(%d*)$')
     if not part or not PARTS[part] or (k ~= '' and (tonumber(k) < 1 or tonumber(k) > 16)) then
       error('q.lua: a part is one of spi sp si pi s p i spn pn, then optionally 1..16')
     end
@@ -114,7 +118,7 @@ end
 
 local nums, seen = {}, {}
 for i = 1, n do
-  local num = tonumber(ARGV[7 + i])
+  local num = tonumber(ARGV[8 + i])
   if not num or num < 1 or num % 1 ~= 0 then
     error('q.lua: num must be a positive integer')
   end
@@ -233,7 +237,7 @@ for i = 1, n do
     return {9, i - 1}
   end
   local perIp = int(h[3])
-  if ips[i] and perIp > 0 and int(redis.call('HGET', KEYS[b + 3], ip)) + num > perIp then
+  if ips[i] and perIp > 0 and int(redis.call('HGET', KEYS[b + 3], ipKey)) + num > perIp then
     return {10, i - 1}
   end
   if stock[i] and remaining < num then
@@ -244,6 +248,9 @@ end
 -- Every item passed: take. remaining >= num was checked, so it never goes below 0.
 local out, soldOut, envelopes, anyPool = {0, 0}, {}, {}, false
 local entry = {s = 'P', h = bodyHash, p = pin, i = ip, d = deadline}
+if ipKey ~= ip then
+  entry.j = ipKey
+end
 for i = 1, n do
   local b = 6 * (i - 1)
   local num = nums[i]
@@ -272,7 +279,7 @@ for i = 1, n do
     redis.call('HINCRBY', KEYS[b + 2], pin, num)
   end
   if ips[i] then
-    redis.call('HINCRBY', KEYS[b + 3], ip, num)
+    redis.call('HINCRBY', KEYS[b + 3], ipKey, num)
   end
   entry.n = num
   entry.k = letters[i] -- not stored for a part that is all three

@@ -123,6 +123,12 @@ func TestGrab(t *testing.T) {
 			{with(one("r3", 1), func(c *GrabCall) { c.Pin = "p3" }), GrabReply{Code: CodeIPLimit}, []int64{8}},
 			{with(one("r4", 1), func(c *GrabCall) { c.Pin = "p3"; c.IP = "10.0.0.2" }), ok(7), []int64{7}},
 		}},
+		{"ip limit counts an IPv6 /64 as one ip", []*AdminSpec{spec(func(s *AdminSpec) { s.PerIP = 2 })}, []grabStep{
+			{with(one("r1", 1), func(c *GrabCall) { c.IP = "2001:db8:1:2::1" }), ok(9), []int64{9}},
+			{with(one("r2", 1), func(c *GrabCall) { c.Pin = "p2"; c.IP = "2001:db8:1:2::2" }), ok(8), []int64{8}},
+			{with(one("r3", 1), func(c *GrabCall) { c.Pin = "p3"; c.IP = "2001:db8:1:2:ffff::3" }), GrabReply{Code: CodeIPLimit}, []int64{8}},
+			{with(one("r4", 1), func(c *GrabCall) { c.Pin = "p3"; c.IP = "2001:db8:1:3::1" }), ok(7), []int64{7}},
+		}},
 		{"duplicate answers the ledger state and takes nothing", []*AdminSpec{spec(func(s *AdminSpec) { s.Total = 1 })}, []grabStep{
 			{one("r1", 1), ok(0), []int64{0}},
 			// Sold out now, but the ledger comes first: DUPLICATE, not SOLD_OUT.
@@ -277,11 +283,11 @@ func TestGrabInvalidCalls(t *testing.T) {
 	// The script refuses a malformed call on its own too, before any write.
 	ks := promo.Keys(k)
 	keys := append(ks[:], ks[:]...)
-	err := qScript.Run(context.Background(), rdb, keys, now, "r1", "h", "p", "ip", now, 1000, 1, 1).Err()
+	err := qScript.Run(context.Background(), rdb, keys, now, "r1", "h", "p", "ip", now, 1000, "ip", 1, 1).Err()
 	if err == nil {
 		t.Error("script accepted a promotion listed twice")
 	}
-	err = qScript.Run(context.Background(), rdb, ks[:], now, "r1", "h", "p", "ip", now, 1000, -1).Err()
+	err = qScript.Run(context.Background(), rdb, ks[:], now, "r1", "h", "p", "ip", now, 1000, "ip", -1).Err()
 	if err == nil {
 		t.Error("script accepted num -1")
 	}

@@ -161,7 +161,7 @@ local function giveBack(i, b, entry)
     release(KEYS[b + 2], entry.p, num)
   end
   if has(entry, 'i') then
-    release(KEYS[b + 3], entry.i, num)
+    release(KEYS[b + 3], entry.j or entry.i, num) -- j: the take's ip key (q.lua)
   end
 end
 

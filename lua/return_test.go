@@ -300,6 +300,33 @@ func TestReturnUndoThenGrabAgain(t *testing.T) {
 	}
 }
 
+// An IPv6 take counts the address's /64 (q.lua's ipKey), keeps the address
+// itself in the ledger, and a return releases the /64's count.
+func TestReturnReleasesTheIPKeyTheTakeCounted(t *testing.T) {
+	t.Parallel()
+	k := promoKey(t, "k")
+	s := baseSpec()
+	s.PerIP = 1
+	mustCreate(t, k, s)
+	mustGrab(t, grabCall("r1", "p1", "2001:db8:7:8::1", item(k, 1)))
+	if e, _ := ledger(t, k, "r1"); e.IP != "2001:db8:7:8::1" || e.IPKey != "2001:db8:7:8::/64" {
+		t.Fatalf("ledger entry %+v: want the address and its /64", e)
+	}
+	if n := held(t, promo.IPsKey(k), "2001:db8:7:8::/64"); n != 1 {
+		t.Fatalf("the /64 holds %d, want 1", n)
+	}
+	if r := mustGrab(t, grabCall("r2", "p2", "2001:db8:7:8::2", item(k, 1))); r.Code != CodeIPLimit {
+		t.Fatalf("a second address of the /64: %v, want IP_LIMIT", r.Code)
+	}
+	mustReturn(t, ReturnCall{RequestID: "r1", Pin: "p1", Mode: ReturnUndo, NowMs: now, Keys: []string{k}}, ReturnReturned)
+	if n := held(t, promo.IPsKey(k), "2001:db8:7:8::/64"); n != -1 {
+		t.Fatalf("the /64 holds %d after the return, want no field", n)
+	}
+	if r := mustGrab(t, grabCall("r3", "p2", "2001:db8:7:8::2", item(k, 1))); r.Code != CodeOK {
+		t.Fatalf("grab after the return: %v", r.Code)
+	}
+}
+
 // A returned unit can be grabbed again, and a replay of an aborted or cancelled
 // request stays refused, answering the entry's state whatever it is.
 func TestReturnThenGrabAgain(t *testing.T) {

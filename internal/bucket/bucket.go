@@ -80,7 +80,7 @@ type PartKey struct {
 // Parts are the parts of a grab by pin from ip taking its units from bucket stock
 // (Plan), with their buckets' keys and shards.
 func (l Layout) Parts(stock int, pin, ip string) []PartKey {
-	plan := Plan(stock, Home(pin, l.K), Home(ip, l.K))
+	plan := Plan(stock, Home(pin, l.K), Home(promo.IPCounterKey(ip), l.K)) // an ip's home is its counter's
 	out := make([]PartKey, len(plan))
 	for i, p := range plan {
 		out[i] = PartKey{Bucket: p.Bucket, Key: l.Keys[p.Bucket], Shard: l.Shards[p.Bucket], Letters: p.Letters}

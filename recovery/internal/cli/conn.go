@@ -18,6 +18,7 @@ import (
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/kafkaauth"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/stack"
 	"github.com/flashsale/platform/internal/store"
@@ -55,6 +56,7 @@ func (c *conn) logger() *slog.Logger {
 func (c *conn) register(fs *flag.FlagSet) {
 	c.Flags.Register(fs, "", "")
 	c.nacos = configcenter.RegisterNacosFlags(fs)
+	promo.IPv6PrefixFlag(fs) // the rebuild recomputes the per-ip counters by it
 	fs.StringVar(&c.stackFile, "stack", "", "local stack file to take --redis/--mysql/--kafka from when not given (default: .run/stack.json of the repository, if present)")
 	fs.StringVar(&c.group, "group", flowlag.DefaultGroup, "consumer group of the flow sink, whose position is checked")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/kafkaauth"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/recovery/internal/flowlag"
@@ -40,6 +41,7 @@ func Sink(args []string) int {
 	healOn := fs.Bool("heal", false, "rebuild, with no one woken, any shard whose server is not whole (a replica the sentinels promoted, "+
 		"a server back empty), one instance at a time; needs --redis (and --redis-sentinels to follow a failover)")
 	nacos := configcenter.RegisterNacosFlags(fs)
+	promo.IPv6PrefixFlag(fs) // --heal rebuilds the per-ip counters by it
 	_ = fs.Parse(args)
 	cfg.Brokers = f.Kafka
 	auth, err := kafkaauth.FromEnv()

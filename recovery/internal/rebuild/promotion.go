@@ -348,7 +348,7 @@ func (t *flowTally) add(r partRow) {
 		t.pins[r.Pin] += n
 	}
 	if has(r.part, promo.PartIP) {
-		t.ips[r.IP] += n
+		t.ips[promo.IPCounterKey(r.IP)] += n // the field q.lua counted (promo.IPKey)
 	}
 }
 
@@ -424,6 +424,9 @@ func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what 
 // a part that is all three).
 func ledgerEntry(g store.FlowRow, part string, cancelled bool, reason string) lua.LedgerEntry {
 	e := lua.LedgerEntry{State: lua.LedgerCommitted, BodyHash: g.BodyHash, Num: g.Num, Pin: g.Pin, IP: g.IP}
+	if k := promo.IPCounterKey(g.IP); k != g.IP {
+		e.IPKey = k // as q.lua keeps it, so a return releases the rebuilt count
+	}
 	if part != promo.PartAll {
 		e.Part = part
 	}

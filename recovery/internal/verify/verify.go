@@ -408,7 +408,7 @@ func compareBucket(l bucket.Layout, b int, share int64, side redisSide, counters
 		out.Drifts = append(out.Drifts, Drift{Key: key, Shard: shard, What: "remaining", Redis: out.Remaining, Record: wantRemaining})
 	}
 	out.Drifts = append(out.Drifts, compare(key, shard, "pin", side.pins, homed(counters.Pins, l.K, b))...)
-	out.Drifts = append(out.Drifts, compare(key, shard, "ip", side.ips, homed(counters.IPs, l.K, b))...)
+	out.Drifts = append(out.Drifts, compare(key, shard, "ip", side.ips, homed(promo.ByIPKey(counters.IPs), l.K, b))...)
 	if pool != nil {
 		out.Drifts = append(out.Drifts, comparePool(key, shard, side, *pool)...)
 	}
