@@ -17,6 +17,7 @@ func FuzzLedgerJSON(f *testing.F) {
 			{State: LedgerCommitted, BodyHash: hash, Num: num, Pin: pin, IP: ip, DeadlineMs: num * 7},
 			{State: LedgerReturned, BodyHash: hash, Num: num, Pin: pin, IP: ip, Reason: reason},
 			{State: LedgerAbortRecorded, BodyHash: hash, Num: num, Pin: pin, IP: ip, Reason: reason, Part: reason},
+			{State: LedgerCommitted, BodyHash: hash, Num: num, Pin: pin, IP: ip, IPKey: reason, DeadlineMs: num},
 		} {
 			var want bytes.Buffer
 			enc := json.NewEncoder(&want)
