@@ -11,14 +11,11 @@ import (
 // service's Redis password, and its takes, to a server of their choosing. An entry
 // is a host (any port) or a host:port, where a host's labels may be globs that
 // never cross a dot ("redis-shard-*.redis-shard-*" names a StatefulSet's pods and
-// nothing under another domain). Without entries, the hosts of the configured masters.
+// nothing under another domain). Without entries, the hosts of the configured
+// masters (hostsOf).
 func Allowlist(entries, configured []string) func(addr string) bool {
 	if len(entries) == 0 {
-		for _, a := range configured {
-			if host, _, err := net.SplitHostPort(a); err == nil {
-				entries = append(entries, host)
-			}
-		}
+		entries = hostsOf(configured)
 	}
 	return func(addr string) bool {
 		host, port, err := net.SplitHostPort(addr)
@@ -50,4 +47,21 @@ func hostMatches(pattern, host string) bool {
 		}
 	}
 	return true
+}
+
+// hostsOf is the hosts of addrs; a loopback one brings the loopback's other names
+// (the local stack's servers are 127.0.0.1, localhost and ::1 alike).
+func hostsOf(addrs []string) []string {
+	var out []string
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			continue
+		}
+		out = append(out, host)
+		if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+			out = append(out, "localhost", "127.0.0.1", "::1")
+		}
+	}
+	return out
 }

@@ -15,6 +15,8 @@ func TestAllowlist(t *testing.T) {
 		want  bool
 	}{
 		{defaults, "127.0.0.1:7106", true}, // another port of a configured host: the local stack's replicas
+		{defaults, "localhost:7016", true}, // the loopback by another name
+		{defaults, "[::1]:7016", true},
 		{defaults, "evil.example:6379", false},
 		{defaults, "127.0.0.1", false}, // no port: not an address
 		{listed, "redis-replica-3:6379", true},
