@@ -133,3 +133,11 @@ func IsDenied(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && (me.Number == 1142 || me.Number == 1143 || me.Number == 1044)
 }
+
+// RootDSN connects as root to the database: for the Redis tests, whose services
+// need a record but whose MySQL rights are not what they test.
+func (m *MySQL) RootDSN() string {
+	cfg := m.server.Clone()
+	cfg.DBName, cfg.ParseTime = m.DB, true
+	return cfg.FormatDSN()
+}

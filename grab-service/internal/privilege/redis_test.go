@@ -71,7 +71,7 @@ func TestGrabServiceRunsWithinItsRedisACL(t *testing.T) {
 	defer cluster.Close()
 	a, err := app.New(ctx, app.Config{
 		RedisAddrs: r.Server.Addrs(), RedisAuth: svc.RedisAuth{Username: privilege.RedisGrab, Password: privilege.Password(privilege.RedisGrab)},
-		MySQLDSN: m.DSN(privilege.MySQLMigrate), KafkaBrokers: cluster.ListenAddrs(), KafkaBatchTimeout: 2 * time.Millisecond,
+		MySQLDSN: m.RootDSN(), KafkaBrokers: cluster.ListenAddrs(), KafkaBatchTimeout: 2 * time.Millisecond,
 		Tokens: httpx.Tokens{{Token: token, Role: httpx.RoleCheckout}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Grab: grab.Defaults(),
 	})
