@@ -138,3 +138,32 @@ func CheckAlpineSupported(ref string, today time.Time) error {
 	}
 	return nil
 }
+
+// ImageMinimum is the oldest release of an image the deployment may run, and why.
+type ImageMinimum struct{ Version, Why string }
+
+// ImageMinimums: the releases a security review moved these images to. Older ones
+// carry published vulnerabilities an attacker inside the network (or, for Grafana, a
+// viewer's browser) can use; a pin may move forward, never back below these.
+var ImageMinimums = map[string]ImageMinimum{
+	"apache/kafka": {"4.3.1", "3.9.0 and older lines lack the fixes of CVE-2025-27817 (arbitrary file read and SSRF through SASL/OAUTHBEARER settings) and CVE-2025-27818/27819 (code execution through JAAS login modules a client may name)"},
+	"grafana/grafana": {"13.2.3", "11.3.0 lacks the fixes of CVE-2025-4123 (cross-site scripting through an open redirect) and CVE-2025-6023 among later ones; 13.2.3 is the current release line's patch"},
+}
+
+// CheckImageMinimum: an image listed in ImageMinimums is at least that release. A tag
+// that is no release (x.y.z, a leading v allowed) is refused for those images.
+func CheckImageMinimum(ref string) error {
+	name, tag, _ := splitImage(ref)
+	min, ok := ImageMinimums[name]
+	if !ok {
+		return nil
+	}
+	version, _, _ := strings.Cut(strings.TrimPrefix(tag, "v"), "-")
+	if !semver.IsValid("v"+version) || strings.Count(version, ".") != 2 {
+		return fmt.Errorf("image %q: tag %q does not start with a release (x.y.z)", ref, tag)
+	}
+	if semver.Compare("v"+version, "v"+min.Version) < 0 {
+		return fmt.Errorf("image %q: %s is older than %s: %s", ref, version, min.Version, min.Why)
+	}
+	return nil
+}

@@ -55,7 +55,7 @@ func TestImagesArePinned(t *testing.T) {
 			}
 			continue
 		}
-		checks := []error{CheckImagePinned(ref), CheckAlpineSupported(ref, time.Now())}
+		checks := []error{CheckImagePinned(ref), CheckAlpineSupported(ref, time.Now()), CheckImageMinimum(ref)}
 		if name == "redis" {
 			checks = append(checks, CheckRedisImage(ref))
 		}
@@ -84,5 +84,20 @@ func TestImagesArePinned(t *testing.T) {
 	}
 	if err := errs.Err(); err != nil {
 		t.Error(err)
+	}
+}
+
+// The minimum releases refuse the images this deployment ran before the review.
+func TestImageMinimumRefusesOldReleases(t *testing.T) {
+	digest := "@sha256:" + strings.Repeat("0f", 32)
+	for _, ok := range []string{"apache/kafka:4.3.1" + digest, "apache/kafka:4.4.0", "grafana/grafana:13.2.3", "grafana/grafana:13.3.0-ubuntu", "redis:8.10.2-alpine3.23"} {
+		if err := CheckImageMinimum(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"apache/kafka:3.9.0" + digest, "apache/kafka:3.9.1", "apache/kafka:4.3.0", "grafana/grafana:11.3.0", "grafana/grafana:12.4.3", "grafana/grafana:main", "apache/kafka:4.3"} {
+		if err := CheckImageMinimum(bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
 	}
 }

@@ -142,7 +142,7 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 
 func TestImageCheckRefusesMovingTags(t *testing.T) {
 	digest := "@sha256:" + strings.Repeat("0f", 32)
-	for _, ok := range []string{"redis:8.10.2-alpine3.23", "prom/prometheus:v2.53.5", "apache/kafka:3.9.0",
+	for _, ok := range []string{"redis:8.10.2-alpine3.23", "prom/prometheus:v2.53.5", "apache/kafka:4.3.1",
 		"registry.example.com:5000/redis:7.4.6", "redis@sha256:" + strings.Repeat("ab", 32), "redis:7.4.6" + digest} {
 		if err := CheckImageRef(ok, true); err != nil {
 			t.Errorf("%s: %v", ok, err)
