@@ -146,7 +146,7 @@ type ImageMinimum struct{ Version, Why string }
 // carry published vulnerabilities an attacker inside the network (or, for Grafana, a
 // viewer's browser) can use; a pin may move forward, never back below these.
 var ImageMinimums = map[string]ImageMinimum{
-	"apache/kafka": {"4.3.1", "3.9.0 and older lines lack the fixes of CVE-2025-27817 (arbitrary file read and SSRF through SASL/OAUTHBEARER settings) and CVE-2025-27818/27819 (code execution through JAAS login modules a client may name)"},
+	"apache/kafka":    {"4.3.1", "3.9.0 and older lines lack the fixes of CVE-2025-27817 (arbitrary file read and SSRF through SASL/OAUTHBEARER settings) and CVE-2025-27818/27819 (code execution through JAAS login modules a client may name)"},
 	"grafana/grafana": {"13.2.3", "11.3.0 lacks the fixes of CVE-2025-4123 (cross-site scripting through an open redirect) and CVE-2025-6023 among later ones; 13.2.3 is the current release line's patch"},
 }
 
