@@ -9,7 +9,8 @@ export PATH := /usr/local/go/bin:$(PATH)
 FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./grab-service/internal/grabtransport:FuzzGrabScannerAgrees ./internal/httpx:FuzzDecodeBytes \
 	./promo-admin/internal/admintransport:FuzzDecodeCreate ./promo-admin/internal/admintransport:FuzzDecodePatch \
 	./internal/flow:FuzzDecode ./internal/flow:FuzzDecodeJSON ./lua:FuzzLedgerJSON ./internal/promo:FuzzIDValidators \
-	./internal/jsonx:FuzzAppendString ./grab-service/internal/grab:FuzzResultJSON ./internal/flow:FuzzFlowJSON
+	./internal/jsonx:FuzzAppendString ./grab-service/internal/grab:FuzzResultJSON ./internal/flow:FuzzFlowJSON \
+	./internal/flow:FuzzDecodeRequestIndex ./configcenter:FuzzParseSwitches ./internal/store:FuzzDecodeCursor
 # A count of executions, not a duration: go1.26's fuzz coordinator can report a
 # bare "context deadline exceeded" failure when a duration ends while a worker on a
 # busy machine is mid-input (golang/go#75804, fixed in go1.27); a count has no

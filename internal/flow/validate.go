@@ -48,30 +48,38 @@ func (e Event) validate() error {
 		return fmt.Errorf("holdUntil %d is not within %s after occurredAt", e.HoldUntil, MaxHoldSpan)
 	}
 	for i, it := range e.Items {
-		switch {
-		case !promo.ValidPromoID(it.PromoID):
-			return fmt.Errorf("item %d: promoId must match ^[A-Za-z0-9-]{1,64}$", i)
-		case !promo.ValidType(it.Type):
-			return fmt.Errorf("item %d: type must be %d..%d", i, promo.MinType, promo.MaxType)
-		case it.Num < 1 || it.Num > promo.MaxTotal:
-			return fmt.Errorf("item %d: num must be 1..%d", i, promo.MaxTotal)
-		case it.Shard < 0 || it.Shard >= shards:
-			return fmt.Errorf("item %d: shard must be 0..%d", i, shards-1)
-		case it.Buckets < 0 || it.Buckets > shards || it.Bucket < 0 || it.Bucket >= max(it.Buckets, 1):
-			return fmt.Errorf("item %d: buckets must be 0..%d and bucket below it", i, shards)
-		case it.Amount < 0 || it.Amount > promo.MaxEnvelopeAmount:
-			return fmt.Errorf("item %d: amount must be 0..%d", i, promo.MaxEnvelopeAmount)
-		case len(it.Parts) > promo.MaxEnvelopesPerGrab:
-			return fmt.Errorf("item %d: at most %d envelopes a grab", i, promo.MaxEnvelopesPerGrab)
-		case len(it.Parts) > 0 && (int64(len(it.Parts)) != it.Num || it.Buckets > 1):
-			return fmt.Errorf("item %d: an envelope pool's item names num parts, and its promotion is of one bucket", i)
-		case len(it.Parts) == 0 && it.Amount != 0:
-			return fmt.Errorf("item %d: an amount without the parts it is of", i)
+		if err := it.validate(); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
 		}
-		for _, p := range it.Parts {
-			if p < 0 || p >= promo.MaxEnvelopes {
-				return fmt.Errorf("item %d: a part index must be 0..%d", i, promo.MaxEnvelopes-1)
-			}
+	}
+	return nil
+}
+
+// validate checks one item as the record can hold it and the grab path can route it.
+func (it Item) validate() error {
+	switch {
+	case !promo.ValidPromoID(it.PromoID):
+		return errors.New("promoId must match ^[A-Za-z0-9-]{1,64}$")
+	case !promo.ValidType(it.Type):
+		return fmt.Errorf("type must be %d..%d", promo.MinType, promo.MaxType)
+	case it.Num < 1 || it.Num > promo.MaxTotal:
+		return fmt.Errorf("num must be 1..%d", promo.MaxTotal)
+	case it.Shard < 0 || it.Shard >= shards:
+		return fmt.Errorf("shard must be 0..%d", shards-1)
+	case it.Buckets < 0 || it.Buckets > shards || it.Bucket < 0 || it.Bucket >= max(it.Buckets, 1):
+		return fmt.Errorf("buckets must be 0..%d and bucket below it", shards)
+	case it.Amount < 0 || it.Amount > promo.MaxEnvelopeAmount:
+		return fmt.Errorf("amount must be 0..%d", promo.MaxEnvelopeAmount)
+	case len(it.Parts) > promo.MaxEnvelopesPerGrab:
+		return fmt.Errorf("at most %d envelopes a grab", promo.MaxEnvelopesPerGrab)
+	case len(it.Parts) > 0 && (int64(len(it.Parts)) != it.Num || it.Buckets > 1):
+		return errors.New("an envelope pool's item names num parts, and its promotion is of one bucket")
+	case len(it.Parts) == 0 && it.Amount != 0:
+		return errors.New("an amount without the parts it is of")
+	}
+	for _, p := range it.Parts {
+		if p < 0 || p >= promo.MaxEnvelopes {
+			return fmt.Errorf("a part index must be 0..%d", promo.MaxEnvelopes-1)
 		}
 	}
 	return nil

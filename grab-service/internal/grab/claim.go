@@ -2,7 +2,6 @@ package grab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -101,8 +100,8 @@ func (s *requestIndex) claim(ctx context.Context, req Request, hash string, item
 	case err != nil:
 		return claim{err: err}
 	}
-	var prev flow.RequestIndex
-	if json.Unmarshal([]byte(old), &prev) != nil || prev.BodyHash != idx.BodyHash {
+	prev, perr := flow.DecodeRequestIndex([]byte(old))
+	if perr != nil || prev.BodyHash != idx.BodyHash {
 		return claim{reused: true}
 	}
 	c := claim{raw: old, items: prev.Items, holdUntilMs: prev.HoldUntilMs}
@@ -184,7 +183,8 @@ func (s *requestIndex) readIndex(ctx context.Context, rid string) (idx flow.Requ
 	case err != nil:
 		return idx, false, err
 	}
-	return idx, json.Unmarshal([]byte(raw), &idx) == nil, nil
+	idx, err = flow.DecodeRequestIndex([]byte(raw))
+	return idx, err == nil, nil
 }
 
 // indexCommand runs one command on requestID's index entry (name key args...).

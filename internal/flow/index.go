@@ -1,0 +1,57 @@
+package flow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/flashsale/platform/internal/promo"
+)
+
+// Bounds of a request index entry: a grab names at most MaxIndexItems items (the
+// contract's cap per grab), and its body hash is a hex SHA-256 or shorter.
+const (
+	MaxIndexItems = 50
+	maxBodyHash   = 128
+)
+
+// ErrBadIndex: what a request index key holds is no entry the grab path wrote.
+var ErrBadIndex = errors.New("request index entry does not parse")
+
+// DecodeRequestIndex reads a request index entry back from Redis and checks it as
+// the grab path checks a request: whoever can write the shard could otherwise steer
+// a cancel at shards and buckets that do not exist (FuzzDecodeRequestIndex).
+func DecodeRequestIndex(raw []byte) (RequestIndex, error) {
+	var x RequestIndex
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&x); err != nil || dec.More() {
+		return RequestIndex{}, ErrBadIndex
+	}
+	if err := x.validate(); err != nil {
+		return RequestIndex{}, fmt.Errorf("%w: %v", ErrBadIndex, err)
+	}
+	return x, nil
+}
+
+func (x RequestIndex) validate() error {
+	switch {
+	case len(x.BodyHash) > maxBodyHash:
+		return fmt.Errorf("body hash longer than %d bytes", maxBodyHash)
+	case !promo.ValidPin(x.Pin):
+		return errors.New("pin is not one the grab path accepts")
+	case len(x.IP) > maxIP:
+		return fmt.Errorf("ip longer than %d bytes", maxIP)
+	case len(x.Items) == 0 || len(x.Items) > MaxIndexItems:
+		return fmt.Errorf("1 to %d items", MaxIndexItems)
+	case x.ClaimedMs < 0 || x.HoldUntilMs < 0:
+		return errors.New("negative time")
+	}
+	for i, it := range x.Items {
+		if err := it.validate(); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	return nil
+}
