@@ -84,6 +84,9 @@ func newTyped(apiVersion, kind string) (any, *metav1.ObjectMeta) {
 	case "networking.k8s.io/v1 NetworkPolicy":
 		o := &networkingv1.NetworkPolicy{}
 		return o, &o.ObjectMeta
+	case "networking.k8s.io/v1 Ingress":
+		o := &networkingv1.Ingress{}
+		return o, &o.ObjectMeta
 	case "policy/v1 PodDisruptionBudget":
 		o := &policyv1.PodDisruptionBudget{}
 		return o, &o.ObjectMeta

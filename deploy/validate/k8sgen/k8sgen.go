@@ -23,6 +23,14 @@ const RedisImage = "redis:8.10.2-alpine3.23@sha256:3811787313eba226a2ef38658c6cc
 // connection, INFO, and the slow log and latency reads; no key, no channel, no CONFIG.
 const RedisExporterACL = "resetkeys resetchannels -@all +auth +hello +ping +info +client|setname +client|info +slowlog|get +slowlog|len +latency|latest +latency|histogram"
 
+// RedisTLSSecret is the Secret of the shards' and sentinels' TLS: tls.crt and tls.key
+// (a certificate for every name a client dials, deploy/RUNBOOK.md, "TLS inside") and
+// ca.crt, the CA the servers and every client trust.
+const RedisTLSSecret = "redis-tls"
+
+// RedisCLITLS is how redis-cli reaches a TLS-only server in these pods.
+const RedisCLITLS = "--tls --cacert /tls/ca.crt"
+
 // RedisReplicas is the number of replicas per shard master: the JD layout, one master
 // and three replicas spread over two rooms (zones).
 const RedisReplicas = 3
@@ -135,8 +143,18 @@ spec:
               fi
               # Every client authenticates: the default user (replication, probes), one
               # ACL user per service, and the exporter's (INFO, SLOWLOG, LATENCY, no key);
-              # the passwords reach redis-server on stdin.
+              # the passwords reach redis-server on stdin. TLS only (port 0): clients,
+              # replication and the sentinels, with the key and certificate of Secret
+              # redis-tls; clients prove who they are with their ACL password, not a
+              # certificate (tls-auth-clients no).
               exec redis-server - "$@" <<EOF
+              port 0
+              tls-port 6379
+              tls-cert-file /tls/tls.crt
+              tls-key-file /tls/tls.key
+              tls-ca-cert-file /tls/ca.crt
+              tls-auth-clients no
+              tls-replication yes
               requirepass $REDISCLI_AUTH
               masterauth $REDISCLI_AUTH
               user grab-service on >$REDIS_GRAB_PASSWORD ~* &* +@all -@dangerous +info
@@ -156,7 +174,7 @@ spec:
             requests: {cpu: 500m, memory: 2560Mi}
             limits: {memory: 3Gi}
           readinessProbe:
-            exec: {command: ["redis-cli", "ping"]}
+            exec: {command: ["redis-cli", "--tls", "--cacert", "/tls/ca.crt", "ping"]}
             periodSeconds: 5
             timeoutSeconds: 2
           livenessProbe:
@@ -166,9 +184,12 @@ spec:
           securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
           volumeMounts:
             - {name: data, mountPath: /data}
+            - {name: tls, mountPath: /tls, readOnly: true}
       volumes:
         - name: data
           emptyDir: {}
+        - name: tls
+          secret: {secretName: %[7]s, defaultMode: 0440}
 ---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
@@ -179,7 +200,7 @@ spec:
   maxUnavailable: 1
   selector:
     matchLabels: {app.kubernetes.io/name: redis, flashsale.io/shard: "%[1]d"}
-`, i, Namespace, 1+RedisReplicas, RedisImage, RedisExporterACL, ask)
+`, i, Namespace, 1+RedisReplicas, RedisImage, RedisExporterACL, ask, RedisTLSSecret)
 	}
 	return b.Bytes()
 }

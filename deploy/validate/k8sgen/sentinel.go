@@ -41,7 +41,7 @@ func askSentinels() string {
 	return `master=""
 for peer in ` + strings.Join(peers, " ") + `; do
   [ "$peer" = "$HOSTNAME" ] && continue
-  master=$(timeout 3 redis-cli -h "$peer.redis-sentinel" -p ` + strconv.Itoa(SentinelPort) + ` sentinel get-master-addr-by-name "` + SentinelPrefix + `$shard" 2>/dev/null | head -n1)
+  master=$(timeout 3 redis-cli ` + RedisCLITLS + ` -h "$peer.redis-sentinel" -p ` + strconv.Itoa(SentinelPort) + ` sentinel get-master-addr-by-name "` + SentinelPrefix + `$shard" 2>/dev/null | head -n1)
   case $master in ''|*[!a-z0-9.-]*) master="" ;; *) break ;; esac
 done
 `
@@ -66,7 +66,13 @@ func sentinelConf() string {
 conf=/data/sentinel.conf
 if [ ! -f "$conf" ]; then
   cat > "$conf.new" <<EOF
-port %[1]d
+port 0
+tls-port %[1]d
+tls-cert-file /tls/tls.crt
+tls-key-file /tls/tls.key
+tls-ca-cert-file /tls/ca.crt
+tls-auth-clients no
+tls-replication yes
 dir /data
 protected-mode no
 requirepass $REDISCLI_AUTH
@@ -164,7 +170,7 @@ spec:
             requests: {cpu: 100m, memory: 64Mi}
             limits: {memory: 128Mi}
           readinessProbe:
-            exec: {command: ["redis-cli", "-p", "%[8]d", "ping"]}
+            exec: {command: ["redis-cli", "--tls", "--cacert", "/tls/ca.crt", "-p", "%[8]d", "ping"]}
             periodSeconds: 5
             timeoutSeconds: 2
           livenessProbe:
@@ -174,9 +180,12 @@ spec:
           securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
           volumeMounts:
             - {name: data, mountPath: /data}
+            - {name: tls, mountPath: /tls, readOnly: true}
       volumes:
         - name: data
           emptyDir: {}
+        - name: tls
+          secret: {secretName: %[11]s, defaultMode: 0440}
 ---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
@@ -188,6 +197,6 @@ spec:
   selector:
     matchLabels: {app.kubernetes.io/name: redis-sentinel}
 `, Sentinels, Shards, SentinelPrefix, Shards-1, SentinelQuorum, SentinelDownAfterMs, Namespace, SentinelPort, RedisImage,
-		indent(sentinelConf(), "              "))
+		indent(sentinelConf(), "              "), RedisTLSSecret)
 	return []byte(b.String())
 }
