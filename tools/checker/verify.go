@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -147,7 +148,9 @@ func (v *verification) promotion(p Promotion) {
 	}
 }
 
-// sums are held units in all and per pin / ip, by one witness.
+// sums are held units in all and per pin / ip, by one witness. An ip is summed by
+// the key q.lua counts it under (an IPv6 buyer by its prefix), so the sums compare
+// with the shard's {..}:ips whatever address of the prefix each grab came from.
 type sums struct {
 	units     int64
 	pins, ips map[string]int64
@@ -158,7 +161,7 @@ func newSums() sums { return sums{pins: map[string]int64{}, ips: map[string]int6
 func (s *sums) add(pin, ip string, n int64) {
 	s.units += n
 	s.pins[pin] += n
-	s.ips[ip] += n
+	s.ips[promo.IPCounterKey(ip)] += n
 }
 
 // promoCheck is the check of one promotion: its state in Redis, its record, and

@@ -1,9 +1,11 @@
 package checker
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
 )
 
@@ -46,7 +48,7 @@ func (w *world) grant(rid, pin, ip string, n int64, returned bool) {
 		st.Ledger[rid] = lua.LedgerEntry{State: lua.LedgerCommitted, Num: n, Pin: pin, IP: ip}
 		st.Remaining -= n
 		st.Pins[pin] += n
-		st.IPs[ip] += n
+		st.IPs[promo.IPCounterKey(ip)] += n // as q.lua counts it
 	}
 	w.snap.Redis[key] = st
 	w.reqs = append(w.reqs, r)
@@ -76,6 +78,26 @@ func TestVerifyConsistentWorldPasses(t *testing.T) {
 	t.Parallel()
 	if rep := base().verify(); rep.Failed() {
 		t.Fatalf("a consistent world fails:\n%s", rep.String())
+	}
+}
+
+// Two addresses of one IPv6 prefix are one buyer to the per-ip limit: the shard
+// counts them under one key, and the checker must sum the witnesses the same way.
+func TestVerifyCountsAnIPv6BuyerByItsPrefix(t *testing.T) {
+	t.Parallel()
+	w := newWorld()
+	w.grant("r1", "alice", "2001:db8:1:2::a", 1, false)
+	w.grant("r2", "bob", "2001:db8:1:2::b", 2, false)
+	if rep := w.verify(); rep.Failed() {
+		t.Fatalf("two grabs of one /64 within the limit fail:\n%s", rep.String())
+	}
+	if got := w.state().IPs[promo.IPCounterKey("2001:db8:1:2::a")]; got != 3 {
+		t.Fatalf("the shard's count of the /64 is %d, want 3", got)
+	}
+	w.grant("r3", "carol", "2001:db8:1:2::c", 1, false)
+	rep := w.verify()
+	if !strings.Contains(strings.Join(rep.Findings, "\n"), "ip 2001:db8:1:2::/64 holds 4") {
+		t.Fatalf("a fourth unit from the same /64 (limit 3) is not found:\n%s", rep.String())
 	}
 }
 
