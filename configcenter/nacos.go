@@ -16,6 +16,7 @@ import (
 	"github.com/nacos-group/nacos-sdk-go/v2/clients"
 	"github.com/nacos-group/nacos-sdk-go/v2/clients/config_client"
 	"github.com/nacos-group/nacos-sdk-go/v2/common/constant"
+	sdktls "github.com/nacos-group/nacos-sdk-go/v2/common/tls"
 	"github.com/nacos-group/nacos-sdk-go/v2/util"
 	"github.com/nacos-group/nacos-sdk-go/v2/vo"
 )
@@ -37,6 +38,11 @@ type NacosConfig struct {
 	// Poll is the interval of the GetConfig guard against lost pushes (default 1 s).
 	// Negative turns the guard off: only the regression test of that defect does so.
 	Poll time.Duration
+	// TLS speaks HTTPS to the main port (the login) and TLS to gRPC (every read and
+	// listen), verifying the server against the PEM CAs in CAFile. CAFile is
+	// required with TLS and ignored without it.
+	TLS    bool
+	CAFile string
 	// CacheDir and LogDir are where the SDK writes its cache files and its own log
 	// (defaults under the system temporary directory).
 	CacheDir, LogDir string
@@ -80,6 +86,10 @@ func NewNacosClient(c NacosConfig) (config_client.IConfigClient, error) {
 	if err != nil || port == 0 {
 		return nil, fmt.Errorf("nacos address %q: bad port", c.Addr)
 	}
+	tlsCfg, scheme, err := c.sdkTLS()
+	if err != nil {
+		return nil, err
+	}
 	cc := constant.ClientConfig{
 		NamespaceId: c.Namespace,
 		TimeoutMs:   uint64(c.Timeout.Milliseconds()),
@@ -92,8 +102,9 @@ func NewNacosClient(c NacosConfig) (config_client.IConfigClient, error) {
 		NotLoadCacheAtStart: true,
 		Username:            c.Username,
 		Password:            c.Password,
+		TLSCfg:              tlsCfg,
 	}
-	sc := []constant.ServerConfig{{IpAddr: host, Port: port, GrpcPort: c.GRPCPort, ContextPath: "/nacos"}}
+	sc := []constant.ServerConfig{{Scheme: scheme, IpAddr: host, Port: port, GrpcPort: c.GRPCPort, ContextPath: "/nacos"}}
 	routeSDKLog(c.Log)
 	// util.LocalIP caches the host's address in a plain variable on first use;
 	// clients connecting at once would race to fill it, so it is filled here once.
@@ -107,6 +118,28 @@ func NewNacosClient(c NacosConfig) (config_client.IConfigClient, error) {
 }
 
 var localIPOnce sync.Once
+
+// sdkTLS is the SDK's TLS setting and URL scheme for c. The SDK (2.3.2) reads one
+// TLSConfig for both sides: its HTTP agent (the login) builds a tls.Config from it,
+// and skips verification when CaFile is empty, so TLS without a CA is refused here;
+// its gRPC dial trusts the system's CAs plus CaFile, and ignores a CA file it cannot
+// read, so the file is read here once, as the HTTP side will, to fail at start.
+func (c NacosConfig) sdkTLS() (constant.TLSConfig, string, error) {
+	// Appointed: otherwise the gRPC side takes its TLS from the SDK's own
+	// nacos_remote_client_rpc_tls_* environment, over what we set.
+	t := constant.TLSConfig{Appointed: true}
+	if !c.TLS {
+		return t, "http", nil
+	}
+	if c.CAFile == "" {
+		return t, "", fmt.Errorf("nacos TLS for %s: no CA file (%s or --nacos-ca-file): the server's certificate could not be verified", c.Addr, NacosCAEnv)
+	}
+	t.Enable, t.CaFile = true, c.CAFile
+	if _, err := sdktls.NewTLS(t); err != nil {
+		return t, "", fmt.Errorf("nacos TLS for %s: CA file %s: %w", c.Addr, c.CAFile, err)
+	}
+	return t, "https", nil
+}
 
 // NacosSource follows the switches document in Nacos: the SDK's listener for
 // speed, and a GetConfig poll every Poll because the SDK can lose a push that

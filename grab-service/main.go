@@ -58,12 +58,16 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	switches, err := nacos.Source(f.Switches, logger)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
 		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
 		Tokens: tokens, Logger: logger, Grab: cfg, MaxInFlight: *maxInFlight, QueueWait: *queueWait,
-		ReconcileEvery: *reconcileEvery, Pprof: *pprofOn, Switches: nacos.Source(f.Switches, logger),
+		ReconcileEvery: *reconcileEvery, Pprof: *pprofOn, Switches: switches,
 	})
 	if err != nil {
 		return err

@@ -55,12 +55,16 @@ func run(logger *slog.Logger, args []string) error {
 	}
 	redisOpts := app.RedisDefaults()
 	redisAuth.Apply(&redisOpts)
+	switches, err := nacos.Source(f.Switches, logger)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
 		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
 		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
-		Switches: nacos.Source(f.Switches, logger),
+		Switches: switches,
 	})
 	if err != nil {
 		return err

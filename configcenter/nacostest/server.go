@@ -8,9 +8,12 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -21,6 +24,7 @@ import (
 
 	pb "github.com/nacos-group/nacos-sdk-go/v2/api/grpc"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // RPCPortOffset is where Nacos 2.x clients look for gRPC: main port + 1000.
@@ -59,9 +63,11 @@ type Server struct {
 	listenDelay     atomic.Int64 // nanoseconds added to every batch-listen reply
 	upToDateListens atomic.Int64 // batch-listens waiting for their reply that found nothing changed
 	queries         atomic.Int64
+	logins          atomic.Int64
 	pushSeq         atomic.Int64
 
-	port int // main (HTTP) port; gRPC is port+RPCPortOffset
+	port int         // main (HTTP) port; gRPC is port+RPCPortOffset
+	tls  *tls.Config // nil: plaintext; else both ports speak TLS only
 	grpc *grpc.Server
 	http *http.Server
 }
@@ -87,6 +93,22 @@ func Start(t testing.TB) *Server {
 	t.Cleanup(s.Stop)
 	return s
 }
+
+// StartTLS is Start with both ports speaking TLS only, with cfg's certificate, as
+// a production Nacos does: HTTPS on the main port (the login), TLS on gRPC.
+func StartTLS(t testing.TB, cfg *tls.Config) *Server {
+	t.Helper()
+	s := New()
+	s.tls = cfg
+	if err := s.Start(); err != nil {
+		t.Fatalf("nacos test server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Logins counts successful logins.
+func (s *Server) Logins() int64 { return s.logins.Load() }
 
 // Addr is host:port of the main port, as a client is configured with it.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
@@ -131,14 +153,20 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.quit = make(chan struct{})
-	s.grpc = grpc.NewServer()
+	var opts []grpc.ServerOption
+	if s.tls != nil {
+		httpL = tls.NewListener(httpL, s.tls.Clone())
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls))) // adds ALPN h2, which grpc-go clients require
+	}
+	s.grpc = grpc.NewServer(opts...)
 	h := &handler{s: s}
 	pb.RegisterRequestServer(s.grpc, h)
 	pb.RegisterBiRequestStreamServer(s.grpc, h)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /nacos/v1/auth/users/login", s.login)
 	mux.HandleFunc("POST /nacos/v1/auth/login", s.login)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// Handshakes refused on purpose are the tests' business, not the log's.
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	s.running = true
 	gs, hs := s.grpc, s.http
 	go func() { _ = gs.Serve(rpcL) }()
@@ -322,6 +350,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	token := hex.EncodeToString(b)
 	s.tokens[token] = true
 	s.mu.Unlock()
+	s.logins.Add(1)
 	w.Header().Set("Content-Type", "application/json")
 	// tokenTtl must be a JSON number: the SDK asserts float64 and panics otherwise.
 	fmt.Fprintf(w, `{"accessToken":%q,"tokenTtl":18000,"globalAdmin":false}`, token)

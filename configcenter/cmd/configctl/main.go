@@ -50,7 +50,8 @@ for the three lists also +ENTRY to add one entry and -ENTRY to remove one (a pro
 KEY shardAddrs.N (N = 0..15) points shard N at another Redis master, VALUE host:port
 (a failover to a promoted replica; every service follows within a second), or - to
 return it to the address its flags name.
-The Nacos password, if any, comes from FLASHSALE_NACOS_PASSWORD.
+The Nacos password, if any, comes from FLASHSALE_NACOS_PASSWORD; FLASHSALE_NACOS_TLS=true
+speaks TLS to Nacos, verified against the CAs in FLASHSALE_NACOS_CA_FILE.
 `
 
 func main() {
@@ -161,9 +162,13 @@ func (o options) open(getenv func(string) string, stderr io.Writer) (configcente
 	if o.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
+	tlsOn, caFile, err := configcenter.NacosTLSFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	return configcenter.NewNacosStore(configcenter.NacosConfig{
 		Addr: o.nacos, Namespace: o.namespace, Group: o.group, DataID: o.dataID,
-		Username: o.username, Password: getenv("FLASHSALE_NACOS_PASSWORD"), Log: log,
+		Username: o.username, Password: getenv("FLASHSALE_NACOS_PASSWORD"), TLS: tlsOn, CAFile: caFile, Log: log,
 	})
 }
 

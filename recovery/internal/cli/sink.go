@@ -77,7 +77,11 @@ func Sink(args []string) int {
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
 	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db.Flows, 10*time.Second, store.OwedKeep) })
 	if *healOn {
-		loops, closePool, err := healerLoops(context.Background(), f, nacos.Source(f.Switches, log), db, meter, reg, log)
+		src, err := nacos.Source(f.Switches, log)
+		if err != nil {
+			return fail(log, "flow sink not started", err)
+		}
+		loops, closePool, err := healerLoops(context.Background(), f, src, db, meter, reg, log)
 		if err != nil {
 			return fail(log, "flow sink not started", err)
 		}
