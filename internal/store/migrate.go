@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -79,9 +81,9 @@ func splitStatements(src string) []string {
 }
 
 // migrate applies, in order, every migration not yet recorded in schema_migrations.
-// A named lock (GET_LOCK, held by one connection) serialises services that start at
-// once against the same database: the second waits, then finds nothing to do.
-func migrate(ctx context.Context, db *sqlx.DB, dbName string) error {
+// A named lock (GET_LOCK, held by one connection) serialises migrators that start
+// at once against the same database: the second waits, then finds nothing to do.
+func migrate(ctx context.Context, db *sqlx.DB, dbName string, progress func(string)) error {
 	migrations, err := Migrations()
 	if err != nil {
 		return err
@@ -100,12 +102,66 @@ func migrate(ctx context.Context, db *sqlx.DB, dbName string) error {
 	if err != nil {
 		return err
 	}
+	todo := pending(migrations, applied)
+	progress(fmt.Sprintf("database %s: %d of %d migrations applied, %d to apply", dbName, len(migrations)-len(todo), len(migrations), len(todo)))
+	for _, m := range todo {
+		progress(fmt.Sprintf("applying %s (%d statements)", m, len(m.Statements)))
+		start := time.Now()
+		if err := apply(ctx, conn, m); err != nil {
+			return err
+		}
+		progress(fmt.Sprintf("applied %s in %s", m, time.Since(start).Round(time.Millisecond)))
+	}
+	if len(migrations) > 0 {
+		progress(fmt.Sprintf("database %s is at schema version %s", dbName, migrations[len(migrations)-1]))
+	}
+	return nil
+}
+
+// String is the migration's file name without .sql: 0003_flow_index_shard.
+func (m Migration) String() string { return fmt.Sprintf("%04d_%s", m.Version, m.Name) }
+
+// pending is the migrations not in applied, in order.
+func pending(migrations []Migration, applied map[int]bool) []Migration {
+	var out []Migration
 	for _, m := range migrations {
 		if !applied[m.Version] {
-			if err := apply(ctx, conn, m); err != nil {
-				return err
-			}
+			out = append(out, m)
 		}
+	}
+	return out
+}
+
+// ErrSchemaBehind is Connect's error when the database lacks a migration this
+// binary embeds: the migrate job has not run since the binary was built.
+var ErrSchemaBehind = errors.New("the schema is behind this binary: run the migrate job (recovery migrate, as the migrator user)")
+
+// checkSchema checks that schema_migrations records every embedded migration. A
+// version the binary does not know is no error: a newer binary migrated first, and
+// migrations only add.
+func checkSchema(ctx context.Context, db *sqlx.DB, dbName string) error {
+	migrations, err := Migrations()
+	if err != nil {
+		return err
+	}
+	var versions []int
+	if err := db.SelectContext(ctx, &versions, "SELECT version FROM schema_migrations"); err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == 1146 {
+			return fmt.Errorf("store: database %s has no schema_migrations table: %w", dbName, ErrSchemaBehind)
+		}
+		return fmt.Errorf("store: read schema_migrations of %s: %w", dbName, err)
+	}
+	applied := map[int]bool{}
+	for _, v := range versions {
+		applied[v] = true
+	}
+	if todo := pending(migrations, applied); len(todo) > 0 {
+		more := ""
+		if len(todo) > 1 {
+			more = fmt.Sprintf(" and %d more", len(todo)-1)
+		}
+		return fmt.Errorf("store: database %s lacks migration %s%s: %w", dbName, todo[0], more, ErrSchemaBehind)
 	}
 	return nil
 }

@@ -40,18 +40,69 @@ type Store struct {
 	db *sqlx.DB
 }
 
-// Open connects to dsn (go-sql-driver form, database name required), creates the
-// database if it is missing and applies the embedded migrations not yet applied.
-// Every connection works in UTC: times are sent and read as UTC and the session
-// time zone is +00:00, so DATETIME columns hold UTC.
+// Open is Migrate then Connect: the local stack's and the tests' way in, as a user
+// that may run the migrations. A service in production connects as its own user
+// with Connect, after the migrate job (recovery migrate) ran as the migrator.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	if err := Migrate(ctx, dsn, nil); err != nil {
+		return nil, err
+	}
+	return Connect(ctx, dsn)
+}
+
+// OpenWith is Open when migrate is set, else Connect: the services' --mysql-migrate.
+func OpenWith(ctx context.Context, dsn string, migrate bool) (*Store, error) {
+	if migrate {
+		return Open(ctx, dsn)
+	}
+	return Connect(ctx, dsn)
+}
+
+// Connect opens dsn (go-sql-driver form, database name required) and runs no DDL:
+// it pings the server and checks that every migration this binary embeds was
+// applied, so a service runs as a user without CREATE or ALTER and never against a
+// schema older than its code. Every connection works in UTC: times are sent and
+// read as UTC and the session time zone is +00:00, so DATETIME columns hold UTC.
+func Connect(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := utcConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if err := createDatabase(ctx, cfg); err != nil {
+	db, err := connect(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
+	if err := checkSchema(ctx, db, cfg.DBName); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{Flows: &Flows{db: db}, Promotions: &Promotions{db: db}, Rebuild: &Rebuild{db: db}, Keys: &Keys{db: db}, db: db}, nil
+}
+
+// Migrate creates the database if it is missing and applies, in order, the
+// embedded migrations not yet applied; progress, when not nil, hears of each step.
+// It needs the migrator's rights (deploy/security/mysql-grants.sql).
+func Migrate(ctx context.Context, dsn string, progress func(string)) error {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	cfg, err := utcConfig(dsn)
+	if err != nil {
+		return err
+	}
+	if err := createDatabase(ctx, cfg); err != nil {
+		return err
+	}
+	db, err := connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return migrate(ctx, db, cfg.DBName, progress)
+}
+
+// connect opens a pool on cfg and pings it.
+func connect(ctx context.Context, cfg *mysql.Config) (*sqlx.DB, error) {
 	db, err := sqlx.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", cfg.DBName, err)
@@ -63,21 +114,28 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: connect %s: %w", cfg.DBName, err)
 	}
-	if err := migrate(ctx, db, cfg.DBName); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &Store{Flows: &Flows{db: db}, Promotions: &Promotions{db: db}, Rebuild: &Rebuild{db: db}, Keys: &Keys{db: db}, db: db}, nil
+	return db, nil
 }
 
 // utcConfig parses dsn and sets it to read and write times in UTC.
 func utcConfig(dsn string) (*mysql.Config, error) {
+	// The CA's config must be registered before ParseDSN, which checks tls= names.
+	caFile, err := registerTLS()
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil && caFile == "" && strings.Contains(dsn, "tls="+TLSName) {
+		return nil, errors.New("store: the dsn says tls=" + TLSName + " but " + CAEnv + " is not set")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: parse dsn: %w", err)
 	}
 	if cfg.DBName == "" {
 		return nil, errors.New("store: the dsn names no database")
+	}
+	if err := useTLS(cfg, caFile); err != nil {
+		return nil, err
 	}
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
