@@ -12,7 +12,8 @@
 --                     dead letters, and the rebuild's reads
 -- flashsale_recovery  recovery rebuild and verify: the rebuild's reads, and the owed
 --                     CANCELs it settles into the flow log
--- No user but the migrator may CREATE, ALTER, DROP or INDEX; none holds GRANT
+-- Every service reads schema_migrations: store.Connect refuses a schema behind the
+-- binary. No user but the migrator may CREATE, ALTER, DROP or INDEX; none holds GRANT
 -- OPTION. GET_LOCK (the migration lock, the healer's) needs no privilege.
 -- internal/privilege's tests run each service's store calls as its user against a
 -- real server; change them together.
@@ -23,6 +24,7 @@ GRANT CREATE, ALTER, INDEX, SELECT, INSERT ON `${MYSQL_DATABASE}`.* TO 'flashsal
 -- @after-migrations: the grants below name tables, which must exist first.
 
 CREATE USER IF NOT EXISTS 'flashsale_grab'@'%' IDENTIFIED BY '${MYSQL_GRAB_PASSWORD}';
+GRANT SELECT ON `${MYSQL_DATABASE}`.`schema_migrations` TO 'flashsale_grab'@'%';
 GRANT SELECT, INSERT ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_grab'@'%';
 GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`grab_flow_early` TO 'flashsale_grab'@'%';
 GRANT SELECT, INSERT, UPDATE ON `${MYSQL_DATABASE}`.`grab_hold` TO 'flashsale_grab'@'%';
@@ -31,12 +33,14 @@ GRANT SELECT, UPDATE (`remaining`) ON `${MYSQL_DATABASE}`.`promotion` TO 'flashs
 GRANT SELECT ON `${MYSQL_DATABASE}`.`promotion_envelope` TO 'flashsale_grab'@'%';
 
 CREATE USER IF NOT EXISTS 'flashsale_admin'@'%' IDENTIFIED BY '${MYSQL_ADMIN_PASSWORD}';
+GRANT SELECT ON `${MYSQL_DATABASE}`.`schema_migrations` TO 'flashsale_admin'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON `${MYSQL_DATABASE}`.`promotion` TO 'flashsale_admin'@'%';
 GRANT SELECT, INSERT ON `${MYSQL_DATABASE}`.`promotion_audit` TO 'flashsale_admin'@'%';
 GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`promotion_envelope` TO 'flashsale_admin'@'%';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_admin'@'%';
 
 CREATE USER IF NOT EXISTS 'flashsale_sink'@'%' IDENTIFIED BY '${MYSQL_SINK_PASSWORD}';
+GRANT SELECT ON `${MYSQL_DATABASE}`.`schema_migrations` TO 'flashsale_sink'@'%';
 GRANT SELECT, INSERT ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_sink'@'%';
 GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`grab_flow_early` TO 'flashsale_sink'@'%';
 GRANT SELECT, INSERT, UPDATE ON `${MYSQL_DATABASE}`.`grab_hold` TO 'flashsale_sink'@'%';
@@ -46,6 +50,7 @@ GRANT SELECT, UPDATE (`remaining`) ON `${MYSQL_DATABASE}`.`promotion` TO 'flashs
 GRANT SELECT ON `${MYSQL_DATABASE}`.`promotion_envelope` TO 'flashsale_sink'@'%';
 
 CREATE USER IF NOT EXISTS 'flashsale_recovery'@'%' IDENTIFIED BY '${MYSQL_RECOVERY_PASSWORD}';
+GRANT SELECT ON `${MYSQL_DATABASE}`.`schema_migrations` TO 'flashsale_recovery'@'%';
 GRANT SELECT, INSERT ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_recovery'@'%';
 GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`grab_flow_early` TO 'flashsale_recovery'@'%';
 GRANT SELECT, INSERT, UPDATE ON `${MYSQL_DATABASE}`.`grab_hold` TO 'flashsale_recovery'@'%';

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
@@ -56,11 +54,9 @@ func StartMySQL(t testing.TB) *MySQL {
 		t.Fatal(err)
 	}
 	m.exec(append([]string{"CREATE DATABASE `" + m.DB + "`"}, before...))
-	st, err := store.Open(context.Background(), m.DSN(MySQLMigrate)) // the migrations, as the migrator
-	if err != nil {
+	if err := store.Migrate(context.Background(), m.DSN(MySQLMigrate), nil); err != nil {
 		t.Fatalf("migrations as %s: %v", MySQLMigrate, err)
 	}
-	st.Close()
 	m.exec(after)
 	return m
 }
@@ -93,7 +89,7 @@ func (m *MySQL) drop() {
 // User is this run's name of user.
 func (m *MySQL) User(user string) string { return m.prefix + role(user) }
 
-// DSN connects as user to the database, in UTC as store.Open does.
+// DSN connects as user to the database, in UTC as store.Connect does.
 func (m *MySQL) DSN(user string) string {
 	cfg := m.server.Clone()
 	cfg.User, cfg.Passwd, cfg.DBName = m.User(user), Password(user), m.DB
@@ -102,26 +98,13 @@ func (m *MySQL) DSN(user string) string {
 	return cfg.FormatDSN()
 }
 
-// Store is a store.Store whose every query runs as user. store.Open cannot give
-// one: it creates the database and runs the migrations, which a service's user
-// may not (TestServiceCannotMigrate). Until the store has an open without them,
-// the store's own pool fields are set here, by reflection.
+// Store is the store as a service opens it in production: store.Connect as user,
+// no DDL, closed when the test ends.
 func (m *MySQL) Store(user string) *store.Store {
 	m.t.Helper()
-	db, err := sqlx.Open("mysql", m.DSN(user))
+	s, err := store.Connect(context.Background(), m.DSN(user))
 	if err != nil {
-		m.t.Fatal(err)
-	}
-	if err := db.Ping(); err != nil {
-		m.t.Fatalf("connect as %s: %v", user, err)
-	}
-	s := &store.Store{Flows: &store.Flows{}, Promotions: &store.Promotions{}, Rebuild: &store.Rebuild{}, Keys: &store.Keys{}}
-	for _, p := range []any{s, s.Flows, s.Promotions, s.Rebuild, s.Keys} {
-		f := reflect.ValueOf(p).Elem().FieldByName("db")
-		if !f.IsValid() || f.Type() != reflect.TypeOf(db) {
-			m.t.Fatalf("%T has no db *sqlx.DB field: update privilege.MySQL.Store", p)
-		}
-		reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(db))
+		m.t.Fatalf("store.Connect as %s: %v", user, err)
 	}
 	m.t.Cleanup(func() { s.Close() })
 	return s

@@ -2,7 +2,6 @@ package privilege_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -164,17 +163,28 @@ func TestMySQLGrantsHoldEachServicesStatements(t *testing.T) {
 		"DELETE FROM promotion", "UPDATE grab_flow SET num = 0", "DELETE FROM grab_hold")
 }
 
-// A service's user cannot run the migrations (store.Open creates the database and
-// the tables): its DDL is the migrator's alone.
-func TestServiceCannotMigrate(t *testing.T) {
+// A service's user connects to the migrated record (store.Connect, no DDL) but
+// cannot run the migrations: creating the database and the tables is the migrator's
+// alone. And each refuses what the migrations run, statement by statement.
+func TestServiceConnectsButCannotMigrate(t *testing.T) {
 	m := privilege.StartMySQL(t)
+	ctx := context.Background()
+	migrations, err := store.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, u := range []string{privilege.MySQLGrab, privilege.MySQLAdmin, privilege.MySQLSink, privilege.MySQLRecovery} {
-		s, err := store.Open(context.Background(), m.DSN(u))
-		if err == nil {
+		s, err := store.Connect(ctx, m.DSN(u))
+		if err != nil {
+			t.Errorf("%s: store.Connect: %v", u, err)
+		} else {
 			s.Close()
-			t.Errorf("%s opened the store, migrations and all", u)
-		} else if !privilege.IsDenied(err) && !errors.Is(err, context.Canceled) {
-			t.Errorf("%s: store.Open failed, but not refused by the grants: %v", u, err)
 		}
+		if err := store.Migrate(ctx, m.DSN(u), nil); !privilege.IsDenied(err) {
+			t.Errorf("%s: store.Migrate: got %v, want a refusal by the grants", u, err)
+		}
+		s = m.Store(u)
+		refused(t, s, u, migrations[0].Statements[0], "INSERT INTO schema_migrations (version, name) VALUES (9999, 'x')",
+			"ALTER TABLE grab_flow ADD COLUMN x INT", "CREATE INDEX x ON grab_flow (num)", "DROP TABLE schema_migrations")
 	}
 }

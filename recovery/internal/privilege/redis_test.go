@@ -15,6 +15,7 @@ import (
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/privilege"
+	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/recovery/internal/rebuild"
@@ -43,7 +44,10 @@ func TestRecoveryRunsWithinItsRules(t *testing.T) {
 	// held grant in the record.
 	key := recoverytest.Create(t, root.Promotions, shards(r.Admin), recoverytest.Spec{PromoID: "acl", Total: 10, PerPin: 2, PerIP: 5})
 	shard := ring.Default.Shard(key)
-	ev := flow.Event{EventID: "e1", Kind: flow.Grab, RequestID: "rid-1", Pin: "p1", IP: "10.0.0.1", BodyHash: "h",
+	// A requestId whose index entry lives on the promotion's shard: the rebuild
+	// restores it there (SET R_*), the part ~R_* allows.
+	rid := promo.RequestIDBeside("rid-1", key)
+	ev := flow.Event{EventID: "e1", Kind: flow.Grab, RequestID: rid, Pin: "p1", IP: "10.0.0.1", BodyHash: "h",
 		Items: []flow.Item{{PromoID: "acl", Type: 1, Num: 1, Shard: shard}}, OccurredAt: flow.Stamp(time.Now()),
 		HoldUntil: time.Now().Add(time.Hour).UnixMilli()}
 	if _, err := root.Flows.InsertFlows(ctx, []flow.Event{ev}); err != nil {
@@ -58,6 +62,9 @@ func TestRecoveryRunsWithinItsRules(t *testing.T) {
 	o.Shards, o.Settle, o.Force, o.AdminGrace, o.ServeTimeout = []int{shard}, 50*time.Millisecond, true, 100*time.Millisecond, 200*time.Millisecond
 	if _, err := rebuild.Run(ctx, rebuild.Deps{Shards: c, Record: rec.Rebuild, Flows: rec.Flows, Log: log}, o); err != nil {
 		t.Errorf("rebuild as recovery: %v", err)
+	}
+	if n, err := r.Admin.Exists(ctx, promo.RequestIndexKey(rid)).Result(); err != nil || n != 1 {
+		t.Errorf("the rebuild did not restore the request index entry %s: %d %v", promo.RequestIndexKey(rid), n, err)
 	}
 	vo := verify.Defaults()
 	vo.Shards, vo.Index = []int{shard}, true
