@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -25,7 +26,7 @@ func TestGrabBodyIsTheContractsGrabRequest(t *testing.T) {
 			Num     int64  `json:"num"`
 		} `json:"items"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(grabBody("b1", "sale-1", 123456))))
+	dec := json.NewDecoder(strings.NewReader(string(grabBody("b1", "sale-1", 123456, false))))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		t.Fatal(err)
@@ -35,6 +36,36 @@ func TestGrabBodyIsTheContractsGrabRequest(t *testing.T) {
 		ring.Default.Shard(promo.RequestIndexKey(req.RequestID)) != ring.Default.Shard(promo.Key("sale-1", 1)) || req.Pin != "p23456" || req.IP != "198.18.243.207" ||
 		len(req.Items) != 1 || req.Items[0].PromoID != "sale-1" || req.Items[0].Type != 1 || req.Items[0].Num != 1 {
 		t.Fatalf("have %+v", req)
+	}
+}
+
+// The hot phase's second way sends requestIds as they come: the run's own name,
+// not derived beside the promotion, so most claims land on another shard.
+func TestRandomRequestIDsAreSentAsTheyCome(t *testing.T) {
+	var req struct {
+		RequestID string `json:"requestId"`
+	}
+	if err := json.Unmarshal(grabCallIDs("tok", "b1", "sale-1", 7, true).Body.([]byte), &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.RequestID != "b1-7" {
+		t.Fatalf("random requestId %q, want b1-7", req.RequestID)
+	}
+	if err := json.Unmarshal(grabCallIDs("tok", "b1", "sale-1", 7, false).Body.([]byte), &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.RequestID != promo.RequestIDBeside("b1-7", promo.Key("sale-1", 1)) {
+		t.Fatalf("derived requestId %q", req.RequestID)
+	}
+	elsewhere := 0
+	for n := range int64(64) {
+		rid := fmt.Sprintf("b1-%d", n)
+		if ring.Default.Shard(promo.RequestIndexKey(rid)) != ring.Default.Shard(promo.Key("sale-1", 1)) {
+			elsewhere++
+		}
+	}
+	if elsewhere < 32 {
+		t.Fatalf("only %d of 64 random requestIds have their index entry off the promotion's shard", elsewhere)
 	}
 }
 

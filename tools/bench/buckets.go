@@ -152,7 +152,7 @@ func shardLoads(ctx context.Context, shards []*redis.Client) ([]shardLoad, error
 // being pin n mod pins and ip n mod pins/2.
 func (b *bench) bucketRun(id, run string, pins int64) runner {
 	return httpRun(b.st.Grab, func(n int64) loadgen.Call {
-		body := buyerBody(run, id, n, n%pins, n%(pins/2), "198.19.")
+		body := buyerBody(run, id, n, n%pins, n%(pins/2), "198.19.", randomRequestIDs)
 		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: b.token, Body: body, Attempt: 1}
 	}, nil)
 }

@@ -100,23 +100,30 @@ func shardOf(id string) int { return ring.Default.Shard(promo.Key(id, 1)) }
 // grabCall is the n-th grab of a run: a requestId never sent before, so it says
 // it is the first attempt, as the checkout service says of a buyer's first press.
 func grabCall(token, run, id string, n int64) loadgen.Call {
-	body := grabBody(run, id, n)
+	return grabCallIDs(token, run, id, n, randomRequestIDs)
+}
+
+// grabCallIDs is grabCall with its requestId sent as it comes (random) or derived
+// beside its promotion, whatever --random-request-ids says.
+func grabCallIDs(token, run, id string, n int64, random bool) loadgen.Call {
+	body := grabBody(run, id, n, random)
 	return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: token, Body: body, Attempt: 1}
 }
 
 // grabBody is built by hand: the load generator shares the cores with the service,
 // so it spends as little as it can per request (loadgen sends a []byte as it is).
-func grabBody(run, id string, n int64) []byte {
-	return buyerBody(run, id, n, n%pinPool, n, "198.18.") // RFC 2544's benchmarking range: only a field in the body
+func grabBody(run, id string, n int64, random bool) []byte {
+	return buyerBody(run, id, n, n%pinPool, n, "198.18.", random) // RFC 2544's benchmarking range: only a field in the body
 }
 
 // buyerBody is the body of grab n of a run: one unit of promotion id by pin
-// p<pin> from ip <net><ipn/250 mod 250>.<ipn mod 250 + 1>.
-func buyerBody(run, id string, n, pin, ipn int64, net string) []byte {
+// p<pin> from ip <net><ipn/250 mod 250>.<ipn mod 250 + 1>; its requestId as it
+// comes when random, derived beside the promotion otherwise.
+func buyerBody(run, id string, n, pin, ipn int64, net string, random bool) []byte {
 	b := make([]byte, 0, 160)
 	b = append(b, `{"requestId":"`...)
 	rid := run + "-" + strconv.FormatInt(n, 10)
-	if !randomRequestIDs {
+	if !random {
 		rid = promo.RequestIDBeside(rid, promo.Key(id, 1))
 	}
 	b = append(b, rid...)

@@ -73,6 +73,7 @@ func (b *bench) recovery(ctx context.Context) error {
 	scan, rebuilt := median(scans), median(rebuilds)
 	check := checkRebuilt(ctx, addr, id, shard, total, b.recoveryRows)
 	rows := float64(b.recoveryRows)
+	b.res.TargetRuns.Rebuild = &rebuildRates{Rebuild: rows / rebuilt.Seconds(), Scan: float64(scanned) / scan.Seconds()}
 	b.res.add(ratioRow{N: 6, Scenario: fmt.Sprintf("recovery rebuild, %d flow rows", b.recoveryRows),
 		Ours: rows / rebuilt.Seconds(), OursUnit: fmt.Sprintf("rows/s by bin/recovery rebuild (wall, process start included; median of %d)", rounds),
 		Base: float64(scanned) / scan.Seconds(), BaseUnit: fmt.Sprintf("rows/s of a raw SELECT over grab_flow (median of %d)", rounds), Target: 0.5, Detail: check})
