@@ -65,7 +65,7 @@ func run(logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
+		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, RedisAuth: redisAuth, KafkaAuth: kafkaAuth, MySQLDSN: f.MySQL, MySQLSkipMigrations: !f.MySQLMigrate, KafkaBrokers: f.Kafka, KafkaBatchTimeout: *batch,
 		Tokens: tokens, Logger: logger, Grab: cfg, MaxInFlight: *maxInFlight, QueueWait: *queueWait,
 		ReconcileEvery: *reconcileEvery, Pprof: *pprofOn, Switches: switches,
 	})

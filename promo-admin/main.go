@@ -62,7 +62,7 @@ func run(logger *slog.Logger, args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
-		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, Redis: &redisOpts, MySQLDSN: f.MySQL, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
+		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, Redis: &redisOpts, MySQLDSN: f.MySQL, MySQLSkipMigrations: !f.MySQLMigrate, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
 		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
 		Switches: switches,
 	})

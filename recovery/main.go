@@ -3,6 +3,7 @@
 //	recovery sink      the flow sink service: Kafka promo-grab-flow -> MySQL grab_flow
 //	recovery rebuild   restore lost shards (or one promotion) from MySQL
 //	recovery verify    compare Redis with MySQL; exit 1 on drift
+//	recovery migrate   create the database and apply the schema migrations
 //
 // It only wires the packages under internal/.
 package main
@@ -20,6 +21,7 @@ commands:
   sink      run the flow sink (Kafka promo-grab-flow -> MySQL flow log)
   rebuild   restore shards from MySQL: --shard N | --all | --missing | --promo <promoId>_<type>
   verify    compare Redis with MySQL for every live promotion; exit 1 on drift
+  migrate   create the database and apply the schema migrations (as the migrator user)
 
 Run "recovery <command> --help" for its flags.
 `
@@ -37,6 +39,8 @@ func main() {
 		os.Exit(cli.Rebuild(args))
 	case "verify":
 		os.Exit(cli.Verify(args))
+	case "migrate":
+		os.Exit(cli.Migrate(args))
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 	default:

@@ -38,9 +38,13 @@ type Flags struct {
 	// RedisAllow is the servers a shardAddrs override may name (shardpool.Allowlist).
 	RedisAllow []string
 	MySQL      string
-	Kafka      []string
-	Switches   string
-	Local      bool
+	// MySQLMigrate applies the schema migrations at start (store.Open); off, the
+	// service only connects (store.Connect) and refuses a schema behind it: production
+	// runs the migrate job (recovery migrate) as the migrator user instead.
+	MySQLMigrate bool
+	Kafka        []string
+	Switches     string
+	Local        bool
 	// MaxConns bounds each listener's open connections (0: no bound); a value set
 	// before Register is the flag's default, else DefaultMaxConns.
 	MaxConns int
@@ -97,6 +101,8 @@ func (f *Flags) Register(fs *flag.FlagSet, listen, opsListen string) {
 		f.MySQL = s
 		return nil
 	})
+	fs.BoolVar(&f.MySQLMigrate, "mysql-migrate", true, "create the database and apply the schema migrations at start (needs a user with DDL rights: the local stack's); "+
+		"--mysql-migrate=false only connects, as the service's own user, and refuses to start on a schema the migrate job (recovery migrate) has not brought up")
 	fs.Func("redis-sentinels", "comma-separated Redis Sentinels that elect each shard's master (monitored as PREFIX0..PREFIX15); "+
 		"the services follow their word, and on-call's shardAddrs still win", func(s string) error {
 		f.RedisSentinels = split(s)

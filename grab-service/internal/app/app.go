@@ -38,9 +38,12 @@ type Config struct {
 	RedisSentinels []string
 	SentinelPrefix string
 	// RedisAllow is the servers on-call's shardAddrs may name (shardpool.Allowlist).
-	RedisAllow   []string
-	MySQLDSN     string
-	KafkaBrokers []string
+	RedisAllow []string
+	MySQLDSN   string
+	// MySQLSkipMigrations connects to the record without applying the migrations
+	// (store.Connect, svc.Flags.MySQLMigrate off); zero applies them (store.Open).
+	MySQLSkipMigrations bool
+	KafkaBrokers        []string
 	// RedisAuth is the shards' ACL user and TLS (svc.RedisAuthFromEnv); zero: none.
 	RedisAuth svc.RedisAuth
 	// KafkaAuth is SASL and TLS to the brokers (kafkaauth.FromEnv); zero: none.
@@ -97,7 +100,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.MySQLDSN)
+	db, err := store.OpenWith(ctx, cfg.MySQLDSN, !cfg.MySQLSkipMigrations)
 	if err != nil {
 		pool.Close()
 		return nil, err

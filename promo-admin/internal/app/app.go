@@ -39,9 +39,12 @@ type Config struct {
 	// RedisAllow is the servers on-call's shardAddrs may name (shardpool.Allowlist).
 	RedisAllow []string
 	MySQLDSN   string
-	Tokens     httpx.Tokens
-	Logger     *slog.Logger
-	Service    adminservice.Config
+	// MySQLSkipMigrations connects to the record without applying the migrations
+	// (store.Connect, svc.Flags.MySQLMigrate off); zero applies them (store.Open).
+	MySQLSkipMigrations bool
+	Tokens              httpx.Tokens
+	Logger              *slog.Logger
+	Service             adminservice.Config
 	// Redis is the template of every shard client; zero means RedisDefaults().
 	Redis *redis.Options
 	// Switches is where the on-call switches document is read from (FollowSwitches);
@@ -106,7 +109,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.MySQLDSN)
+	st, err := store.OpenWith(ctx, cfg.MySQLDSN, !cfg.MySQLSkipMigrations)
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -98,7 +98,8 @@ func (c *conn) resolve(fs *flag.FlagSet, log *slog.Logger) error {
 	return nil
 }
 
-// open connects to the shards, MySQL (applying migrations) and the sink's position.
+// open connects to the shards, MySQL (applying the migrations unless
+// --mysql-migrate=false) and the sink's position.
 func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClient, *store.Store, *flowlag.Meter, error) {
 	auth, err := svc.RedisAuthFromEnv()
 	if err != nil {
@@ -120,7 +121,7 @@ func (c *conn) open(ctx context.Context) (*shardpool.Pool, []redis.UniversalClie
 	for i := range shards {
 		shards[i] = pool.Client(i)
 	}
-	db, err := store.Open(ctx, c.MySQL)
+	db, err := store.OpenWith(ctx, c.MySQL, c.MySQLMigrate)
 	if err != nil {
 		pool.Close()
 		return nil, nil, nil, nil, err

@@ -52,7 +52,7 @@ func Sink(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	db, err := openStore(ctx, f.MySQL, cfg.Backoff, log)
+	db, err := openStore(ctx, f.MySQL, f.MySQLMigrate, cfg.Backoff, log)
 	if err != nil {
 		return fail(log, "flow sink not started", err)
 	}
@@ -108,11 +108,12 @@ func serveProbes(g *svc.Group, f svc.Flags, reg *prometheus.Registry, checks map
 }
 
 // openStore opens MySQL, waiting out an outage at start as the sink waits out one
-// later: a sink started while MySQL is down comes up when MySQL does.
-func openStore(ctx context.Context, dsn string, b flowsink.Backoff, log *slog.Logger) (*store.Store, error) {
+// later: a sink started while MySQL is down, or before the migrate job brought the
+// schema up, comes up when MySQL does.
+func openStore(ctx context.Context, dsn string, migrate bool, b flowsink.Backoff, log *slog.Logger) (*store.Store, error) {
 	for n := 0; ; n++ {
 		octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		db, err := store.Open(octx, dsn)
+		db, err := store.OpenWith(octx, dsn, migrate)
 		cancel()
 		if err == nil {
 			return db, nil
