@@ -452,9 +452,10 @@ func TestPatchFrom(t *testing.T) {
 	}
 }
 
-// TestPatchOfABucket: the hashes of a promotion in buckets announce no SOLD_OUT or
-// RESTOCKED of their own stock, nor the reopening of an ENDED sale, which every
-// bucket forgets all the same.
+// TestPatchOfABucket: the hashes of a promotion in buckets announce a patch
+// crossing 0 of their own stock, and the reopening of an ENDED sale, only as
+// BUCKET_FILLED and BUCKET_EMPTY under their own key, and every bucket forgets
+// that its sale ended all the same.
 func TestPatchOfABucket(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -471,16 +472,16 @@ func TestPatchOfABucket(t *testing.T) {
 				if err != nil || r.Code != AdminOK {
 					t.Fatalf("%s: %+v %v", name, r, err)
 				}
-				wantStates(t, name, changesOf(t, base, r.Changes), want...)
+				wantStates(t, name, changesOf(t, k, r.Changes), want...)
 			}
-			step("up from 0", 2, 3, s.EndMs, now)
-			step("down to 0", 3, 2, s.EndMs, now)
+			step("up from 0", 2, 3, s.EndMs, now, StateBucketFilled)
+			step("down to 0", 3, 2, s.EndMs, now, StateBucketEmpty)
 			// The sale ends (a grab at its end marks the hash), then a patch reopens it.
 			if r := mustGrab(t, GrabCall{NowMs: s.EndMs, DeadlineMs: s.EndMs + 5000, RequestID: "late", BodyHash: "h", Pin: "p", IP: "i",
 				RateFactorPermille: 1000, Items: []GrabItem{{Key: k, Num: 1, Part: "spi", Buckets: 3}}}); r.Code != CodeEnded {
 				t.Fatalf("grab at the end: %+v", r)
 			}
-			step("reopened", 4, 2, s.EndMs+3_600_000, s.EndMs+1) // its stock is a share: not the sale's to announce
+			step("reopened", 4, 2, s.EndMs+3_600_000, s.EndMs+1, StateBucketEmpty) // its stock is a share: bucket 0 decides
 			if ended, _ := rdb.HExists(ctx, k, "ended").Result(); ended {
 				t.Error("the reopened bucket still says its sale ended")
 			}

@@ -33,7 +33,8 @@
 --   {0 OK, 0, remaining after item 1, ..., remaining after item n, changes... [, envelopes]}
 --                                      (-1 for a part that takes no stock); then a
 --                                      SOLD_OUT change (state.lua) for each
---                                      ordinary item the take left at 0; then, when
+--                                      hash the take left at 0 (BUCKET_EMPTY
+--                                      for a bucket's); then, when
 --                                      an item is of an envelope pool, one array
 --                                      with an array per item: {amount, index...}
 --                                      of the parts it took ({} for an item of no pool)
@@ -258,8 +259,8 @@ for i = 1, n do
   entry.a, entry.e, envelopes[i] = nil, nil, {}
   if stock[i] then
     out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
-    if out[i + 2] == 0 and letters[i] == 'spi' and (wantK[i] or 1) == 1 then
-      -- a bucket's part selling out is not the promotion selling out
+    if out[i + 2] == 0 then
+      -- a bucket's stock part announces BUCKET_EMPTY, relayed to bucket 0 (state.lua)
       soldOut[#soldOut + 1] = KEYS[b + 1]
     end
     if pool[i] then -- hand out the num parts of lowest index (checked: there are num)

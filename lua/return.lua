@@ -16,7 +16,8 @@
 --                          count = entries changed by this call (stock returned,
 --                          or for finalize: entries finalized); then a RESTOCKED
 --                          change (state.lua) for each promotion, ACTIVE and
---                          before its end, whose stock this call raised from 0;
+--                          before its end, whose stock this call raised from 0
+--                          (BUCKET_FILLED for a bucket's hash);
 --                          then, when the call gave back parts of an envelope
 --                          pool, one array with an array per item: {amount,
 --                          index...} of the parts given back ({} for the others;
@@ -138,7 +139,7 @@ local function giveBack(i, b, entry)
   local live = has(entry, 's') and redis.call('EXISTS', KEYS[b + 1]) == 1
   if live then
     local key = KEYS[b + 1]
-    if redis.call('HINCRBY', key, 'remaining', num) == num and entry.k == nil and saleLive(key, now) then
+    if redis.call('HINCRBY', key, 'remaining', num) == num and saleLive(key, now) then
       out[#out + 1] = announce(KEYS[#KEYS], key, key, 'RESTOCKED', now)
     end
   end

@@ -42,6 +42,8 @@ var (
 	endedSrc string
 	//go:embed statedue.lua
 	stateDueSrc string
+	//go:embed bucketstate.lua
+	bucketStateSrc string
 )
 
 var (
@@ -55,6 +57,8 @@ var (
 	stopScript   = redis.NewScript(statePrelude + stopSrc)
 	deleteScript = redis.NewScript(statePrelude + deleteSrc)
 	endedScript  = redis.NewScript(statePrelude + endedSrc)
+	// A bucket's BUCKET_EMPTY or BUCKET_FILLED, heard by bucket 0 (state.go).
+	bucketStateScript = redis.NewScript(statePrelude + bucketStateSrc)
 	// The state outbox's leases (state.go).
 	stateDueScript = redis.NewScript(stateDueSrc)
 	// The holds live on the request index shards (hold.go).
@@ -67,7 +71,7 @@ var (
 // All returns every script of the package.
 func All() []*redis.Script {
 	return []*redis.Script{qScript, commitScript, returnScript, createScript, patchScript, stopScript, deleteScript,
-		claimHoldScript, holdDueScript, confirmHoldScript, endedScript, stateDueScript, reclaimScript}
+		claimHoldScript, holdDueScript, confirmHoldScript, endedScript, stateDueScript, reclaimScript, bucketStateScript}
 }
 
 // Load sends SCRIPT LOAD for every script. Call it before pipelining: a pipeline only

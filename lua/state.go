@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,6 +19,10 @@ const (
 	StateStopped   = "STOPPED"
 	StateEnded     = "ENDED"
 	StateDeleted   = "DELETED"
+	// A bucket's own stock, never published: relayed to bucket 0 (RelayBucketState),
+	// which announces the sale's SOLD_OUT and RESTOCKED.
+	StateBucketEmpty  = "BUCKET_EMPTY"
+	StateBucketFilled = "BUCKET_FILLED"
 )
 
 // ParseStateChange reads an outbox entry "<seq>|<state>|<key>|<nowMs>".
@@ -104,4 +109,31 @@ func StateDue(ctx context.Context, c redis.Scripter, outbox string, nowMs, grace
 	}
 	_, changes, err := replyParts(stateDueScript.Run(ctx, c, []string{outbox}, nowMs, graceMs, limit), "statedue.lua", 0)
 	return changes, err
+}
+
+// RelayBucketState runs bucketstate.lua on c, the server of bucket 0 of the
+// bucket change's promotion: bucket 0 applies the change (in seq order per
+// bucket; a repeat or a stale one changes nothing) and answers the sale's
+// SOLD_OUT or RESTOCKED when it made one, to publish from outbox.
+func RelayBucketState(ctx context.Context, c redis.Scripter, outbox string, change promo.StateChange, nowMs int64) ([]promo.StateChange, error) {
+	if change.State != StateBucketEmpty && change.State != StateBucketFilled {
+		return nil, fmt.Errorf("relay bucket state: %s is no bucket's change", change.Member)
+	}
+	empty := 0
+	if change.State == StateBucketEmpty {
+		empty = 1
+	}
+	key := promo.BucketBase(change.Key)
+	_, changes, err := replyParts(bucketStateScript.Run(ctx, c, []string{key, outbox}, nowMs, change.Key, change.Seq, empty), "bucketstate.lua", 1)
+	return changes, err
+}
+
+// BucketRelay relays a bucket's change to bucket 0 on the server serverOf names
+// for the promotion key, at the time now gives (promostate.RelayFunc).
+func BucketRelay(serverOf func(key string) redis.UniversalClient, outbox string, now func() time.Time) func(context.Context, promo.StateChange) (redis.Cmdable, []promo.StateChange, error) {
+	return func(ctx context.Context, ch promo.StateChange) (redis.Cmdable, []promo.StateChange, error) {
+		c := serverOf(promo.BucketBase(ch.Key))
+		changes, err := RelayBucketState(ctx, c, outbox, ch, now().UnixMilli())
+		return c, changes, err
+	}
 }

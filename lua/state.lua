@@ -10,15 +10,8 @@
 -- changes of one promotion: max(last seq + 1, nowMs), so it keeps growing when the
 -- hash and its last seq are lost (a delete and re-create, a rebuild).
 
--- A bucket of a promotion in buckets (field buckets above 1) announces nothing of
--- its own: its stock is a share, not the sale's, and the sale's STOPPED, ENDED
--- and DELETED are announced by bucket 0, the promotion key (docs/CONTRACT.md,
--- "Buckets"); answers nil then.
-local function announce(outbox, hash, key, state, now)
-  if (tonumber(redis.call('HGET', hash, 'buckets')) or 1) > 1
-      and (state == 'SOLD_OUT' or state == 'RESTOCKED' or string.find(key, ':b', 1, true)) then
-    return nil
-  end
+-- record writes a change of key, seq from hash, to the outbox and returns it.
+local function record(outbox, hash, key, state, now)
   local seq = math.max((tonumber(redis.call('HGET', hash, 'sseq')) or 0) + 1, now)
   if redis.call('EXISTS', hash) == 1 then
     redis.call('HSET', hash, 'sseq', string.format('%.0f', seq))
@@ -26,6 +19,26 @@ local function announce(outbox, hash, key, state, now)
   local change = string.format('%.0f|%s|%s|%.0f', seq, state, key, now)
   redis.call('ZADD', outbox, now, change)
   return change
+end
+
+-- A bucket of a promotion in buckets (field buckets above 1) announces no sale
+-- state of its own: its stock is a share, not the sale's. Its selling out and
+-- restocking become BUCKET_EMPTY and BUCKET_FILLED under the bucket's key: never
+-- published, they are relayed to bucket 0 (bucketstate.lua), which announces the
+-- sale's SOLD_OUT once every bucket is empty and RESTOCKED when one refills. The
+-- sale's STOPPED, ENDED and DELETED are announced by bucket 0, the promotion key;
+-- a bucket other than 0 answers nil to them (docs/CONTRACT.md, "Buckets").
+local function announce(outbox, hash, key, state, now)
+  if (tonumber(redis.call('HGET', hash, 'buckets')) or 1) > 1 then
+    if state == 'SOLD_OUT' then
+      state = 'BUCKET_EMPTY'
+    elseif state == 'RESTOCKED' then
+      state = 'BUCKET_FILLED'
+    elseif string.find(key, ':b', 1, true) then
+      return nil
+    end
+  end
+  return record(outbox, hash, key, state, now)
 end
 
 -- saleLive: whether the sale of a promotion hash can still take stock, so that

@@ -197,25 +197,26 @@ func TestEndedAnnouncesOnce(t *testing.T) {
 	}
 }
 
-// TestBucketPartsDoNotAnnounce: a bucket's part selling out is not the promotion
-// selling out (issue: buckets announce per promotion); an ordinary item of the
-// same call does announce.
-func TestBucketPartsDoNotAnnounce(t *testing.T) {
+// TestAStockPartAnnouncesItsHash: a stock part of an ordinary hash (one bucket)
+// is that promotion's stock, so it announces its SOLD_OUT like a whole item.
+func TestAStockPartAnnouncesItsHash(t *testing.T) {
 	part, plain := promoKey(t, "part"), promoKey(t, "plain")
 	s := baseSpec()
 	s.Total = 1
 	mustCreate(t, part, s)
 	mustCreate(t, plain, s)
 	r := mustGrab(t, grabCall("r1", "p1", "ip1", GrabItem{Key: part, Num: 1, Part: promo.PartStock}, GrabItem{Key: plain, Num: 1, Part: promo.PartAll}))
-	if r.Code != CodeOK || len(r.Changes) != 1 || r.Changes[0].Key != plain || r.Changes[0].State != StateSoldOut {
-		t.Fatalf("grab: %+v, want OK announcing SOLD_OUT of %s alone", r, plain)
+	if r.Code != CodeOK || len(r.Changes) != 2 || r.Changes[0].Key != part || r.Changes[1].Key != plain ||
+		r.Changes[0].State != StateSoldOut || r.Changes[1].State != StateSoldOut {
+		t.Fatalf("grab: %+v, want OK announcing SOLD_OUT of %s and %s", r, part, plain)
 	}
 }
 
-// TestBucketsAnnounceAsTheirPromotion: the buckets of a promotion in buckets do
-// not announce their own stock (a sell-out, a restock, a patch crossing 0); bucket
-// 0, the promotion key, announces the sale's STOPPED, ENDED and DELETED, the other
-// buckets nothing at all.
+// TestBucketsAnnounceAsTheirPromotion: the buckets of a promotion in buckets
+// announce their own stock (a sell-out, a restock, a patch crossing 0) only as
+// BUCKET_EMPTY and BUCKET_FILLED under their own key, for bucket 0 to hear
+// (TestBucketStateRelay); bucket 0, the promotion key, announces the sale's
+// STOPPED, ENDED and DELETED, the other buckets nothing of the sale.
 func TestBucketsAnnounceAsTheirPromotion(t *testing.T) {
 	ctx := context.Background()
 	b0 := promoKey(t, "bk")
@@ -225,18 +226,22 @@ func TestBucketsAnnounceAsTheirPromotion(t *testing.T) {
 	for _, k := range []string{b0, b1} {
 		mustCreate(t, k, s)
 		r := mustGrab(t, grabCall("r-"+k, "p1", "ip1", GrabItem{Key: k, Num: 1, Part: promo.PartAll, Buckets: 2}))
-		if r.Code != CodeOK || len(r.Changes) != 0 {
-			t.Fatalf("%s sold out: %+v, want OK announcing nothing", k, r)
+		if r.Code != CodeOK {
+			t.Fatalf("%s sold out: %+v", k, r)
 		}
+		wantStates(t, k+" sold out", changesOf(t, k, r.Changes), StateBucketEmpty)
 		rr, err := Return(ctx, rdb, ReturnCall{RequestID: "r-" + k, Pin: "p1", Mode: ReturnUndo, NowMs: now, Keys: []string{k}})
-		if err != nil || rr.Code != ReturnReturned || len(rr.Changes) != 0 {
-			t.Fatalf("%s restocked: %+v %v, want nothing announced", k, rr, err)
+		if err != nil || rr.Code != ReturnReturned {
+			t.Fatalf("%s restocked: %+v %v", k, rr, err)
 		}
+		wantStates(t, k+" restocked", changesOf(t, k, rr.Changes), StateBucketFilled)
 		p := s
 		p.Ver, p.Total = 2, 0
-		if pr, err := Patch(ctx, rdb, onShard, k, p, now); err != nil || pr.Code != AdminOK || len(pr.Changes) != 0 {
-			t.Fatalf("%s patched to 0: %+v %v, want nothing announced", k, pr, err)
+		pr, err := Patch(ctx, rdb, onShard, k, p, now)
+		if err != nil || pr.Code != AdminOK {
+			t.Fatalf("%s patched to 0: %+v %v", k, pr, err)
 		}
+		wantStates(t, k+" patched to 0", changesOf(t, k, pr.Changes), StateBucketEmpty)
 	}
 	for k, want := range map[string][]string{b0: {StateStopped}, b1: nil} {
 		r, err := Stop(ctx, rdb, onShard, k, 3, now)
@@ -253,8 +258,10 @@ func TestBucketsAnnounceAsTheirPromotion(t *testing.T) {
 		}
 		wantStates(t, "delete "+k, changesOf(t, b0, d.Changes), want...)
 	}
-	if left := outboxOf(t, b1); len(left) != 0 {
-		t.Fatalf("bucket 1 left changes in the outbox: %+v", left)
+	for _, c := range outboxOf(t, b1) {
+		if c.State != StateBucketEmpty && c.State != StateBucketFilled {
+			t.Fatalf("bucket 1 announced %s of the sale", c.State)
+		}
 	}
 }
 

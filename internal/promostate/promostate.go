@@ -9,8 +9,10 @@ package promostate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,7 +55,23 @@ type Announcer struct {
 	events *prometheus.CounterVec
 	queue  chan posted
 	done   chan struct{}
+	relay  RelayFunc
 }
+
+// RelayFunc hands a bucket's own change (lua.IsBucketState) to bucket 0 of its
+// promotion (lua.RelayBucketState on that shard's server), which answers the
+// sale's SOLD_OUT or RESTOCKED when every bucket is empty or one refills; it
+// returns bucket 0's server and the changes made there, to publish.
+type RelayFunc func(ctx context.Context, change promo.StateChange) (redis.Cmdable, []promo.StateChange, error)
+
+// RelayBuckets makes the announcer relay buckets' own changes with relay. Call it
+// before the first Announce. A bucket's change is never published: without a
+// relay it stays in its outbox for an instance that relays.
+func (a *Announcer) RelayBuckets(relay RelayFunc) { a.relay = relay }
+
+// IsBucketChange reports whether a change is a bucket's own stock (BUCKET_EMPTY,
+// BUCKET_FILLED: state.lua), for bucket 0 to hear rather than for consumers.
+func IsBucketChange(c promo.StateChange) bool { return strings.HasPrefix(c.State, "BUCKET_") }
 
 // posted is a script answer's changes, with the client of the shard whose outbox holds them.
 type posted struct {
@@ -80,7 +98,7 @@ func New(brokers []string, auth kafkaauth.Auth, outbox string, due DueFunc, reg 
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, WriteTimeout: 2 * time.Second},
 		log: log,
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "flashsale", Subsystem: "promo_state",
-			Name: "events_total", Help: "Promotion state changes by outcome: published, failed (left in the outbox), dropped (queue full; left in the outbox)."},
+			Name: "events_total", Help: "Promotion state changes by outcome: published, failed (left in the outbox), dropped (queue full; left in the outbox), relayed (a bucket's, to its bucket 0)."},
 			[]string{"outcome"}),
 		queue: make(chan posted, queueSize),
 		done:  make(chan struct{}),
@@ -91,8 +109,49 @@ func New(brokers []string, auth kafkaauth.Auth, outbox string, due DueFunc, reg 
 }
 
 // Announce publishes changes and removes them from the outbox of c (the server
-// of the shard whose script made them). On an error they stay in the outbox.
+// of the shard whose script made them); a bucket's own change is relayed to
+// bucket 0 instead (RelayBuckets). On an error they stay in the outbox.
 func (a *Announcer) Announce(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error {
+	sale, buckets := a.split(changes)
+	return errors.Join(a.publish(ctx, c, sale), a.relayAll(ctx, c, buckets))
+}
+
+// split parts the sale's changes from the buckets' to relay; without a relay a
+// bucket's change is in neither, and stays in its outbox for an instance that relays.
+func (a *Announcer) split(changes []promo.StateChange) (sale, buckets []promo.StateChange) {
+	for _, ch := range changes {
+		switch {
+		case !IsBucketChange(ch):
+			sale = append(sale, ch)
+		case a.relay != nil:
+			buckets = append(buckets, ch)
+		}
+	}
+	return sale, buckets
+}
+
+// relayAll hands each bucket change to bucket 0 and publishes what bucket 0
+// announced; a change is removed from the outbox of c once bucket 0 has it (what
+// bucket 0 announced waits in bucket 0's outbox if its publication fails).
+func (a *Announcer) relayAll(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error {
+	var errs []error
+	for _, ch := range changes {
+		c0, sale, err := a.relay(ctx, ch)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("relay %s to its bucket 0: %w", ch.Member, err))
+			continue
+		}
+		a.events.WithLabelValues("relayed").Inc()
+		errs = append(errs, a.publish(ctx, c0, sale))
+		if err := c.ZRem(ctx, a.outbox, ch.Member).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("clear a relayed bucket change from the outbox: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publish writes the sale's changes to Kafka and removes them from the outbox of c.
+func (a *Announcer) publish(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error {
 	if len(changes) == 0 {
 		return nil
 	}

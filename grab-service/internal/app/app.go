@@ -23,6 +23,7 @@ import (
 	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promostate"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/svc"
@@ -114,6 +115,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		cfg.Hook(&gc, &deps, a.Kafka)
 	}
 	a.Fence = deps.Fence
+	a.relayBuckets(gc, deps)
 	a.follow(ctx)
 	if a.Service, err = grab.New(gc, deps); err != nil {
 		_ = errors.Join(a.States.Close(), a.Kafka.Close(), db.Close(), pool.Close())
@@ -122,6 +124,17 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	a.Reconciler = grab.NewReconciler(a.Service)
 	a.routes()
 	return a, nil
+}
+
+// relayBuckets has the announcer hand a bucket's own sell-out or refill to bucket
+// 0 of its promotion, on the shards and clock the service uses.
+func (a *App) relayBuckets(gc grab.Config, d grab.Deps) {
+	clock := d.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	serverOf := func(key string) redis.UniversalClient { return d.Shards[ring.Default.Shard(key)] }
+	a.States.RelayBuckets(lua.BucketRelay(serverOf, gc.StateOutboxKey, clock))
 }
 
 // openPool connects the shards' clients and loads the scripts where it can.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,6 +149,11 @@ func TestBucketedSaleSellsOutExactly(t *testing.T) {
 	if st, err := e.svc.Status(context.Background(), id, 1); err != nil || st.State != promo.SoldOut || st.Remaining != 0 {
 		t.Errorf("status %+v %v, want SOLD_OUT with 0 remaining over the buckets", st, err)
 	}
+	// Eight buckets emptied at saturation, in any order: the sale announces one SOLD_OUT.
+	if have := e.stateEvents(1); !slices.Equal(have, []string{"bsale SOLD_OUT"}) {
+		t.Errorf("promo-state: %v, want one SOLD_OUT", have)
+	}
+	waitFor(t, "the outbox to empty", func() bool { return e.outboxLen() == 0 })
 }
 
 func valuesOf(m map[string]int64) []int64 {

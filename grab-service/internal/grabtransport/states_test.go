@@ -52,6 +52,34 @@ func TestPromoStateEventsFromTheGrabPath(t *testing.T) {
 	waitFor(t, "the outbox to empty", func() bool { return e.outboxLen() == 0 })
 }
 
+// TestBucketedSaleAnnouncesItsState: a sale in four buckets announces SOLD_OUT
+// when its last bucket empties (not before, though three empty earlier), RESTOCKED
+// when a cancel refills one, and SOLD_OUT again: once each, like an ordinary sale,
+// and nothing is left in the outboxes.
+func TestBucketedSaleAnnouncesItsState(t *testing.T) {
+	e := newEnv(t)
+	id, _ := e.bucketed("bst", 4, spec{total: 4, maxPerGrab: 1})
+	grabOne := func(rid string, want grab.Outcome) {
+		t.Helper()
+		if a := e.grab(grabBody(rid, "p-"+rid, "10.0.0.1", id, 1)); a.res.Result != want {
+			t.Fatalf("grab %s: %d %s, want %s", rid, a.status, a.raw, want)
+		}
+	}
+	for i := range 4 {
+		grabOne(fmt.Sprint("r", i), grab.Granted)
+	}
+	grabOne("r4", grab.SoldOut)
+	if a := e.cancel("r1", "p-r1"); a.res.Result != grab.Returned {
+		t.Fatalf("cancel: %d %s", a.status, a.raw)
+	}
+	grabOne("r5", grab.Granted)
+	have := e.stateEvents(3)
+	if want := []string{"bst SOLD_OUT", "bst RESTOCKED", "bst SOLD_OUT"}; !slices.Equal(have, want) {
+		t.Fatalf("promo-state: %v, want %v", have, want)
+	}
+	waitFor(t, "the outboxes to empty", func() bool { return e.outboxLen() == 0 })
+}
+
 // TestPromoStateEventsAfterACrash: a change whose script ran but whose process died
 // before publishing (the script is run here directly, as the dead process did) is
 // published by the reconciler once its publisher's grace is over; ENDED is

@@ -20,6 +20,7 @@ import (
 	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/promostate"
+	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/lua"
@@ -119,6 +120,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	var states *promostate.Announcer
 	if len(cfg.KafkaBrokers) > 0 {
 		states = promostate.New(cfg.KafkaBrokers, cfg.KafkaAuth, promo.StateOutboxKey, lua.StateDue, reg, logger)
+		serverOf := func(key string) redis.UniversalClient { return pool.Client(ring.Default.Shard(key)) }
+		states.RelayBuckets(lua.BucketRelay(serverOf, promo.StateOutboxKey, time.Now))
 		cfg.Service.Announce = states.Announce
 	}
 	admin := adminservice.New(st.Promotions, pool, cfg.Service)
