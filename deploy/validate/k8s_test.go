@@ -28,6 +28,7 @@ const K8sDir = "deploy/k8s"
 // SecretKeys are the keys of Secret flashsale-secrets, which is created by hand
 // (deploy/RUNBOOK.md) and never committed.
 var SecretKeys = []string{"checkout-token", "admin-token", "viewer-token", "mysql-dsn", "mysql-root-password", "mysql-password", "grafana-admin-password",
+	"mysql-migrate-password", "mysql-grab-password", "mysql-admin-password", "mysql-sink-password", "mysql-recovery-password",
 	"redis-password", "redis-grab-password", "redis-admin-password", "redis-recovery-password", "alert-webhook-url",
 	"redis-exporter-password", "mysql-exporter-password",
 	"kafka-broker-password", "kafka-grab-password", "kafka-promo-admin-password", "kafka-flow-sink-password", "kafka-recovery-password",

@@ -137,9 +137,6 @@ func TestPrivilegeMySQLGrantsAreNarrow(t *testing.T) {
 func TestPrivilegeRulesAreWired(t *testing.T) {
 	k8s := readFile(t, Path("deploy", "k8s", "20-redis-shards.generated.yaml"))
 	compose := readFile(t, Path("deploy", "compose", "compose.yaml"))
-	if strings.Contains(k8s, "user grab-service on >$REDIS_GRAB_PASSWORD ~* &* +@all") {
-		t.Skip("the deploy files still carry the +@all Redis users: deploy/security is not wired in yet")
-	}
 	for user, line := range redisUserLines(t) {
 		if !strings.Contains(k8s, line) {
 			t.Errorf("deploy/k8s/20-redis-shards.generated.yaml does not embed redis-acl.conf's %s line", user)
