@@ -65,6 +65,9 @@ func checkDemoOutput(t *testing.T, out string) {
 	if n := len(regexp.MustCompile(`(?m)^PASS `).FindAllString(out, -1)); n < 3 {
 		t.Errorf("%d invariant checks passed in the demo's output, want at least 3", n)
 	}
+	if !regexp.MustCompile(`(?m)^promo-state  SOLD_OUT`).MatchString(out) {
+		t.Errorf("the bucketed sale's SOLD_OUT event is not shown")
+	}
 	if !regexp.MustCompile(`(?m)^GRANTED\s+150$`).MatchString(out) {
 		t.Errorf("the sale did not grant its 150 units")
 	}

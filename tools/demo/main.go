@@ -215,6 +215,15 @@ func sellBucketed(ctx context.Context, st stack.File, client *http.Client, check
 	if p.Granted != 300 || p.Remaining != 0 {
 		return fmt.Errorf("the hot sale granted %d with %d left, want all 300", p.Granted, p.Remaining)
 	}
+	// Its buckets emptied one by one on their own shards; the price system hears one
+	// SOLD_OUT, when the last one did.
+	states, err := showStateEvents(ctx, st.Kafka, promo.Key(id, 1), 1)
+	if err != nil {
+		return err
+	}
+	if states[0] != "SOLD_OUT" {
+		return fmt.Errorf("the hot sale announced %s, want SOLD_OUT", states[0])
+	}
 	return nil
 }
 
