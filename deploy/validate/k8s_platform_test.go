@@ -17,7 +17,8 @@ import (
 
 // checkPlatform: the platform's own rules for the Kubernetes manifests.
 func checkPlatform(errs *Errs, t *testing.T, objs []object) {
-	// The three services: probes on /readyz and /healthz, and how each is started.
+	// The three services: probes on the ops listener's /readyz and /healthz (the
+	// public listener's /readyz says ready or not and nothing more), and how each is started.
 	for _, name := range []string{"grab-service", "promo-admin", "flow-sink"} {
 		o := find(objs, "Deployment", name)
 		if o == nil {
@@ -25,11 +26,11 @@ func checkPlatform(errs *Errs, t *testing.T, objs []object) {
 			continue
 		}
 		c := o.obj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0]
-		if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.StrVal != "http" {
-			errs.Addf("%s: readiness probe must GET /readyz on port http", o.where())
+		if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.StrVal != "ops" {
+			errs.Addf("%s: readiness probe must GET /readyz on port ops", o.where())
 		}
-		if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.StrVal != "http" {
-			errs.Addf("%s: liveness probe must GET /healthz on port http (never /readyz: a dependency outage must not restart it)", o.where())
+		if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.StrVal != "ops" {
+			errs.Addf("%s: liveness probe must GET /healthz on port ops (never /readyz: a dependency outage must not restart it)", o.where())
 		}
 		if find(objs, "Service", name) == nil || find(objs, "Service", name+"-pods") == nil {
 			errs.Addf("%s: needs Services %s and %s-pods (Prometheus' discovery)", o.where(), name, name)
