@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Makes this machine able to run the local stack, and does nothing when it already can:
 #   - redis-server, MariaDB server and client, curl installed (apt, only if missing);
-#   - with --test, also a C compiler (`go test -race` needs cgo) and Chromium (the
-#     promo-admin console's browser test drives /usr/bin/chromium headless);
+#   - with --test, also a C compiler (`go test -race` needs cgo), Chromium (the
+#     promo-admin console's browser test drives /usr/bin/chromium headless), kcat (the
+#     events test reads the topics with librdkafka) and the observe tools below;
+#   - with --observe (and --test), Prometheus and Alertmanager for `make observe`:
+#     Debian's prometheus and prometheus-alertmanager packages unpacked, not installed
+#     (installing starts their daemons on :9090 and :9093), once into
+#     $FLASHSALE_TOOLS_CACHE (~/.cache/flashsale-deploy, deploy/validate's cache too);
 #   - MariaDB answering on 127.0.0.1:3306, its own user flashsale (password flashsale-local),
 #     database `flashsale` present.
 # The machine's own MariaDB (and any system redis on :6379) is left running for good:
@@ -18,11 +23,12 @@ MYSQL_PASSWORD=flashsale-local # the local stack's (127.0.0.1 only); production'
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-with_test=0
+with_test=0 with_observe=0
 case "${1:-}" in
 "") ;;
---test) with_test=1 ;;
-*) die "usage: $0 [--test]" ;;
+--test) with_test=1 with_observe=1 ;;
+--observe) with_observe=1 ;;
+*) die "usage: $0 [--test|--observe]" ;;
 esac
 
 SUDO=()
@@ -55,6 +61,7 @@ have curl || missing+=(curl ca-certificates)
 if ((with_test)); then
 	have gcc || missing+=(gcc libc6-dev)
 	[[ -x /usr/bin/chromium ]] || missing+=(chromium)
+	have kcat || missing+=(kcat)
 fi
 
 if ((${#missing[@]})); then
@@ -67,6 +74,28 @@ if ((${#missing[@]})); then
 		"${missing[@]}" >&2
 else
 	log "packages present"
+fi
+
+# ---- Prometheus and Alertmanager, unpacked ---------------------------------------------
+TOOLS_CACHE="${FLASHSALE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flashsale-deploy}"
+# unpack PACKAGE DIR BINARY: Debian's PACKAGE extracted into DIR unless DIR/usr/bin/BINARY runs.
+unpack() {
+	local pkg="$1" dir="$2" bin="$3" tmp
+	[[ -x "$dir/usr/bin/$bin" ]] && return 0
+	have apt-get || die "$pkg missing and no apt-get: unpack Debian's $pkg into $dir by hand"
+	log "unpacking Debian's $pkg into $dir"
+	apt-cache show "$pkg" >/dev/null 2>&1 || as_root apt-get update -qq >&2
+	tmp="$(mktemp -d)"
+	(cd "$tmp" && apt-get download -qq "$pkg" >&2 2>/dev/null) || { rm -rf "$tmp"; die "apt-get download $pkg failed"; }
+	mkdir -p "$dir"
+	dpkg-deb -x "$tmp/${pkg}_"*.deb "$dir"
+	rm -rf "$tmp"
+	[[ -x "$dir/usr/bin/$bin" ]] || die "Debian's $pkg holds no usr/bin/$bin"
+}
+if ((with_observe)); then
+	unpack prometheus "$TOOLS_CACHE/prometheus" prometheus
+	unpack prometheus-alertmanager "$TOOLS_CACHE/alertmanager" prometheus-alertmanager
+	log "prometheus and alertmanager in $TOOLS_CACHE"
 fi
 
 have go || die "go not found in PATH: install Go 1.26 (https://go.dev/dl/) into /usr/local/go and add /usr/local/go/bin to PATH"
