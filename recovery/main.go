@@ -4,6 +4,7 @@
 //	recovery rebuild   restore lost shards (or one promotion) from MySQL
 //	recovery verify    compare Redis with MySQL; exit 1 on drift
 //	recovery migrate   create the database and apply the schema migrations
+//	recovery archive   move the flows of promotions ended long ago out of grab_flow
 //
 // It only wires the packages under internal/.
 package main
@@ -22,6 +23,7 @@ commands:
   rebuild   restore shards from MySQL: --shard N | --all | --missing | --promo <promoId>_<type>
   verify    compare Redis with MySQL for every live promotion; exit 1 on drift
   migrate   create the database and apply the schema migrations (as the migrator user)
+  archive   move the flow rows of promotions ended over 30 days ago to grab_flow_archive
 
 Run "recovery <command> --help" for its flags.
 `
@@ -41,6 +43,8 @@ func main() {
 		os.Exit(cli.Verify(args))
 	case "migrate":
 		os.Exit(cli.Migrate(args))
+	case "archive":
+		os.Exit(cli.Archive(args))
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 	default:

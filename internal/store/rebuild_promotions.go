@@ -9,14 +9,15 @@ import (
 	"github.com/flashsale/platform/internal/promo"
 )
 
-// LivePromotions returns every committed promotion that is not deleted, in key
-// order: what the Redis shards must hold, and what bin/recovery rebuilds and
-// verifies. A create still pending (version 0) is left out: its hash either landed
-// or is discarded by promo-admin's resolver, which reads the shard to decide.
+// LivePromotions returns every committed promotion that is neither deleted nor
+// archived, in key order: what the Redis shards must hold, and what bin/recovery
+// rebuilds and verifies. A create still pending (version 0) is left out: its hash
+// either landed or is discarded by promo-admin's resolver, which reads the shard to
+// decide. An archived promotion's rows are in grab_flow_archive (Archive).
 func (s *Rebuild) LivePromotions(ctx context.Context) ([]Promotion, error) {
 	var rows []promotionRow
 	err := s.db.SelectContext(ctx, &rows, `SELECT `+promotionColumns+` FROM promotion
- WHERE version > 0 AND state <> ? ORDER BY promo_id, promo_type`, string(promo.Deleted))
+ WHERE version > 0 AND state <> ? AND archived_at IS NULL ORDER BY promo_id, promo_type`, string(promo.Deleted))
 	if err != nil {
 		return nil, fmt.Errorf("store: live promotions: %w", err)
 	}

@@ -36,6 +36,8 @@ type Store struct {
 	// Keys lists the promotion hash keys the shards hold: grab-service's fence
 	// and reconciler.
 	Keys *Keys
+	// Archive moves the flow rows of promotions ended long ago out of grab_flow.
+	Archive *Archive
 
 	db *sqlx.DB
 }
@@ -76,7 +78,7 @@ func Connect(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{Flows: &Flows{db: db}, Promotions: &Promotions{db: db}, Rebuild: &Rebuild{db: db}, Keys: &Keys{db: db}, db: db}, nil
+	return &Store{Flows: &Flows{db: db}, Promotions: &Promotions{db: db}, Rebuild: &Rebuild{db: db}, Keys: &Keys{db: db}, Archive: &Archive{db: db}, db: db}, nil
 }
 
 // Migrate creates the database if it is missing and applies, in order, the

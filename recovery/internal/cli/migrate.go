@@ -78,4 +78,3 @@ func migrateDSN(flagDSN, stackFile string) (string, error) {
 	f.Register(flag.NewFlagSet("defaults", flag.ContinueOnError), "", "")
 	return f.MySQL, nil
 }
-
