@@ -23,7 +23,7 @@ export FUZZ_TARGETS FUZZTIME ARGS
 # Every module of go.work; in workspace mode one go command takes them all.
 GO_PKGS := ./... ./promo-admin/... ./grab-service/... ./recovery/...
 
-.PHONY: build up down status test demo bench drill fmt vet clean
+.PHONY: build up down status test demo bench drill fmt vet vulncheck clean
 
 build:
 	@echo "==> build"
@@ -62,6 +62,12 @@ vet:
 	@echo "==> vet"
 	go vet $(GO_PKGS)
 	cd deploy/validate && GOWORK=off go vet ./...
+
+# govulncheck over every module, deploy/validate included, against the vulnerability
+# database built offline from the pinned golang.org/x/vulndb (README, "Vulnerability checks").
+vulncheck:
+	@echo "==> vulncheck"
+	@deploy/vulncheck.sh
 
 clean: down
 	@echo "==> clean"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: every test CI runs, against a real local stack.
-#   deps -> build -> vet, staticcheck -> up -> go test (all workspace modules, -race) -> fuzz targets
+#   deps -> build -> vet, staticcheck -> govulncheck -> up -> go test (all workspace modules, -race) -> fuzz targets
 #   -> stack-restart test -> down
 # The stack is stopped whatever happens; the exit code is the first failing step's.
 #
@@ -72,6 +72,11 @@ deploy/build.sh
 step "go vet and staticcheck ($STATICCHECK)"
 { go vet "${GO_PKGS[@]}" && (cd deploy/validate && GOWORK=off go vet ./...); } || fail $? "go vet"
 { go run "$STATICCHECK" "${GO_PKGS[@]}" && (cd deploy/validate && GOWORK=off go run "$STATICCHECK" ./...); } || fail $? "staticcheck"
+
+# Known vulnerabilities reaching called code, every module (deploy/vulncheck.sh; the
+# database is built offline from a pinned golang.org/x/vulndb and cached under ~/.cache).
+step "govulncheck (every module)"
+deploy/vulncheck.sh || fail $? "govulncheck"
 
 step "deploy validation (compose, Kubernetes, Dockerfile, alerts, dashboard)"
 deploy/validate/validate.sh || fail $? "deploy validation"
