@@ -52,6 +52,12 @@ bench:
 drill:
 	@deploy/local/run-tool.sh drill
 
+# Prometheus and Alertmanager beside the running stack, with the repository's rules
+# and routes (deploy/local/observe.sh; ALERT_WEBHOOK_URL is the receiver).
+observe:
+	@echo "==> observe"
+	@deploy/local/observe.sh up
+
 # deploy/validate is a module outside go.work (go.work says why): its own go command.
 fmt:
 	@echo "==> fmt"

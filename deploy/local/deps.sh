@@ -95,6 +95,15 @@ unpack() {
 if ((with_observe)); then
 	unpack prometheus "$TOOLS_CACHE/prometheus" prometheus
 	unpack prometheus-alertmanager "$TOOLS_CACHE/alertmanager" prometheus-alertmanager
+	# Debian's Alertmanager loads its notification templates from this fixed folder (a
+	# packaging patch), whoever unpacked it: put the package's copies there.
+	am_tmpl=/usr/share/prometheus/alertmanager
+	for f in "$TOOLS_CACHE/alertmanager$am_tmpl"/*.tmpl; do
+		if ! cmp -s "$f" "$am_tmpl/${f##*/}"; then
+			log "installing Alertmanager's template $am_tmpl/${f##*/}"
+			as_root install -D -m 0644 "$f" "$am_tmpl/${f##*/}"
+		fi
+	done
 	log "prometheus and alertmanager in $TOOLS_CACHE"
 fi
 
