@@ -26,6 +26,12 @@ func TestGeneratedClientHasNoUntypedField(t *testing.T) {
 	if s := os.Getenv("OPENAPI_SPEC"); s != "" {
 		spec = s
 	}
+	// Read here so that go test's cache knows the inputs the generator reads.
+	for _, f := range []string{spec, "gentool/go.mod", "gentool/go.sum"} {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	src := generate(t, spec)
 	file, err := parser.ParseFile(token.NewFileSet(), "client.go", src, 0)
 	if err != nil {
@@ -70,7 +76,7 @@ func generate(t *testing.T, spec string) []byte {
 	}
 	cmd := exec.Command(goBin, "tool", "oapi-codegen", "-config", cfg, spec)
 	cmd.Dir = "gentool"
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("oapi-codegen refused %s: %v\n%s", spec, err, msg)
 	}
