@@ -58,6 +58,41 @@ func TestTopicsReadByKcat(t *testing.T) {
 	}
 }
 
+// A promotion in buckets announces per promotion: its buckets' own BUCKET_EMPTY
+// changes stay inside (docs/CONTRACT.md, "Buckets"), so a consumer sees one SOLD_OUT
+// under the promotion's key and nothing under a bucket's.
+func TestBucketedPromotionAnnouncesOnce(t *testing.T) {
+	if os.Getenv("FLASHSALE_STACK_TEST") != "1" {
+		t.Skip("needs the local stack and kcat; set FLASHSALE_STACK_TEST=1 (make test does)")
+	}
+	st, err := stack.Load("")
+	if err != nil {
+		t.Fatalf("load the stack file (is the stack up?): %v", err)
+	}
+	id := fmt.Sprintf("kcatb-%d", time.Now().UnixNano())
+	now := time.Now().UTC()
+	call(t, st.Admin+"/v1/promotions", "dev-admin-token", http.StatusCreated, map[string]any{
+		"promoId": id, "type": 1, "title": "kcat " + id, "total": 2, "buckets": 2, "perPinLimit": 1, "maxPerGrab": 1,
+		"startAt": now.Add(-time.Second).Format(time.RFC3339), "endAt": now.Add(time.Hour).Format(time.RFC3339)})
+	for i := range 2 {
+		if r := call(t, st.Grab+"/v1/grab", "dev-checkout-token", http.StatusOK, map[string]any{
+			"requestId": fmt.Sprintf("%s-r%d", id, i), "pin": fmt.Sprintf("kcat-buyer-%d", i), "ip": "10.9.9.9",
+			"items": []map[string]any{{"promoId": id, "type": 1, "num": 1}}}); r["result"] != "GRANTED" {
+			t.Fatalf("grab %d: %v", i, r)
+		}
+	}
+	key := "C_" + id + "_1"
+	state := awaitEvents(t, st.Kafka[0], "promo-state", key, 1)
+	time.Sleep(2 * time.Second) // a bucket's change published late would come now
+	state = awaitEvents(t, st.Kafka[0], "promo-state", key, 1)
+	for _, m := range state {
+		checkStateEvent(t, m, id, key)
+	}
+	if states := fieldValues(state, "state"); strings.Join(states, ",") != "SOLD_OUT" {
+		t.Errorf("state events of %s: %v, want one SOLD_OUT", key, states)
+	}
+}
+
 // sell creates a promotion of one unit, grabs it and cancels the grab: a GRAB and a
 // CANCEL on promo-grab-flow, a SOLD_OUT and a RESTOCKED on promo-state.
 func sell(t *testing.T, st stack.File, id string) {

@@ -90,7 +90,7 @@ func checkStateEvent(t *testing.T, m message, id, key string) {
 	t.Helper()
 	v := decode(t, m.Payload)
 	if m.Key == nil || *m.Key != key {
-		t.Errorf("state event message key %v, want %q", m.Key, key)
+		t.Errorf("state event message key %s, want %q: %s", keyOf(m), key, m.Payload)
 	}
 	if len(v) != 6 {
 		t.Errorf("state event fields: want promotionKey, promoId, type, state, seq, occurredAt only: %s", m.Payload)
@@ -111,4 +111,11 @@ func checkStateEvent(t *testing.T, m message, id, key string) {
 	if seq, ok := integer(v, "seq"); !ok || seq < at.UnixMilli() {
 		t.Errorf("seq must be an integer at least occurredAt in unix ms: %s", m.Payload)
 	}
+}
+
+func keyOf(m message) string {
+	if m.Key == nil {
+		return "(none)"
+	}
+	return strconv.Quote(*m.Key)
 }
