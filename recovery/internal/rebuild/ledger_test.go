@@ -33,3 +33,15 @@ func TestLedgerEntryFromTheRecord(t *testing.T) {
 		}
 	}
 }
+
+// The rebuild's short cut past the address parser keys every ip as
+// promo.IPCounterKey does: the colon-free strings (IPv4, malformed, empty) as
+// themselves, the rest by the parser.
+func TestIPCounterKeyAgreesWithThePromoPackage(t *testing.T) {
+	for _, ip := range []string{"198.18.1.2", "0.0.0.0", "255.255.255.255", "01.2.3.4", "1.2.3.256", "1.2.3", "1.2.3.4.5",
+		"1.2.3.4%eth0", "", "not-an-ip", " 1.2.3.4", "::ffff:10.0.0.1", "2001:db8:1:2:3:4:5:6", "2001:DB8::1", "fe80::1%eth0", "::"} {
+		if have, want := ipCounterKey(ip), promo.IPCounterKey(ip); have != want {
+			t.Errorf("ipCounterKey(%q) = %q, promo.IPCounterKey %q", ip, have, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -348,8 +349,20 @@ func (t *flowTally) add(r partRow) {
 		t.pins[r.Pin] += n
 	}
 	if has(r.part, promo.PartIP) {
-		t.ips[promo.IPCounterKey(r.IP)] += n // the field q.lua counted (promo.IPKey)
+		t.ips[ipCounterKey(r.IP)] += n // the field q.lua counted (promo.IPKey)
 	}
+}
+
+// ipCounterKey is promo.IPCounterKey(ip) without parsing a string that holds no
+// colon: netip reads such a string only as an IPv4 address in canonical form
+// (four decimal octets, no leading zeros), or not at all, and either way it is
+// its own key. Most of the flow log's rows are IPv4, and a parse of each would
+// be an address built and printed again per row, twice.
+func ipCounterKey(ip string) string {
+	if strings.IndexByte(ip, ':') < 0 {
+		return ip
+	}
+	return promo.IPCounterKey(ip)
 }
 
 // putLedger stages the ledger entry of a GRAB row's part; of a pool's (split not
@@ -424,7 +437,7 @@ func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what 
 // a part that is all three).
 func ledgerEntry(g store.FlowRow, part string, cancelled bool, reason string) lua.LedgerEntry {
 	e := lua.LedgerEntry{State: lua.LedgerCommitted, BodyHash: g.BodyHash, Num: g.Num, Pin: g.Pin, IP: g.IP}
-	if k := promo.IPCounterKey(g.IP); k != g.IP {
+	if k := ipCounterKey(g.IP); k != g.IP {
 		e.IPKey = k // as q.lua keeps it, so a return releases the rebuilt count
 	}
 	if part != promo.PartAll {
