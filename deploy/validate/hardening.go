@@ -84,7 +84,8 @@ func CheckKafkaBroker(env map[string]string, script string, allowed []string) []
 
 // CheckOpsPolicy checks what the NetworkPolicies let reach a service's pods (podLabels):
 // some policy selects them for ingress, every rule that opens the ops port admits
-// Prometheus' pods alone, and a rule opens the API port.
+// Prometheus' pods alone, and a rule opens the API port (apiPort 0: the service has no
+// clients there; CheckAPIIngress says who they may be).
 func CheckOpsPolicy(policies []*networkingv1.NetworkPolicy, podLabels map[string]string, apiPort, opsPort int) []string {
 	covers := func(rule networkingv1.NetworkPolicyIngressRule, port int, name string) bool {
 		if len(rule.Ports) == 0 {
@@ -130,7 +131,7 @@ func CheckOpsPolicy(policies []*networkingv1.NetworkPolicy, podLabels map[string
 	if !opsOpen {
 		out = append(out, fmt.Sprintf("no NetworkPolicy rule admits Prometheus to the ops port %d", opsPort))
 	}
-	if !apiOpen {
+	if !apiOpen && apiPort != 0 {
 		out = append(out, fmt.Sprintf("no NetworkPolicy rule opens the API port %d to the clients", apiPort))
 	}
 	return out

@@ -96,15 +96,10 @@ func newTyped(apiVersion, kind string) (any, *metav1.ObjectMeta) {
 }
 
 type kustomization struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Resources  []string `json:"resources"`
-	Images     []struct {
-		Name    string `json:"name"`
-		NewName string `json:"newName,omitempty"`
-		NewTag  string `json:"newTag,omitempty"`
-		Digest  string `json:"digest,omitempty"`
-	} `json:"images"`
+	APIVersion string           `json:"apiVersion"`
+	Kind       string           `json:"kind"`
+	Resources  []string         `json:"resources"`
+	Images     []KustomizeImage `json:"images"`
 }
 
 func loadKustomization(t *testing.T) kustomization {

@@ -14,6 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -459,6 +460,199 @@ func TestSentinelConfCheckRefusesWeakConfigs(t *testing.T) {
 		"a service has no user": strings.Replace(good, "user promo-admin ", "user someone ", 1),
 	} {
 		if errs := CheckSentinelConf(conf, 3); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// manifestCopy is a deep copy of the production manifests' policies and pods, for a
+// test to break one rule in.
+func manifestCopy(t *testing.T) ([]*networkingv1.NetworkPolicy, []Pod, []object) {
+	t.Helper()
+	objs := loadManifests(t)
+	if t.Failed() {
+		t.FailNow()
+	}
+	var policies []*networkingv1.NetworkPolicy
+	for _, np := range policiesOf(objs) {
+		policies = append(policies, np.DeepCopy())
+	}
+	return policies, podsOf(objs), objs
+}
+
+func policyNamed(t *testing.T, policies []*networkingv1.NetworkPolicy, name string) *networkingv1.NetworkPolicy {
+	t.Helper()
+	for _, np := range policies {
+		if np.Name == name {
+			return np
+		}
+	}
+	t.Fatalf("no NetworkPolicy %s", name)
+	return nil
+}
+
+func TestNetworkPolicyChecksRefuseBrokenPolicies(t *testing.T) {
+	p0, pods, _ := manifestCopy(t)
+	all := func(policies []*networkingv1.NetworkPolicy) []string {
+		out := CheckDefaultDeny(policies)
+		out = append(out, CheckEgress(policies, pods, EgressNeeds)...)
+		return append(out, CheckIngressMatchesEgress(policies, pods, EgressNeeds)...)
+	}
+	if errs := all(p0); len(errs) > 0 {
+		t.Fatalf("the production policies refused: %v", errs)
+	}
+	world := networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}}}
+	for name, breakIt := range map[string]func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy{
+		"no default deny": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			return slices.DeleteFunc(ps, func(np *networkingv1.NetworkPolicy) bool { return np.Name == "default-deny" })
+		},
+		"default deny of ingress only": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			policyNamed(t, ps, "default-deny").Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+			return ps
+		},
+		"the services' egress gone": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			return slices.DeleteFunc(ps, func(np *networkingv1.NetworkPolicy) bool { return np.Name == "services-egress" })
+		},
+		"grab-service to the internet": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			np := policyNamed(t, ps, "services-egress")
+			np.Spec.Egress = append(np.Spec.Egress, world)
+			return ps
+		},
+		"an egress rule with no destination": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			np := policyNamed(t, ps, "grafana-egress")
+			np.Spec.Egress[0].To = nil
+			return ps
+		},
+		"Prometheus' egress for every pod": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			policyNamed(t, ps, "prometheus-egress").Spec.PodSelector = metav1.LabelSelector{}
+			return ps
+		},
+		"DNS in every namespace": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			policyNamed(t, ps, "dns-egress").Spec.Egress[0].To[0].NamespaceSelector = &metav1.LabelSelector{}
+			return ps
+		},
+		"the brokers' quorum port left out": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			np := policyNamed(t, ps, "kafka-egress")
+			np.Spec.Egress[0].Ports = np.Spec.Egress[0].Ports[:1]
+			return ps
+		},
+		"MySQL shuts out the migrate job": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			sel := policyNamed(t, ps, "mysql").Spec.Ingress[0].From[0].PodSelector
+			sel.MatchExpressions[0].Values = slices.DeleteFunc(sel.MatchExpressions[0].Values, func(v string) bool { return v == "mysql-migrate" })
+			return ps
+		},
+		"Kafka admits Grafana": func(ps []*networkingv1.NetworkPolicy) []*networkingv1.NetworkPolicy {
+			sel := policyNamed(t, ps, "kafka").Spec.Ingress[0].From[0].PodSelector
+			sel.MatchExpressions[0].Values = append(sel.MatchExpressions[0].Values, "grafana")
+			return ps
+		},
+	} {
+		p, _, _ := manifestCopy(t)
+		if errs := all(breakIt(p)); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestAPIIngressCheckRefusesOpenAPIPorts(t *testing.T) {
+	p, _, objs := manifestCopy(t)
+	labels := func(name string) map[string]string {
+		return find(objs, "Deployment", name).obj.(*appsv1.Deployment).Spec.Template.Labels
+	}
+	if errs := CheckAPIIngress(p, labels("grab-service"), 8080, true); len(errs) > 0 {
+		t.Fatalf("production grab-service refused: %v", errs)
+	}
+	// The API port open to every source.
+	policyNamed(t, p, "grab-service-ops").Spec.Ingress[0].From = nil
+	if errs := CheckAPIIngress(p, labels("grab-service"), 8080, true); len(errs) == 0 {
+		t.Error("grab-service's API port open to all: accepted")
+	}
+	// The flow sink's unrouted API port opened to the ingress controller.
+	np := policyNamed(t, p, "flow-sink-ops")
+	np.Spec.Ingress = append(np.Spec.Ingress, *policyNamed(t, p, "promo-admin-ops").Spec.Ingress[0].DeepCopy())
+	np.Spec.Ingress[len(np.Spec.Ingress)-1].Ports[0].Port = ptrTo(intstr.FromInt(8082))
+	if errs := CheckAPIIngress(p, labels("flow-sink"), 8082, false); len(errs) == 0 {
+		t.Error("the flow sink's unrouted API port opened: accepted")
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestPodPrivilegeCheckRefusesLooseSecurityContexts(t *testing.T) {
+	_, _, objs := manifestCopy(t)
+	base := find(objs, "Deployment", "grab-service").obj.(*appsv1.Deployment).Spec.Template.Spec.DeepCopy()
+	if errs := CheckPodPrivilege("grab-service", base, nil, map[string]bool{}); len(errs) > 0 {
+		t.Fatalf("production grab-service refused: %v", errs)
+	}
+	for name, breakIt := range map[string]func(s *corev1.PodSpec){
+		"token mounted":                func(s *corev1.PodSpec) { s.AutomountServiceAccountToken = nil },
+		"root":                         func(s *corev1.PodSpec) { s.SecurityContext.RunAsNonRoot = ptrTo(false) },
+		"user 0":                       func(s *corev1.PodSpec) { s.SecurityContext.RunAsUser = ptrTo(int64(0)) },
+		"no seccomp":                   func(s *corev1.PodSpec) { s.SecurityContext.SeccompProfile = nil },
+		"unconfined seccomp":           func(s *corev1.PodSpec) { s.SecurityContext.SeccompProfile.Type = corev1.SeccompProfileTypeUnconfined },
+		"no container securityContext": func(s *corev1.PodSpec) { s.Containers[0].SecurityContext = nil },
+		"escalation allowed":           func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptrTo(true) },
+		"writable root":                func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.ReadOnlyRootFilesystem = nil },
+		"capabilities kept":            func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.Capabilities = nil },
+		"a capability added": func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+		},
+		"privileged": func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.Privileged = ptrTo(true) },
+		"a loose init container": func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "init", Image: s.Containers[0].Image}}
+		},
+	} {
+		s := base.DeepCopy()
+		breakIt(s)
+		if errs := CheckPodPrivilege("grab-service", s, nil, map[string]bool{}); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// A listed exception lets its one rule go, and is marked used.
+	s := base.DeepCopy()
+	s.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptrTo(false)
+	used := map[string]bool{}
+	key := "grab-service/grab-service readOnlyRootFilesystem"
+	if errs := CheckPodPrivilege("grab-service", s, map[string]string{key: "a reason"}, used); len(errs) > 0 || !used[key] {
+		t.Errorf("an excepted rule: errors %v, used %v", errs, used)
+	}
+}
+
+func TestToolboxCheckRefusesARunningToolbox(t *testing.T) {
+	_, _, objs := manifestCopy(t)
+	d := find(objs, "Deployment", "recovery-toolbox").obj.(*appsv1.Deployment).DeepCopy()
+	if errs := CheckScaledDown(d); len(errs) > 0 {
+		t.Fatalf("production toolbox refused: %v", errs)
+	}
+	for name, r := range map[string]*int32{"replicas left out": nil, "one replica": ptrTo(int32(1))} {
+		d.Spec.Replicas = r
+		if errs := CheckScaledDown(d); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestReleaseCheckRefusesServiceImagesWithoutDigest(t *testing.T) {
+	refs := []string{"flashsale/grab-service:0.1.0", "redis:8.10.2-alpine3.23@sha256:" + strings.Repeat("ab", 32)}
+	digest := "sha256:" + strings.Repeat("1a", 32)
+	pinned := []KustomizeImage{{Name: "flashsale/grab-service", NewTag: "0.1.0", Digest: digest}}
+	tagged := []KustomizeImage{{Name: "flashsale/grab-service", NewTag: "0.1.0"}}
+	if errs := CheckReleaseImages(pinned, refs, true); len(errs) > 0 {
+		t.Fatalf("a pinned release refused: %v", errs)
+	}
+	if errs := CheckReleaseImages(tagged, refs, false); len(errs) > 0 {
+		t.Fatalf("a dev build with tags refused: %v", errs)
+	}
+	for name, c := range map[string]struct {
+		images  []KustomizeImage
+		release bool
+	}{
+		"a release without the digest": {tagged, true},
+		"no entry for the image":       {nil, false},
+		"a digest without the tag":     {[]KustomizeImage{{Name: "flashsale/grab-service", Digest: digest}}, true},
+		"a malformed digest":           {[]KustomizeImage{{Name: "flashsale/grab-service", NewTag: "0.1.0", Digest: "sha256:abc"}}, false},
+	} {
+		if errs := CheckReleaseImages(c.images, refs, c.release); len(errs) == 0 {
 			t.Errorf("%s: accepted", name)
 		}
 	}
