@@ -65,6 +65,9 @@ type Promotion struct {
 	Pending         *Change
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	// Archived is set once recovery archive moved its flow rows to the archive
+	// (Archive): the promotion is history, and a change of it is refused.
+	Archived bool
 }
 
 // ID is the row's key.

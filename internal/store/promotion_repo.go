@@ -37,6 +37,7 @@ type promotionRow struct {
 	UpdatedAt         time.Time      `db:"updated_at"`
 	EnvelopeAmount    sql.NullInt64  `db:"envelope_amount"`
 	EnvelopeMin       sql.NullInt64  `db:"envelope_min"`
+	ArchivedAt        sql.NullTime   `db:"archived_at"`
 	// RemainingAmount is a pool's amount left by the record (remainingAmountColumn),
 	// selected by the reads that do not lock the row.
 	RemainingAmount sql.NullInt64 `db:"remaining_amount"`
@@ -44,7 +45,7 @@ type promotionRow struct {
 
 const promotionColumns = `promo_id, promo_type, title, total, per_pin_limit, per_ip_limit,
  max_per_grab, rate_limit, rate_window_seconds, buckets, start_at, end_at, state, version, remaining,
- pending, pending_version, pending_at, created_at, updated_at, envelope_amount, envelope_min`
+ pending, pending_version, pending_at, created_at, updated_at, envelope_amount, envelope_min, archived_at`
 
 func (r promotionRow) promotion() (Promotion, error) {
 	p := Promotion{
@@ -65,6 +66,7 @@ func (r promotionRow) promotion() (Promotion, error) {
 		Remaining: r.Remaining,
 		CreatedAt: r.CreatedAt.UTC(),
 		UpdatedAt: r.UpdatedAt.UTC(),
+		Archived:  r.ArchivedAt.Valid,
 	}
 	if r.RateLimit > 0 {
 		p.Spec.RateLimit = &promo.RateLimit{Limit: r.RateLimit, WindowSeconds: r.RateWindowSeconds}
@@ -146,7 +148,7 @@ func (s *Promotions) InsertPool(ctx context.Context, p Promotion, parts []int64)
 	_, err = tx.NamedExecContext(ctx, `INSERT INTO promotion (`+promotionColumns+`) VALUES (
  :promo_id, :promo_type, :title, :total, :per_pin_limit, :per_ip_limit, :max_per_grab,
  :rate_limit, :rate_window_seconds, :buckets, :start_at, :end_at, :state, :version, :remaining,
- :pending, :pending_version, :pending_at, :created_at, :updated_at, :envelope_amount, :envelope_min)`, r)
+ :pending, :pending_version, :pending_at, :created_at, :updated_at, :envelope_amount, :envelope_min, :archived_at)`, r)
 	switch {
 	case isDuplicate(err):
 		return fmt.Errorf("store: insert %s: %w", p.ID(), ErrExists)

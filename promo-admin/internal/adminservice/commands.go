@@ -140,6 +140,9 @@ func (h patchHandler) plan(id store.ID, p *store.Promotion, patch Patch) (*store
 	if p.State == promo.Stopped {
 		return nil, fmt.Errorf("patch %s: %w", id, ErrStopped)
 	}
+	if p.Archived { // its flow rows are in the archive: a reopened sale would sell against none
+		return nil, fmt.Errorf("patch %s: %w", id, ErrArchived)
+	}
 	next := patched(p.Spec, patch)
 	if patch.EndAt != nil {
 		if err := validateEnd(next.StartAt, next.EndAt, h.now.now()); err != nil {

@@ -61,10 +61,13 @@ func (p Patch) empty() bool {
 
 // Sentinel errors; the transport maps each to its status in one place.
 var (
-	ErrNotFound     = errors.New("no such promotion")
-	ErrExists       = errors.New("the promotion already exists")
-	ErrBusy         = errors.New("another change of this promotion is in progress; retry in a few seconds")
-	ErrStopped      = errors.New("the promotion is stopped")
+	ErrNotFound = errors.New("no such promotion")
+	ErrExists   = errors.New("the promotion already exists")
+	ErrBusy     = errors.New("another change of this promotion is in progress; retry in a few seconds")
+	ErrStopped  = errors.New("the promotion is stopped")
+	// ErrArchived is ErrStopped of a promotion archived (recovery archive): its sale
+	// ended long ago and its flow rows are in the archive.
+	ErrArchived     = fmt.Errorf("%w: archived, its sale ended long ago; create another promotion", ErrStopped)
 	ErrBelowGranted = errors.New("total below what is already granted")
 	ErrUnavailable  = errors.New("a dependency is unavailable")
 	// ErrEnvelopeFixed refuses a change of an envelope pool's size or budget.

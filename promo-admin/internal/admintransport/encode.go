@@ -89,6 +89,8 @@ func contractError(err error) error {
 		return httpx.Conflict("ALREADY_EXISTS", err.Error())
 	case errors.Is(err, adminservice.ErrBusy):
 		return httpx.Conflict("BUSY", err.Error())
+	case errors.Is(err, adminservice.ErrArchived):
+		return httpx.Conflict("STOPPED", adminservice.ErrArchived.Error())
 	case errors.Is(err, adminservice.ErrStopped):
 		return httpx.Conflict("STOPPED", "the promotion is stopped; a stopped promotion cannot be changed")
 	case errors.Is(err, adminservice.ErrBelowGranted):

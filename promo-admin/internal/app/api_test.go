@@ -499,3 +499,25 @@ func checkAuditTrail(t *testing.T, r admintest.Response) {
 		}
 	}
 }
+
+// An archived promotion (recovery archive moved its flow rows out of grab_flow) is
+// history: a PATCH, which could reopen its sale against an empty log, is refused
+// STOPPED and changes nothing.
+func TestPatchOfAnArchivedPromotionIsRefused(t *testing.T) {
+	t.Parallel()
+	e := admintest.Start(t, admintest.Options{})
+	id := uid("archived")
+	e.Create(id)
+	key := store.ID{PromoID: id, Type: 1}
+	if _, err := e.App.Store.DB().ExecContext(context.Background(), `UPDATE promotion SET archived_at = UTC_TIMESTAMP(3) WHERE promo_id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	before := e.Snapshot(key)
+	r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"endAt": e.Clock.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)})
+	if r.Status != http.StatusConflict || r.Error().Code != "STOPPED" || !strings.Contains(r.Error().Message, "archived") {
+		t.Errorf("patch of an archived promotion: %s", r)
+	}
+	if after := e.Snapshot(key); after != before {
+		t.Errorf("a refused patch changed something:\nbefore %s\nafter  %s", before, after)
+	}
+}
