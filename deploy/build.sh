@@ -61,9 +61,14 @@ done
 if [[ -d "$ROOT/tools" ]]; then
 	while IFS= read -r d; do
 		rel="${d#"$ROOT"/}"
-		# A directory with its own go.mod is a separate module outside go.work.
+		# A directory with its own go.mod, and all below it, is a separate module
+		# outside go.work.
 		if [[ -e "$d/go.mod" ]]; then
 			note "skip $rel: separate module, not in go.work"
+			outside="$rel"
+			continue
+		fi
+		if [[ -n "${outside:-}" && "$rel/" == "$outside"/* ]]; then
 			continue
 		fi
 		is_main "$d" && root_pkgs+=("./$rel")
