@@ -2,16 +2,8 @@ package configcenter
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/configcenter/nacostest"
+	"github.com/flashsale/platform/internal/testcert"
 )
 
 // testCA is a private CA: its PEM file, and a server certificate it signed for 127.0.0.1.
@@ -29,36 +22,9 @@ type testCA struct {
 
 func newTestCA(t *testing.T, name string) testCA {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, IsCA: true,
-		BasicConstraintsValid: true, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "nacos"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"nacos"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), name+".pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return testCA{pemFile: file, server: &tls.Config{MinVersion: tls.VersionTLS12,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}}
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, dir, name+".pem")
+	return testCA{pemFile: ca.File, server: ca.Server(t, dir, "server.pem", "server.key").TLS}
 }
 
 // readOnce opens a store with cfg and reads the switches document once.

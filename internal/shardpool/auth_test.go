@@ -2,15 +2,7 @@ package shardpool_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -21,6 +13,7 @@ import (
 
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/svc"
+	"github.com/flashsale/platform/internal/testcert"
 )
 
 // startSecured runs a redis-server of the test's own with an ACL user and, with
@@ -128,31 +121,5 @@ func TestPoolSpeaksTLS(t *testing.T) {
 // (server.pem, server.key) into dir.
 func writeCerts(t *testing.T, dir string) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	caCert, _ := x509.ParseCertificate(caDER)
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	for name, block := range map[string]*pem.Block{
-		"ca.pem":     {Type: "CERTIFICATE", Bytes: caDER},
-		"server.pem": {Type: "CERTIFICATE", Bytes: leafDER},
-		"server.key": {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testcert.NewCA(t, dir, "ca.pem").Server(t, dir, "server.pem", "server.key")
 }

@@ -2,14 +2,7 @@ package store_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/testcert"
 )
 
 // The CA file is checked before any connection: missing, or holding no PEM, is a
@@ -54,8 +48,8 @@ func TestMySQLCAFileErrors(t *testing.T) {
 // (the system's roots do not know the CA) or with another CA.
 func TestMySQLTLSVerifiesAgainstTheCAFile(t *testing.T) {
 	dir := t.TempDir()
-	ca, other := newCA(t, dir, "ca"), newCA(t, dir, "other-ca")
-	serverCert(t, dir, ca)
+	ca, other := testcert.NewCA(t, dir, "ca.crt"), testcert.NewCA(t, dir, "other-ca.crt")
+	ca.Server(t, dir, "server.crt", "server.key")
 	port := startTLSMariaDB(t, dir)
 	dsn := fmt.Sprintf("root@tcp(127.0.0.1:%d)/tls_test?tls=true&timeout=5s", port)
 	ctx := context.Background()
@@ -65,12 +59,12 @@ func TestMySQLTLSVerifiesAgainstTheCAFile(t *testing.T) {
 		s.Close()
 		t.Fatal("tls=true without the CA file trusted a certificate of an unknown CA")
 	}
-	t.Setenv(store.CAEnv, other.path)
+	t.Setenv(store.CAEnv, other.File)
 	if s, err := store.Open(ctx, dsn); err == nil {
 		s.Close()
 		t.Fatal("tls=true trusted a certificate of a CA other than the file's")
 	}
-	t.Setenv(store.CAEnv, ca.path)
+	t.Setenv(store.CAEnv, ca.File)
 	s, err := store.Open(ctx, dsn)
 	if err != nil {
 		t.Fatalf("open over TLS with the CA file: %v", err)
@@ -81,57 +75,6 @@ func TestMySQLTLSVerifiesAgainstTheCAFile(t *testing.T) {
 	if !strings.HasPrefix(version, "TLSv1.") || version < "TLSv1.2" {
 		t.Fatalf("the session's TLS version is %q, want TLSv1.2 or later", version)
 	}
-}
-
-// testCA is a CA made for a test: its certificate's file, the certificate and key.
-type testCA struct {
-	path string
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-// newCA makes a self-signed CA, its certificate written to dir/name.crt.
-func newCA(t *testing.T, dir, name string) testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(t, err)
-	cert, err := x509.ParseCertificate(der)
-	must(t, err)
-	path := filepath.Join(dir, name+".crt")
-	writePEM(t, path, "CERTIFICATE", der)
-	return testCA{path: path, cert: cert, key: key}
-}
-
-// serverCert writes dir/server.crt and server.key for 127.0.0.1, signed by ca.
-func serverCert(t *testing.T, dir string, ca testCA) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	must(t, err)
-	writePEM(t, filepath.Join(dir, "server.crt"), "CERTIFICATE", der)
-	writeKey(t, filepath.Join(dir, "server.key"), key)
-}
-
-func writeKey(t *testing.T, path string, key *ecdsa.PrivateKey) {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	must(t, err)
-	writePEM(t, path, "PRIVATE KEY", der)
-}
-
-func writePEM(t *testing.T, path, kind string, der []byte) {
-	t.Helper()
-	must(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600))
 }
 
 // startTLSMariaDB starts mariadbd on a fresh data directory under dir, TCP over TLS
