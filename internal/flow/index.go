@@ -9,12 +9,8 @@ import (
 	"github.com/flashsale/platform/internal/promo"
 )
 
-// Bounds of a request index entry: a grab names at most MaxIndexItems items (the
-// contract's cap per grab), and its body hash is a hex SHA-256 or shorter.
-const (
-	MaxIndexItems = 50
-	maxBodyHash   = 128
-)
+// A request index entry's body hash is a hex SHA-256 or shorter.
+const maxBodyHash = 128
 
 // ErrBadIndex: what a request index key holds is no entry the grab path wrote.
 var ErrBadIndex = errors.New("request index entry does not parse")
@@ -43,15 +39,10 @@ func (x RequestIndex) validate() error {
 		return errors.New("pin is not one the grab path accepts")
 	case len(x.IP) > maxIP:
 		return fmt.Errorf("ip longer than %d bytes", maxIP)
-	case len(x.Items) == 0 || len(x.Items) > MaxIndexItems:
-		return fmt.Errorf("1 to %d items", MaxIndexItems)
+	case len(x.Items) == 0 || len(x.Items) > promo.MaxItemsPerGrab:
+		return fmt.Errorf("1 to %d items", promo.MaxItemsPerGrab)
 	case x.ClaimedMs < 0 || x.HoldUntilMs < 0:
 		return errors.New("negative time")
 	}
-	for i, it := range x.Items {
-		if err := it.validate(); err != nil {
-			return fmt.Errorf("item %d: %w", i, err)
-		}
-	}
-	return nil
+	return validateItems(x.Items)
 }

@@ -22,7 +22,7 @@ func FuzzDecodeRequestIndex(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !promo.ValidPin(x.Pin) || len(x.Items) == 0 || len(x.Items) > MaxIndexItems {
+		if !promo.ValidPin(x.Pin) || len(x.Items) == 0 || len(x.Items) > promo.MaxItemsPerGrab {
 			t.Fatalf("accepted an entry no grab writes: %q -> %+v", b, x)
 		}
 		for _, it := range x.Items {

@@ -47,7 +47,11 @@ func (e Event) validate() error {
 	case e.HoldUntil != 0 && (e.HoldUntil < at.UnixMilli() || e.HoldUntil > at.Add(MaxHoldSpan).UnixMilli()):
 		return fmt.Errorf("holdUntil %d is not within %s after occurredAt", e.HoldUntil, MaxHoldSpan)
 	}
-	for i, it := range e.Items {
+	return validateItems(e.Items)
+}
+
+func validateItems(items []Item) error {
+	for i, it := range items {
 		if err := it.validate(); err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}

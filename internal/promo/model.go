@@ -35,6 +35,7 @@ const (
 	MaxWindowSeconds = 3600
 	MaxTitleLen      = 200
 	MinType, MaxType = 1, 99
+	MaxItemsPerGrab  = 50 // items of one grab (and of its request index entry)
 )
 
 // The contract's id patterns, checked by a byte table rather than a regexp: every

@@ -20,7 +20,7 @@ import (
 )
 
 // MaxItems is the contract's cap on items per grab.
-const MaxItems = 50
+const MaxItems = promo.MaxItemsPerGrab
 
 // Handler mounts the grab routes on mux behind the checkout role, and the
 // contract they follow at GET /openapi.yaml.
