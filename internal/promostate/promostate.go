@@ -58,7 +58,7 @@ type Announcer struct {
 	relay  RelayFunc
 }
 
-// RelayFunc hands a bucket's own change (lua.IsBucketState) to bucket 0 of its
+// RelayFunc hands a bucket's own change (IsBucketChange) to bucket 0 of its
 // promotion (lua.RelayBucketState on that shard's server), which answers the
 // sale's SOLD_OUT or RESTOCKED when every bucket is empty or one refills; it
 // returns bucket 0's server and the changes made there, to publish.

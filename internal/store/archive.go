@@ -33,20 +33,11 @@ func (a *Archive) MarkEnded(ctx context.Context, cutoff time.Time) (int64, error
 // ArchivedRows lists the archived promotions whose flow rows are still in
 // grab_flow, with how many: what MoveFlows has left to do.
 func (a *Archive) ArchivedRows(ctx context.Context) (map[ID]int64, error) {
-	var rows []struct {
-		PromoID string `db:"promo_id"`
-		Type    int    `db:"promo_type"`
-		N       int64  `db:"n"`
-	}
-	err := a.db.SelectContext(ctx, &rows, `SELECT f.promo_id, f.promo_type, COUNT(*) AS n FROM promotion p
+	out, err := countsByID[int64](ctx, a.db, `SELECT f.promo_id, f.promo_type, COUNT(*) AS n FROM promotion p
  JOIN grab_flow f ON f.promo_id = p.promo_id AND f.promo_type = p.promo_type
  WHERE p.archived_at IS NOT NULL GROUP BY f.promo_id, f.promo_type`)
 	if err != nil {
 		return nil, fmt.Errorf("store: archived promotions' rows: %w", err)
-	}
-	out := make(map[ID]int64, len(rows))
-	for _, r := range rows {
-		out[ID{r.PromoID, r.Type}] = r.N
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // DeadLetter is a flow message the sink could not store, as the record keeps it:
@@ -37,19 +39,27 @@ func (f *Flows) RecordDeadLetters(ctx context.Context, letters []DeadLetter) err
 // DeadLettered counts, by promotion, the dead letters whose event the record does
 // not hold (not replayed yet); those naming no promotion count under the zero ID.
 func (r *Rebuild) DeadLettered(ctx context.Context) (map[ID]int, error) {
-	var rows []struct {
-		PromoID string `db:"promo_id"`
-		Type    int    `db:"promo_type"`
-		N       int    `db:"n"`
-	}
-	err := r.db.SelectContext(ctx, &rows, `SELECT d.promo_id, d.promo_type, COUNT(*) AS n FROM flow_dead_letter d
+	out, err := countsByID[int](ctx, r.db, `SELECT d.promo_id, d.promo_type, COUNT(*) AS n FROM flow_dead_letter d
 		WHERE NOT EXISTS (SELECT 1 FROM grab_flow f WHERE f.request_id = d.request_id AND f.kind = d.kind AND f.promo_id = d.promo_id AND f.promo_type = d.promo_type)
 		  AND NOT EXISTS (SELECT 1 FROM grab_flow_early e WHERE e.request_id = d.request_id AND e.kind = d.kind AND e.promo_id = d.promo_id AND e.promo_type = d.promo_type)
 		GROUP BY d.promo_id, d.promo_type`)
 	if err != nil {
 		return nil, fmt.Errorf("dead-lettered promotions: %w", err)
 	}
-	out := make(map[ID]int, len(rows))
+	return out, nil
+}
+
+// countsByID runs a query answering promo_id, promo_type and a count n per row.
+func countsByID[N int | int64](ctx context.Context, db sqlx.QueryerContext, query string, args ...any) (map[ID]N, error) {
+	var rows []struct {
+		PromoID string `db:"promo_id"`
+		Type    int    `db:"promo_type"`
+		N       N      `db:"n"`
+	}
+	if err := sqlx.SelectContext(ctx, db, &rows, query, args...); err != nil {
+		return nil, err
+	}
+	out := make(map[ID]N, len(rows))
 	for _, row := range rows {
 		out[ID{row.PromoID, row.Type}] = row.N
 	}
