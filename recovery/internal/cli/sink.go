@@ -29,17 +29,7 @@ func Sink(args []string) int {
 	var f svc.Flags
 	fs := flag.NewFlagSet("recovery sink", flag.ExitOnError)
 	f.Register(fs, "127.0.0.1:8082", "127.0.0.1:9182")
-	cfg := flowsink.Defaults()
-	fs.StringVar(&cfg.Group, "group", cfg.Group, "Kafka consumer group id")
-	fs.StringVar(&cfg.DeadLetterTopic, "dead-letter-topic", cfg.DeadLetterTopic, "topic receiving undecodable flow messages")
-	fs.IntVar(&cfg.MaxBatch, "batch", cfg.MaxBatch, "most messages stored in one MySQL transaction")
-	fs.DurationVar(&cfg.MaxWait, "batch-wait", cfg.MaxWait, "longest a batch waits for more messages after its first")
-	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "bound on one MySQL write attempt (a hung server becomes a retry)")
-	fs.DurationVar(&cfg.Backoff.Max, "max-backoff", cfg.Backoff.Max, "longest wait between retries while MySQL or Kafka is down")
-	fs.BoolVar(&cfg.SkipLost, "skip-lost", false, "go on past flow events Kafka deleted before the sink stored them (retention passed); "+
-		"without it the sink stops at that partition and reports them (flashsale_sink_lost_events): see the RUNBOOK first")
-	healOn := fs.Bool("heal", false, "rebuild, with no one woken, any shard whose server is not whole (a replica the sentinels promoted, "+
-		"a server back empty), one instance at a time; needs --redis (and --redis-sentinels to follow a failover)")
+	cfg, healOn := registerSinkFlags(fs)
 	nacos := configcenter.RegisterNacosFlags(fs)
 	promo.IPv6PrefixFlag(fs) // --heal rebuilds the per-ip counters by it
 	_ = fs.Parse(args)
@@ -61,7 +51,7 @@ func Sink(args []string) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sink, err := flowsink.New(cfg, db.Flows, flowsink.NewMetrics(reg), log)
+	sink, err := flowsink.New(*cfg, db.Flows, flowsink.NewMetrics(reg), log)
 	if err != nil {
 		return fail(log, "flow sink not started", err)
 	}
@@ -77,23 +67,50 @@ func Sink(args []string) int {
 	g.Loop(func(ctx context.Context) error { return sink.RunLag(ctx, meter, 5*time.Second) })
 	g.Loop(func(ctx context.Context) error { return sink.RunOwed(ctx, db.Flows, 10*time.Second, store.OwedKeep) })
 	if *healOn {
-		src, err := nacos.Source(f.Switches, log)
-		if err != nil {
-			return fail(log, "flow sink not started", err)
-		}
-		loops, closePool, err := healerLoops(context.Background(), f, src, db, meter, reg, log)
+		closePool, err := addHealer(g, f, nacos, db, meter, reg, log)
 		if err != nil {
 			return fail(log, "flow sink not started", err)
 		}
 		defer closePool()
-		for _, l := range loops {
-			g.Loop(l)
-		}
 	}
 	if err := g.Run(); err != nil {
 		return fail(log, "flow sink stopped", err)
 	}
 	return exitOK
+}
+
+// registerSinkFlags registers the sink's own flags: its config, and --heal.
+func registerSinkFlags(fs *flag.FlagSet) (*flowsink.Config, *bool) {
+	cfg := flowsink.Defaults()
+	fs.StringVar(&cfg.Group, "group", cfg.Group, "Kafka consumer group id")
+	fs.StringVar(&cfg.DeadLetterTopic, "dead-letter-topic", cfg.DeadLetterTopic, "topic receiving undecodable flow messages")
+	fs.IntVar(&cfg.MaxBatch, "batch", cfg.MaxBatch, "most messages stored in one MySQL transaction")
+	fs.DurationVar(&cfg.MaxWait, "batch-wait", cfg.MaxWait, "longest a batch waits for more messages after its first")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "bound on one MySQL write attempt (a hung server becomes a retry)")
+	fs.DurationVar(&cfg.Backoff.Max, "max-backoff", cfg.Backoff.Max, "longest wait between retries while MySQL or Kafka is down")
+	fs.BoolVar(&cfg.SkipLost, "skip-lost", false, "go on past flow events Kafka deleted before the sink stored them (retention passed); "+
+		"without it the sink stops at that partition and reports them (flashsale_sink_lost_events): see the RUNBOOK first")
+	heal := fs.Bool("heal", false, "rebuild, with no one woken, any shard whose server is not whole (a replica the sentinels promoted, "+
+		"a server back empty), one instance at a time; needs --redis (and --redis-sentinels to follow a failover)")
+	return &cfg, heal
+}
+
+// addHealer adds the healer's loops to g (--heal), following the switches of the
+// deploy's source; the returned func closes its shard pool.
+func addHealer(g *svc.Group, f svc.Flags, nacos *configcenter.NacosFlags, db *store.Store, meter *flowlag.Meter,
+	reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	src, err := nacos.Source(f.Switches, log)
+	if err != nil {
+		return nil, err
+	}
+	loops, closePool, err := healerLoops(context.Background(), f, src, db, meter, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range loops {
+		g.Loop(l)
+	}
+	return closePool, nil
 }
 
 // serveProbes serves the sink's probes: on its listener the status alone, on its
