@@ -120,6 +120,15 @@ STACK_BUILT=1 deploy/local/stack.sh up >/dev/null || fail $? "stack up after the
 step "fault drills, short suite (bin/drill --short)"
 bin/drill --stack "$ROOT/.run/stack.json" --short || fail $? "fault drills"
 
+step "make demo's sale, short (bin/demo: every section, its invariants checked)"
+FLASHSALE_STACK_TEST=1 go test -count=1 -v -timeout 8m -run TestDemoRunsShort ./tools/demo/ || fail $? "demo"
+
+step "alerts reach a receiver: Prometheus and Alertmanager over the committed rules (deploy/local/alerttest)"
+FLASHSALE_ALERT_TEST=1 go test -count=1 -v -timeout 5m ./deploy/local/alerttest/ || fail $? "alert chain test"
+
+step "events read by kcat, a client not in Go (deploy/local/kcattest)"
+FLASHSALE_STACK_TEST=1 go test -count=1 -v -timeout 3m ./deploy/local/kcattest/ || fail $? "kcat events test"
+
 # The sentinel drill needs a replica per shard and Redis Sentinel: the stack comes
 # up again with them, for this drill alone (a master SIGKILLed at saturation must be
 # promoted away and healed with no command; docs/drills.md).
