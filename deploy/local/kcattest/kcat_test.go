@@ -82,9 +82,9 @@ func TestBucketedPromotionAnnouncesOnce(t *testing.T) {
 		}
 	}
 	key := "C_" + id + "_1"
-	state := awaitEvents(t, st.Kafka[0], "promo-state", key, 1)
+	awaitEvents(t, st.Kafka[0], "promo-state", key, 1)
 	time.Sleep(2 * time.Second) // a bucket's change published late would come now
-	state = awaitEvents(t, st.Kafka[0], "promo-state", key, 1)
+	state := awaitEvents(t, st.Kafka[0], "promo-state", key, 1)
 	for _, m := range state {
 		checkStateEvent(t, m, id, key)
 	}
