@@ -11,7 +11,9 @@
 -- flashsale_sink      recovery sink (with --heal): the flow log, holds, owed CANCELs,
 --                     dead letters, and the rebuild's reads
 -- flashsale_recovery  recovery rebuild and verify: the rebuild's reads, and the owed
---                     CANCELs it settles into the flow log
+--                     CANCELs it settles into the flow log; recovery archive: the rows
+--                     of promotions ended long ago moved to grab_flow_archive, their
+--                     promotions marked archived_at, settled holds deleted
 -- Every service reads schema_migrations: store.Connect refuses a schema behind the
 -- binary. No user but the migrator may CREATE, ALTER, DROP or INDEX; none holds GRANT
 -- OPTION. GET_LOCK (the migration lock, the healer's) needs no privilege.
@@ -51,10 +53,11 @@ GRANT SELECT ON `${MYSQL_DATABASE}`.`promotion_envelope` TO 'flashsale_sink'@'%'
 
 CREATE USER IF NOT EXISTS 'flashsale_recovery'@'%' IDENTIFIED BY '${MYSQL_RECOVERY_PASSWORD}';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`schema_migrations` TO 'flashsale_recovery'@'%';
-GRANT SELECT, INSERT ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_recovery'@'%';
+GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_recovery'@'%';
+GRANT SELECT, INSERT ON `${MYSQL_DATABASE}`.`grab_flow_archive` TO 'flashsale_recovery'@'%';
 GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`grab_flow_early` TO 'flashsale_recovery'@'%';
-GRANT SELECT, INSERT, UPDATE ON `${MYSQL_DATABASE}`.`grab_hold` TO 'flashsale_recovery'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON `${MYSQL_DATABASE}`.`grab_hold` TO 'flashsale_recovery'@'%';
 GRANT SELECT, DELETE ON `${MYSQL_DATABASE}`.`owed_cancel` TO 'flashsale_recovery'@'%';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`flow_dead_letter` TO 'flashsale_recovery'@'%';
-GRANT SELECT, UPDATE (`remaining`) ON `${MYSQL_DATABASE}`.`promotion` TO 'flashsale_recovery'@'%';
+GRANT SELECT, UPDATE (`remaining`, `archived_at`) ON `${MYSQL_DATABASE}`.`promotion` TO 'flashsale_recovery'@'%';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`promotion_envelope` TO 'flashsale_recovery'@'%';

@@ -159,8 +159,10 @@ func TestMySQLGrantsHoldEachServicesStatements(t *testing.T) {
 	must(t, "settle owed cancels", err)
 	var got int
 	must(t, "the healer's lock", rec.DB().Get(&got, "SELECT GET_LOCK('flashsale.privilege.test', 1)"))
+	archiveWork(t, rec)
 	refused(t, rec, privilege.MySQLRecovery, "INSERT INTO flow_dead_letter (source) VALUES ('x')",
-		"DELETE FROM promotion", "UPDATE grab_flow SET num = 0", "DELETE FROM grab_hold")
+		"DELETE FROM promotion", "UPDATE grab_flow SET num = 0", "UPDATE promotion SET total = 1",
+		"DELETE FROM grab_flow_archive", "UPDATE grab_flow_archive SET num = 0")
 }
 
 // A service's user connects to the migrated record (store.Connect, no DDL) but
@@ -187,4 +189,22 @@ func TestServiceConnectsButCannotMigrate(t *testing.T) {
 		refused(t, s, u, migrations[0].Statements[0], "INSERT INTO schema_migrations (version, name) VALUES (9999, 'x')",
 			"ALTER TABLE grab_flow ADD COLUMN x INT", "CREATE INDEX x ON grab_flow (num)", "DROP TABLE schema_migrations")
 	}
+}
+
+// archiveWork runs recovery archive's store calls: a promotion ended long ago is
+// marked, its rows moved, settled holds purged.
+func archiveWork(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	cutoff := time.Now().Add(time.Hour) // everything made above has ended by then
+	_, err := s.Archive.MarkEnded(ctx, cutoff)
+	must(t, "mark ended", err)
+	left, err := s.Archive.ArchivedRows(ctx)
+	must(t, "archived rows", err)
+	for id := range left {
+		_, err := s.Archive.MoveFlows(ctx, id, 100)
+		must(t, "move flows of "+id.String(), err)
+	}
+	_, err = s.Archive.PurgeHolds(ctx, cutoff, 100)
+	must(t, "purge holds", err)
 }
