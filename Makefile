@@ -3,6 +3,9 @@
 
 SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
+# go.mod asks for go1.27.3; the go command fetches it from the module proxy once
+# (README, "Quick start"), whatever Go 1.26+ the machine starts with.
+export GOTOOLCHAIN := go1.27.3
 
 # Fuzz targets `make test` runs, space-separated pkg:FuzzName
 # (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
@@ -11,10 +14,9 @@ FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./grab-serv
 	./internal/flow:FuzzDecode ./internal/flow:FuzzDecodeJSON ./lua:FuzzLedgerJSON ./internal/promo:FuzzIDValidators \
 	./internal/jsonx:FuzzAppendString ./grab-service/internal/grab:FuzzResultJSON ./internal/flow:FuzzFlowJSON \
 	./internal/flow:FuzzDecodeRequestIndex ./configcenter:FuzzParseSwitches ./internal/store:FuzzDecodeCursor
-# A count of executions, not a duration: go1.26's fuzz coordinator can report a
-# bare "context deadline exceeded" failure when a duration ends while a worker on a
-# busy machine is mid-input (golang/go#75804, fixed in go1.27); a count has no
-# deadline to race. 20,000 inputs take 1 to 20 s a target here.
+# A count of executions, not a duration: a duration can end while a worker on a busy machine
+# is mid-input and fail with a bare "context deadline exceeded" (golang/go#75804,
+# seen on go1.26); a count has no deadline to race. 20,000 inputs take 1 to 20 s a target here.
 FUZZTIME ?= 20000x
 # Extra arguments for the demo, bench and drill programs: make bench ARGS="..."
 ARGS ?=

@@ -1,6 +1,6 @@
 module github.com/flashsale/platform
 
-go 1.26.8
+go 1.27.3
 
 require (
 	github.com/getkin/kin-openapi v0.153.0

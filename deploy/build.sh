@@ -6,6 +6,8 @@
 # that does not exist (yet) is skipped with a note; a package that fails to compile fails
 # the script.
 set -euo pipefail
+# go.mod asks for go1.27.3; the go command fetches it from the module proxy.
+export GOTOOLCHAIN=go1.27.3
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/bin"

@@ -11,6 +11,8 @@
 # by the tool directive of tools/vulndb/go.mod. Both are built once into VULNCHECK_CACHE
 # (default ~/.cache/flashsale/vulncheck), keyed by version.
 set -euo pipefail
+# go.mod asks for go1.27.3; the go command fetches it from the module proxy.
+export GOTOOLCHAIN=go1.27.3
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -1,6 +1,6 @@
 module github.com/flashsale/platform/promo-admin
 
-go 1.26.8
+go 1.27.3
 
 require (
 	github.com/chromedp/cdproto v0.159.0

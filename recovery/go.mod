@@ -1,6 +1,6 @@
 module github.com/flashsale/platform/recovery
 
-go 1.26.8
+go 1.27.3
 
 require (
 	github.com/flashsale/platform v0.0.0

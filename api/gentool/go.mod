@@ -3,7 +3,7 @@
 // services' modules do not take the generator's dependencies.
 module github.com/flashsale/platform/api/gentool
 
-go 1.26.8
+go 1.27.3
 
 tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
 

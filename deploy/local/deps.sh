@@ -13,6 +13,8 @@
 # The machine's own MariaDB (and any system redis on :6379) is left running for good:
 # `make down` never stops them.
 set -euo pipefail
+# go.mod asks for go1.27.3; the go command fetches it from the module proxy.
+export GOTOOLCHAIN=go1.27.3
 
 MYSQL_HOST=127.0.0.1
 MYSQL_PORT=3306
@@ -107,7 +109,7 @@ if ((with_observe)); then
 	log "prometheus and alertmanager in $TOOLS_CACHE"
 fi
 
-have go || die "go not found in PATH: install Go 1.26 (https://go.dev/dl/) into /usr/local/go and add /usr/local/go/bin to PATH"
+have go || die "go not found in PATH: install Go 1.26 or newer (https://go.dev/dl/) into /usr/local/go and add /usr/local/go/bin to PATH; GOTOOLCHAIN=go1.27.3 fetches the release go.mod asks for"
 
 # ---- MariaDB running ------------------------------------------------------------------
 if have mariadb; then CLIENT=mariadb; else CLIENT=mysql; fi

@@ -7,6 +7,8 @@
 # FUZZ_TARGETS: space-separated "pkg:FuzzName" (e.g. ./internal/ring:FuzzShard), each run
 # for FUZZTIME (go test -fuzztime: 20000x inputs; see the Makefile for why a count).
 set -euo pipefail
+# go.mod asks for go1.27.3; the go command fetches it from the module proxy.
+export GOTOOLCHAIN=go1.27.3
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"

@@ -72,7 +72,7 @@ func TestDockerfile(t *testing.T) {
 	}
 	// Base images are pinned by tag and digest and supported; the Go image's Go is at
 	// least the go.mod's.
-	goImage := ""
+	goImage, goToolchain := "", ""
 	for _, s := range stages {
 		img := s.BaseName
 		for k, v := range args {
@@ -82,7 +82,7 @@ func TestDockerfile(t *testing.T) {
 			continue
 		}
 		if strings.HasPrefix(img, "golang:") {
-			goImage = img
+			goImage, goToolchain = img, stageToolchain(s)
 		}
 		for _, err := range []error{CheckImagePinned(img), CheckAlpineSupported(img, time.Now())} {
 			if err != nil {
@@ -98,9 +98,14 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The build stage's Go is its GOTOOLCHAIN when it names one, else the image's.
 	_, tag, _ := splitImage(goImage)
-	if goVersion, _, _ := strings.Cut(tag, "-"); semver.Compare("v"+goVersion, "v"+mf.Go.Version) < 0 {
-		t.Errorf("the build stage's Go (%q) is older than go.mod's go %s", goImage, mf.Go.Version)
+	goVersion, _, _ := strings.Cut(tag, "-")
+	if goToolchain != "" {
+		goVersion = goToolchain
+	}
+	if semver.Compare("v"+goVersion, "v"+mf.Go.Version) < 0 {
+		t.Errorf("the build stage's Go (%s, image %q) is older than go.mod's go %s", goVersion, goImage, mf.Go.Version)
 	}
 	// The build stage copies files that exist.
 	for _, s := range stages {
@@ -194,4 +199,20 @@ func TestDockerBinariesAreBuilt(t *testing.T) {
 			t.Errorf("deploy/build.sh made no bin/%s, which the Dockerfile copies", want.Binary)
 		}
 	}
+}
+
+// stageToolchain is the Go release a stage's ENV GOTOOLCHAIN=goX.Y.Z asks for, or "".
+func stageToolchain(s instructions.Stage) string {
+	for _, c := range s.Commands {
+		env, ok := c.(*instructions.EnvCommand)
+		if !ok {
+			continue
+		}
+		for _, kv := range env.Env {
+			if kv.Key == "GOTOOLCHAIN" && strings.HasPrefix(kv.Value, "go") {
+				return strings.TrimPrefix(kv.Value, "go")
+			}
+		}
+	}
+	return ""
 }

@@ -1,6 +1,6 @@
 module github.com/flashsale/platform/deploy/validate
 
-go 1.26.8
+go 1.27.3
 
 require (
 	github.com/compose-spec/compose-go/v2 v2.16.2

@@ -8,6 +8,8 @@
 # installed: no daemon is started) once into $FLASHSALE_TOOLS_CACHE
 # (~/.cache/flashsale-deploy). Everything else is Go, in this module (see doc.go).
 set -euo pipefail
+# go.mod asks for go1.27.3; the go command fetches it from the module proxy.
+export GOTOOLCHAIN=go1.27.3
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${FLASHSALE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flashsale-deploy}"

@@ -1,6 +1,6 @@
 module github.com/flashsale/platform/tools/vulndb
 
-go 1.26.8
+go 1.27.3
 
 tool golang.org/x/vuln/cmd/govulncheck
 
