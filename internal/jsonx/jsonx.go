@@ -39,8 +39,8 @@ func AppendString(b []byte, s string) []byte {
 			continue
 		}
 		b = append(b, s[plain:i]...)
-		if r == utf8.RuneError {
-			b = append(b, `\ufffd`...)
+		if r == utf8.RuneError { // as go1.27's encoding/json: the character itself
+			b = append(b, "\uFFFD"...)
 		} else { // U+2028, U+2029 as encoding/json: safe inside JavaScript too
 			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
 		}
