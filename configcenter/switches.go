@@ -82,8 +82,11 @@ type Snapshot struct {
 	MD5 string
 	// AppliedAt is when this instance put the snapshot in force (zero for the defaults).
 	AppliedAt time.Time
-	blocked   map[string]bool
-	buyers    blockedBuyers
+	// Doc is the document as published (nil for the defaults), for the switch
+	// history; it is the caller's bytes, not a copy, and never changed.
+	Doc     []byte
+	blocked map[string]bool
+	buyers  blockedBuyers
 	// shardAddrs is ShardAddrs by shard number.
 	shardAddrs map[int]string
 }
@@ -149,7 +152,7 @@ func Parse(doc []byte) (*Snapshot, error) {
 		return nil, fmt.Errorf("switches document: shardAddrs: %w", err)
 	}
 	sum := md5.Sum(doc)
-	return &Snapshot{Switches: sw, MD5: hex.EncodeToString(sum[:]), blocked: blocked, buyers: buyers, shardAddrs: shardAddrs}, nil
+	return &Snapshot{Switches: sw, MD5: hex.EncodeToString(sum[:]), Doc: doc, blocked: blocked, buyers: buyers, shardAddrs: shardAddrs}, nil
 }
 
 // parseShardAddrs reads the shard address overrides ("<shard>": "host:port").

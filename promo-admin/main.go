@@ -16,6 +16,7 @@ import (
 	"github.com/flashsale/platform/internal/kafkaauth"
 	"github.com/flashsale/platform/internal/svc"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+	"github.com/flashsale/platform/promo-admin/internal/admintransport"
 	"github.com/flashsale/platform/promo-admin/internal/app"
 )
 
@@ -25,6 +26,20 @@ func main() {
 		logger.Error("promo-admin stopped", "err", err.Error())
 		os.Exit(1)
 	}
+}
+
+// tokenSpecs are the roles' tokens. On-call's (PUT /v1/switches) is optional
+// outside --local: without it no token may change the switches through the API,
+// and on-call writes them the break-glass way (configctl --break-glass).
+func tokenSpecs(local bool, getenv func(string) string) []svc.TokenSpec {
+	specs := []svc.TokenSpec{
+		{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
+		{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer},
+	}
+	if local || getenv("FLASHSALE_ONCALL_TOKEN") != "" || getenv("FLASHSALE_ONCALL_TOKEN_FILE") != "" {
+		specs = append(specs, svc.TokenSpec{Env: "FLASHSALE_ONCALL_TOKEN", LocalDefault: "dev-oncall-token", Role: admintransport.RoleOnCall})
+	}
+	return specs
 }
 
 func run(logger *slog.Logger, args []string) error {
@@ -43,9 +58,7 @@ func run(logger *slog.Logger, args []string) error {
 		return err
 	}
 
-	tokens, err := svc.Tokens(f.Local,
-		svc.TokenSpec{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
-		svc.TokenSpec{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer})
+	tokens, err := svc.Tokens(f.Local, tokenSpecs(f.Local, os.Getenv)...)
 	if err != nil {
 		return err
 	}
@@ -59,12 +72,17 @@ func run(logger *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Where on-call's PUT /v1/switches publishes: the document switches follows.
+	switchesStore, err := nacos.Store(f.Switches, logger)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := app.New(ctx, app.Config{
 		RedisAddrs: f.Redis, RedisSentinels: f.RedisSentinels, SentinelPrefix: f.RedisSentinelPrefix, RedisAllow: f.RedisAllow, Redis: &redisOpts, MySQLDSN: f.MySQL, MySQLSkipMigrations: !f.MySQLMigrate, Tokens: tokens, Logger: logger, Service: sc, KafkaBrokers: f.Kafka, KafkaAuth: kafkaAuth,
 		// Shown read-only at GET /v1/switches; its shardAddrs say where each shard's server is.
-		Switches: switches,
+		Switches: switches, SwitchesStore: switchesStore,
 	})
 	if err != nil {
 		return err
@@ -77,6 +95,7 @@ func run(logger *slog.Logger, args []string) error {
 	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger), conns.Limit("ops", f.MaxConns))
 	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
 	g.Loop(a.FollowSwitches)
-	g.Loop(a.RunSentinels) // follows the masters Redis Sentinel elects, when it runs
+	g.Loop(a.RecordSwitches) // every version in force in the switch history, those made outside the API included
+	g.Loop(a.RunSentinels)   // follows the masters Redis Sentinel elects, when it runs
 	return g.Run()
 }

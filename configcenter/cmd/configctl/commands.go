@@ -19,6 +19,7 @@ type tool struct {
 	stdin       io.Reader
 	out, errOut io.Writer
 	historyPath string
+	admin       *admin // nil without --api
 }
 
 func (t tool) get(ctx context.Context, args []string) error {
@@ -100,6 +101,15 @@ func (t tool) publish(ctx context.Context, cur configcenter.Document, next []byt
 		fmt.Fprintf(t.out, "unchanged: md5 %s already in force\n", cur.MD5)
 		return nil
 	}
+	switch {
+	case t.admin != nil:
+		return t.publishThroughAdmin(ctx, cur, next, change)
+	case t.o.breakGlass == "":
+		return errNoWritePath
+	}
+	change = fmt.Sprintf("break-glass (%s): %s", t.o.breakGlass, change)
+	fmt.Fprintf(t.errOut, "break-glass: writing %s directly; promo-admin records the change as DETECTED, without your name: "+
+		"say who and why (%s) in the incident channel\n", t.store.Describe(), t.o.breakGlass)
 	if err := t.store.Publish(ctx, next, cur.MD5); err != nil {
 		if errors.Is(err, configcenter.ErrConflict) {
 			if now, gerr := t.store.Get(ctx); gerr == nil {
@@ -111,13 +121,43 @@ func (t tool) publish(ctx context.Context, cur configcenter.Document, next []byt
 	after := configcenter.Document{Content: next, MD5: md5Hex(next)}
 	fmt.Fprintf(t.out, "published md5 %s over %q to %s\n", after.MD5, cur.MD5, t.store.Describe())
 	printDiff(t.out, cur.Content, next)
+	t.logLocally(cur, after, change)
+	return nil
+}
+
+// publishThroughAdmin sends the change to promo-admin, which validates it,
+// publishes it over cur and records it under the token's name.
+func (t tool) publishThroughAdmin(ctx context.Context, cur configcenter.Document, next []byte, change string) error {
+	reason := t.o.reason
+	if reason == "" {
+		reason = change
+	}
+	r, err := t.admin.put(ctx, next, cur.MD5, reason)
+	if err != nil {
+		if errors.Is(err, configcenter.ErrConflict) {
+			return fmt.Errorf("%w (read md5 %q); run get and decide again", err, cur.MD5)
+		}
+		return fmt.Errorf("not published: %w", err)
+	}
+	if !r.Changed || r.Entry == nil {
+		fmt.Fprintf(t.out, "unchanged: md5 %s already in force\n", r.MD5)
+		return nil
+	}
+	fmt.Fprintf(t.out, "published md5 %s over %q to %s through promo-admin: history entry %d, by %s, %s\n",
+		r.MD5, cur.MD5, t.store.Describe(), r.Entry.ID, r.Entry.Actor.Name, r.Entry.Outcome)
+	printDiff(t.out, cur.Content, next)
+	t.logLocally(cur, configcenter.Document{Content: next, MD5: r.MD5}, change)
+	return nil
+}
+
+// logLocally appends the change to the local history log, which diff reads.
+func (t tool) logLocally(cur, after configcenter.Document, change string) {
 	e := entry{At: time.Now().UTC(), User: t.o.user, Store: t.store.Describe(), Change: change,
-		PrevMD5: cur.MD5, MD5: after.MD5, Content: next, Prev: string(cur.Content)}
+		PrevMD5: cur.MD5, MD5: after.MD5, Content: after.Content, Prev: string(cur.Content)}
 	if err := appendHistory(t.historyPath, e); err != nil {
 		// The publish stands; only the local record of it is missing.
 		fmt.Fprintf(t.errOut, "warning: published, but not recorded in %s: %v\n", t.historyPath, err)
 	}
-	return nil
 }
 
 func (t tool) diff(ctx context.Context, args []string) error {
@@ -160,9 +200,12 @@ func (t tool) diff(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (t tool) showHistory(args []string) error {
+func (t tool) showHistory(ctx context.Context, args []string) error {
 	if len(args) != 0 {
 		return usageError("history takes no arguments")
+	}
+	if t.admin != nil {
+		return t.showAdminHistory(ctx)
 	}
 	hist, err := readHistory(t.historyPath)
 	if err != nil {
@@ -214,4 +257,28 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// showAdminHistory prints promo-admin's switch history, oldest of the newest 50 first.
+func (t tool) showAdminHistory(ctx context.Context) error {
+	entries, err := t.admin.history(ctx, 50)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(t.out, "no changes recorded by promo-admin")
+		return nil
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		who := e.Actor.Name
+		if e.Via == "DETECTED" {
+			who = "(outside the API)"
+		}
+		fmt.Fprintf(t.out, "%s  %-18s %-11s md5 %s  was %-32s  %s\n", e.At.Format(time.RFC3339), who, e.Outcome, e.AfterMD5, orNone(e.BeforeMD5), e.Reason)
+		for _, c := range e.Changes {
+			fmt.Fprintf(t.out, "    %s: %s -> %s\n", c.Switch, orAbsent(c.Before), orAbsent(c.After))
+		}
+	}
+	return nil
 }

@@ -2,7 +2,10 @@
 // (docs/CONTRACT.md, "Config center"): read it, change one switch, compare versions,
 // and list what was published. Every change is validated with the services' own
 // parser before it is published, and published as a compare-and-set over the
-// version read, so two engineers never overwrite each other blindly.
+// version read, so two engineers never overwrite each other blindly. A change goes
+// through promo-admin (--api, PUT /v1/switches), which records it under on-call's
+// token name in the switch history; writing the store directly is the break-glass
+// way (--break-glass REASON), for when promo-admin cannot take it.
 package main
 
 import (
@@ -31,6 +34,7 @@ const (
 )
 
 const usage = `usage: configctl (--file PATH | --nacos HOST:PORT [--namespace NS] [--group G] [--data-id ID] [--username U])
+                 [--api URL | --break-glass REASON] [--reason TEXT]
                  [--history PATH] [--user NAME] [--timeout D] [--verbose] COMMAND
 
 commands:
@@ -41,7 +45,16 @@ commands:
   put [--if-md5 MD5] FILE    validate and publish a whole document (- reads stdin)
   diff [FILE]                FILE against the document in force; without FILE, the document in
                              force against the version before it in the history
-  history                    the versions published through this history log, oldest first
+  history                    with --api: the switch history promo-admin keeps, oldest of the
+                             newest 50 first; otherwise the versions published through this
+                             history log, oldest first
+
+A change (set, put) goes through promo-admin: --api URL (default $FLASHSALE_PROMO_ADMIN_URL)
+with on-call's token in FLASHSALE_ONCALL_TOKEN; promo-admin validates it, publishes it over the
+version read and records who, when, why (--reason, default the command) and what in its switch
+history. --break-glass REASON writes the store directly, for when promo-admin cannot: the
+change is logged locally with REASON, and promo-admin records it once it sees it in force,
+as DETECTED, without a name (say who and why in the incident channel).
 
 KEY is grabEnabled, kafkaDegrade, degradeRateFactor, degradeMaxPerSecond, methodLimits.grab, methodLimits.cancel,
 methodLimits, blockedPromotions, blockedPins or blockedIps. VALUE is JSON (false, 0.5, 200, ["A_1"]);
@@ -64,6 +77,7 @@ func main() {
 type options struct {
 	file, nacos, namespace, group, dataID, username string
 	history, user                                   string
+	api, breakGlass, reason                         string
 	timeout                                         time.Duration
 	verbose                                         bool
 }
@@ -83,6 +97,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer store.Close()
 	t := tool{o: o, store: store, stdin: stdin, out: stdout, errOut: stderr, historyPath: o.historyPath()}
+	if o.api != "" {
+		if t.admin, err = newAdmin(o.api, getenv(OnCallTokenEnv), o.timeout); err != nil {
+			return exitCode(err, stderr)
+		}
+	}
 	return exitCode(t.command(ctx, fs.Arg(0), fs.Args()[1:]), stderr)
 }
 
@@ -101,6 +120,9 @@ func parseOptions(args []string, stderr io.Writer, getenv func(string) string) (
 	fs.StringVar(&o.username, "username", "", "Nacos username (password from FLASHSALE_NACOS_PASSWORD)")
 	fs.StringVar(&o.history, "history", "", "history log (default PATH.history.jsonl, or ~/.flashsale/configctl-<server>.history.jsonl for Nacos)")
 	fs.StringVar(&o.user, "user", getenv("USER"), "who is publishing, for the history log")
+	fs.StringVar(&o.api, "api", getenv("FLASHSALE_PROMO_ADMIN_URL"), "promo-admin's base URL: changes go through its PUT /v1/switches (token from "+OnCallTokenEnv+")")
+	fs.StringVar(&o.breakGlass, "break-glass", "", "write the store directly, for REASON, when promo-admin cannot take the change")
+	fs.StringVar(&o.reason, "reason", "", "why, for the switch history (default: the command)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "bound on the whole command")
 	fs.BoolVar(&o.verbose, "verbose", false, "show the Nacos SDK's own warnings")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +130,10 @@ func parseOptions(args []string, stderr io.Writer, getenv func(string) string) (
 	}
 	if (o.file == "") == (o.nacos == "") || fs.NArg() == 0 {
 		fmt.Fprint(stderr, usage)
+		return o, fs, false
+	}
+	if o.api != "" && o.breakGlass != "" {
+		fmt.Fprint(stderr, "configctl: --api and --break-glass are two ways to write; give one\n\n"+usage)
 		return o, fs, false
 	}
 	return o, fs, true
@@ -125,7 +151,7 @@ func (t tool) command(ctx context.Context, cmd string, rest []string) error {
 	case "diff":
 		return t.diff(ctx, rest)
 	case "history":
-		return t.showHistory(rest)
+		return t.showHistory(ctx, rest)
 	}
 	return usageError(fmt.Sprintf("unknown command %q", cmd))
 }

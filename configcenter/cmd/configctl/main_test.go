@@ -72,7 +72,9 @@ type target struct {
 
 func fileTarget(t *testing.T) target {
 	path := filepath.Join(t.TempDir(), "switches.json")
-	return target{flags: []string{"--file", path}, store: configcenter.FileStore{Path: path},
+	// The direct writes here are the break-glass path; promo-admin's route is
+	// exercised end to end by promo-admin/internal/app (TestConfigctlThroughPromoAdmin).
+	return target{flags: []string{"--file", path, "--break-glass", "test"}, store: configcenter.FileStore{Path: path},
 		set: func(c string) {
 			if err := os.WriteFile(path, []byte(c), 0o644); err != nil {
 				t.Fatal(err)
@@ -95,7 +97,7 @@ func nacosTarget(t *testing.T) target {
 	}
 	t.Cleanup(func() { store.Close() })
 	hist := filepath.Join(t.TempDir(), "nacos.history.jsonl")
-	return target{flags: []string{"--nacos", srv.Addr(), "--namespace", ns, "--history", hist}, store: store,
+	return target{flags: []string{"--nacos", srv.Addr(), "--namespace", ns, "--history", hist, "--break-glass", "test"}, store: store,
 		set:    func(c string) { srv.Set(key, c) },
 		source: configcenter.NewNacosSource(configcenter.NacosConfig{Addr: srv.Addr(), Namespace: ns, CacheDir: cache, Log: slog.New(slog.DiscardHandler)})}
 }
@@ -183,7 +185,7 @@ func TestConfigctl(t *testing.T) {
 			// history: every version published through this log, oldest first.
 			r = mustOK(t, ctl(t, "", args(tg, "history")...))
 			lines := strings.Split(strings.TrimSpace(r.out), "\n")
-			if len(lines) != 8 || !strings.Contains(lines[0], "set kafkaDegrade true") || !strings.Contains(lines[7], "put -") ||
+			if len(lines) != 8 || !strings.Contains(lines[0], "break-glass (test): set kafkaDegrade true") || !strings.Contains(lines[7], "put -") ||
 				!strings.Contains(lines[0], "oncall-") {
 				t.Fatalf("history:\n%s", r.out)
 			}
@@ -297,7 +299,12 @@ func TestConfigctlUsage(t *testing.T) {
 	for _, a := range [][]string{
 		{}, {"get"}, {"--file", "x", "--nacos", "127.0.0.1:8848", "get"},
 		{"--file", filepath.Join(dir, "s.json"), "frobnicate"},
-		{"--file", filepath.Join(dir, "s.json"), "set", "grabEnabled"},
+		{"--file", filepath.Join(dir, "s.json"), "--break-glass", "x", "set", "grabEnabled"},
+		// A change names its way: promo-admin's route or the break-glass write, one of them.
+		{"--file", filepath.Join(dir, "s.json"), "set", "grabEnabled", "false"},
+		{"--file", filepath.Join(dir, "s.json"), "set", "blockedPins", "+bot"},
+		{"--file", filepath.Join(dir, "s.json"), "--api", "http://127.0.0.1:1", "--break-glass", "x", "set", "grabEnabled", "false"},
+		{"--file", filepath.Join(dir, "s.json"), "--api", "not a url", "set", "grabEnabled", "false"},
 	} {
 		if r := ctl(t, "", a...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", a, r.code, exitUsage)

@@ -27,10 +27,14 @@ type Set struct {
 	StopEndpoint    endpoint.Endpoint
 	DeleteEndpoint  endpoint.Endpoint
 	HistoryEndpoint endpoint.Endpoint
+	// The timeline and on-call's switch routes (oncall.go).
+	TimelineEndpoint      endpoint.Endpoint
+	PutSwitchesEndpoint   endpoint.Endpoint
+	SwitchHistoryEndpoint endpoint.Endpoint
 }
 
-// New wires the endpoints of svc with their middleware.
-func New(svc adminservice.Service, logger *slog.Logger) Set {
+// New wires the endpoints of svc and sw with their middleware.
+func New(svc adminservice.Service, sw adminservice.Switches, logger *slog.Logger) Set {
 	var createEndpoint endpoint.Endpoint
 	{
 		createEndpoint = MakeCreateEndpoint(svc)
@@ -74,7 +78,7 @@ func New(svc adminservice.Service, logger *slog.Logger) Set {
 		PatchEndpoint:   patchEndpoint,
 		StopEndpoint:    stopEndpoint,
 		DeleteEndpoint:  deleteEndpoint,
-	}
+	}.withOnCall(svc, sw, logger)
 }
 
 // Requests.
@@ -142,7 +146,8 @@ func split(err error) (failed, endpointErr error) {
 	var fe *httpx.FieldError
 	switch {
 	case errors.As(err, &fe), errors.Is(err, adminservice.ErrNotFound), errors.Is(err, adminservice.ErrExists),
-		errors.Is(err, adminservice.ErrBusy), errors.Is(err, adminservice.ErrStopped), errors.Is(err, adminservice.ErrBelowGranted):
+		errors.Is(err, adminservice.ErrBusy), errors.Is(err, adminservice.ErrStopped), errors.Is(err, adminservice.ErrBelowGranted),
+		errors.Is(err, adminservice.ErrSwitchesChanged):
 		return err, nil
 	}
 	return nil, err

@@ -80,6 +80,7 @@ type Admin struct {
 	create  createHandler
 	get     getHandler
 	history historyHandler
+	tl      timelineHandler
 	list    listHandler
 	patch   patchHandler
 	stop    stopHandler
@@ -112,6 +113,7 @@ func New(st Record, pool Shards, cfg Config) *Admin {
 		create:  createHandler{rows: st, journal: j, view: v, now: now},
 		get:     getHandler{rows: st, view: v},
 		history: historyHandler{rows: st},
+		tl:      timelineHandler{rows: st},
 		list:    listHandler{rows: st, now: now},
 		patch:   patchHandler{journal: j, view: v, now: now},
 		stop:    stopHandler{rows: st, journal: j, view: v, log: log},
@@ -136,6 +138,12 @@ func (a *Admin) Get(ctx context.Context, id store.ID) (promo.Promotion, error) {
 // the last entry); NOT_FOUND only for a promotion the record never had.
 func (a *Admin) History(ctx context.Context, id store.ID) (History, error) {
 	return a.history.handle(ctx, id)
+}
+
+// Timeline is a promotion's sale as the flow log recorded it, a deleted
+// promotion's included; NOT_FOUND for a promotion the record never committed.
+func (a *Admin) Timeline(ctx context.Context, id store.ID) (Timeline, error) {
+	return a.tl.handle(ctx, id)
 }
 
 // List pages through the record, newest first. Its counters are the record's

@@ -54,6 +54,7 @@ type Record interface {
 	Getter
 	Auditor
 	Lister
+	Timeliner
 }
 
 // Shards is the Redis side: the shard and client of a key, and a shard's client

@@ -23,6 +23,7 @@ type Service interface {
 	Stop(ctx context.Context, id store.ID, reason string) (promo.Promotion, error)
 	Delete(ctx context.Context, id store.ID) error
 	History(ctx context.Context, id store.ID) (History, error)
+	Timeline(ctx context.Context, id store.ID) (Timeline, error)
 }
 
 // History is a promotion's audit trail: every change that landed, newest first

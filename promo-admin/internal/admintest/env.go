@@ -32,6 +32,7 @@ import (
 	"github.com/flashsale/platform/internal/testenv"
 	"github.com/flashsale/platform/lua"
 	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+	"github.com/flashsale/platform/promo-admin/internal/admintransport"
 	"github.com/flashsale/platform/promo-admin/internal/app"
 )
 
@@ -39,6 +40,8 @@ import (
 const (
 	AdminToken    = "test-admin-token"
 	ViewerToken   = "test-viewer-token"
+	OnCallToken   = "test-oncall-token" // on-call's, named OnCallName
+	OnCallName    = "test-oncall"
 	CheckoutToken = "dev-checkout-token" // grab-service's: unknown here
 )
 
@@ -49,6 +52,9 @@ type Options struct {
 	Service    adminservice.Config
 	// Switches, when set, is followed for the test's length (GET /v1/switches).
 	Switches configcenter.Source
+	// SwitchesStore is where PUT /v1/switches publishes; default the file Switches
+	// follows, when it is a file.
+	SwitchesStore configcenter.Store
 	// KafkaBrokers, when set, receive the promo-state events of the admin's changes.
 	KafkaBrokers []string
 }
@@ -75,6 +81,8 @@ func Start(t testing.TB, o Options) *Env {
 	followCtx, stopFollowing := context.WithCancel(context.Background())
 	following := make(chan error, 1)
 	go func() { following <- a.FollowSwitches(followCtx) }()
+	recording := make(chan error, 1)
+	go func() { recording <- a.RecordSwitches(followCtx) }()
 	// Every request of the test, and its answer, is checked against api/openapi.yaml.
 	// The request id middleware, as the server's httpx.Serve gives it (svc.Server).
 	srv := httptest.NewServer(apitest.Wrap(t, apitest.PromoAdmin, httpx.Serve(nil, 0, a.Handler)))
@@ -84,6 +92,9 @@ func Start(t testing.TB, o Options) *Env {
 		stopFollowing()
 		if err := <-following; err != nil {
 			t.Errorf("follow switches: %v", err)
+		}
+		if err := <-recording; err != nil {
+			t.Errorf("record switches: %v", err)
 		}
 		srv.Close()
 		e.Ops.Close()
@@ -107,6 +118,9 @@ func (o Options) withDefaults(t testing.TB, clock *testenv.Clock) Options {
 	if o.Service.Now == nil {
 		o.Service.Now = clock.Now
 	}
+	if fs, ok := o.Switches.(configcenter.FileSource); ok && o.SwitchesStore == nil {
+		o.SwitchesStore = configcenter.FileStore{Path: fs.Path}
+	}
 	if o.Service.RedisTimeout == 0 {
 		// A shard a test stops refuses at once, so this bound only decides how long
 		// a loaded machine may take over a healthy call; the grace well exceeds it.
@@ -129,11 +143,13 @@ func newApp(t testing.TB, o Options) *app.App {
 		Tokens: httpx.Tokens{
 			{Token: AdminToken, Role: httpx.RoleMerchandiser, Name: "test-merchandiser"},
 			{Token: ViewerToken, Role: httpx.RoleViewer},
+			{Token: OnCallToken, Role: admintransport.RoleOnCall, Name: OnCallName},
 		},
-		Service:      o.Service,
-		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Switches:     o.Switches,
-		KafkaBrokers: o.KafkaBrokers,
+		Service:       o.Service,
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Switches:      o.Switches,
+		SwitchesStore: o.SwitchesStore,
+		KafkaBrokers:  o.KafkaBrokers,
 	})
 	if err != nil {
 		t.Fatalf("start promo-admin: %v", err)

@@ -95,6 +95,8 @@ func contractError(err error) error {
 		return httpx.Conflict("STOPPED", "the promotion is stopped; a stopped promotion cannot be changed")
 	case errors.Is(err, adminservice.ErrBelowGranted):
 		return httpx.Conflict("BELOW_GRANTED", err.Error())
+	case errors.Is(err, adminservice.ErrSwitchesChanged):
+		return httpx.Conflict("SWITCHES_CHANGED", err.Error())
 	case errors.Is(err, adminservice.ErrEnvelopeFixed):
 		return httpx.Conflict("ENVELOPE_FIXED", err.Error())
 	case errors.As(err, &ue):

@@ -22,7 +22,7 @@ const (
 	RouteDelete  = "DELETE /v1/promotions/{promoId}/{type}"
 	RouteStop    = "POST /v1/promotions/{promoId}/{type}/stop"
 	RouteHistory = "GET /v1/promotions/{promoId}/{type}/history"
-	// RouteSwitches is in switches.go.
+	// RouteSwitches is in switches.go; the timeline's and on-call's in oncall.go.
 )
 
 // Options are what the handler needs besides the endpoints.
@@ -52,6 +52,7 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(encodeError)}
 	write := []httpx.Role{httpx.RoleMerchandiser}
 	read := []httpx.Role{httpx.RoleMerchandiser, httpx.RoleViewer}
+	switchesRead := []httpx.Role{httpx.RoleMerchandiser, httpx.RoleViewer, RoleOnCall}
 	route := func(pattern string, h http.Handler, roles ...httpx.Role) {
 		mux.Handle(pattern, o.Metrics.Wrap(pattern, o.Tokens.Require(h, roles...)))
 	}
@@ -62,7 +63,10 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	route(RouteDelete, kithttp.NewServer(set.DeleteEndpoint, decodeDelete, encodeDeleted, opts...), write...)
 	route(RouteStop, kithttp.NewServer(set.StopEndpoint, decodeStop, encodePromotion, opts...), write...)
 	route(RouteHistory, kithttp.NewServer(set.HistoryEndpoint, decodeHistory, encodeHistory, opts...), read...)
-	route(RouteSwitches, switchesHandler(o.Switches, o.SwitchesSource), read...)
+	route(RouteTimeline, kithttp.NewServer(set.TimelineEndpoint, decodeTimeline, encodeTimeline, opts...), read...)
+	route(RouteSwitches, switchesHandler(o.Switches, o.SwitchesSource), switchesRead...)
+	route(RoutePutSwitches, kithttp.NewServer(set.PutSwitchesEndpoint, decodePutSwitches, encodePutSwitches, opts...), RoleOnCall)
+	route(RouteSwitchHistory, kithttp.NewServer(set.SwitchHistoryEndpoint, decodeSwitchHistory, encodeSwitchHistory, opts...), switchesRead...)
 	if o.Console != nil {
 		mux.Handle("GET "+ConsolePath, o.Console)
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {

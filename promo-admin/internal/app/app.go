@@ -51,6 +51,9 @@ type Config struct {
 	// Switches is where the on-call switches document is read from (FollowSwitches);
 	// nil follows none, and GET /v1/switches shows the defaults.
 	Switches configcenter.Source
+	// SwitchesStore is where on-call's PUT /v1/switches publishes the document (the
+	// one Switches follows); nil answers every change 503, publishing nothing.
+	SwitchesStore configcenter.Store
 	// KafkaBrokers, when set, is where the sale state changes of stops, deletes and
 	// patches are published (promo-state); unset, they wait in the shards'
 	// outboxes for grab-service's reconciler.
@@ -84,8 +87,11 @@ type App struct {
 	Switches *configcenter.Holder
 	// States publishes sale state changes; nil without KafkaBrokers.
 	States *promostate.Announcer
+	// Desk is on-call's: changes of the switches and their history.
+	Desk *adminservice.SwitchDesk
 
 	switchesSrc     configcenter.Source
+	switchesStore   configcenter.Store
 	switchesMetrics *configcenter.Metrics
 	log             *slog.Logger
 	sentinels       func(context.Context) error // shardpool.FollowSentinels' loop
@@ -125,8 +131,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		cfg.Service.Announce = states.Announce
 	}
 	admin := adminservice.New(st.Promotions, pool, cfg.Service)
-	set := adminendpoint.New(admin, logger)
 	switches := configcenter.NewHolder()
+	desk := adminservice.NewSwitchDesk(cfg.SwitchesStore, switches.Check, store.NewSwitchHistory(st.DB()), cfg.Service)
+	set := adminendpoint.New(admin, desk, logger)
 	// On-call moves a shard to its promoted replica through the config center. The
 	// admin scripts refuse FENCED while a rebuild works on the new server.
 	switches.AllowShardAddrs(shardpool.Allowlist(cfg.RedisAllow, cfg.RedisAddrs))
@@ -142,7 +149,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Console:        console.Handler(),
 	})
 	return &App{Admin: admin, Store: st, Pool: pool, Registry: reg, Handler: handler, Ops: admintransport.OpsHandler(reg, checks), States: states,
-		Switches: switches, switchesSrc: cfg.Switches, switchesMetrics: configcenter.NewMetrics(reg), log: logger, sentinels: sentinels}, nil
+		Switches: switches, Desk: desk, switchesStore: cfg.SwitchesStore, switchesSrc: cfg.Switches, switchesMetrics: configcenter.NewMetrics(reg), log: logger, sentinels: sentinels}, nil
 }
 
 // RunSentinels follows the masters the sentinels elect until ctx ends (without
@@ -158,6 +165,17 @@ func (a *App) FollowSwitches(ctx context.Context) error {
 		return nil
 	}
 	return configcenter.Follow(ctx, a.switchesSrc, a.Switches, a.switchesMetrics, a.log)
+}
+
+// RecordSwitches records every version of the switches this instance puts in
+// force in the switch history until ctx ends (adminservice.SwitchDesk.RunRecorder):
+// a version no change through the API names is recorded as made outside it.
+func (a *App) RecordSwitches(ctx context.Context) error {
+	if a.switchesSrc == nil {
+		<-ctx.Done()
+		return nil
+	}
+	return a.Desk.RunRecorder(ctx, a.Switches, describeSource(a.switchesSrc), 3*time.Second)
 }
 
 // describeSource names a switches source for GET /v1/switches.
@@ -178,6 +196,9 @@ func (a *App) Close() error {
 	var err error
 	if a.States != nil {
 		err = a.States.Close()
+	}
+	if a.switchesStore != nil {
+		err = errors.Join(err, a.switchesStore.Close())
 	}
 	err = errors.Join(err, a.Store.Close(), a.Pool.Close())
 	if err != nil {

@@ -28,6 +28,8 @@ func TestRolesOnEveryRoute(t *testing.T) {
 		{"stop", http.MethodPost, path(ids["stop"]) + "/stop", map[string]any{"reason": "x"}, true, http.StatusOK},
 		{"delete", http.MethodDelete, path(ids["delete"]), nil, true, http.StatusNoContent},
 		{"switches", http.MethodGet, "/v1/switches", nil, false, http.StatusOK},
+		{"switch history", http.MethodGet, "/v1/switches/history", nil, false, http.StatusOK},
+		{"timeline", http.MethodGet, path(ids["get"]) + "/timeline", nil, false, http.StatusOK},
 	}
 	all := []store.ID{{PromoID: newID, Type: 1}}
 	for _, id := range ids {
@@ -35,6 +37,26 @@ func TestRolesOnEveryRoute(t *testing.T) {
 	}
 	for _, rt := range routes {
 		checkRoute(t, e, rt, all)
+	}
+	// On-call's token changes the switches and reads them; it is no merchandiser's.
+	if r := e.Do(http.MethodGet, "/v1/switches", admintest.OnCallToken, nil); r.Status != http.StatusOK {
+		t.Errorf("switches with the on-call token: %s", r)
+	}
+	for _, tok := range []string{admintest.AdminToken, admintest.ViewerToken} {
+		if r := e.Do(http.MethodPut, "/v1/switches", tok, map[string]any{"document": map[string]any{}, "ifMd5": ""}); r.Status != http.StatusForbidden {
+			t.Errorf("PUT /v1/switches with %s: want 403, have %s", tok, r)
+		}
+	}
+	before := e.Snapshot(all...)
+	for _, rt := range routes {
+		if rt.write {
+			if r := e.Do(rt.method, rt.path, admintest.OnCallToken, rt.body); r.Status != http.StatusForbidden {
+				t.Errorf("%s with the on-call token: want 403, have %s", rt.name, r)
+			}
+		}
+	}
+	if after := e.Snapshot(all...); after != before {
+		t.Errorf("the on-call token changed a promotion:\nbefore %s\nafter  %s", before, after)
 	}
 }
 
