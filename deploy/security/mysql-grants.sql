@@ -7,7 +7,9 @@
 -- flashsale_migrate   the schema: internal/store's migrations (DDL, schema_migrations)
 -- flashsale_grab      grab-service: the degrade path's flow writes, the reconciler's
 --                     reads of the record, the promotion keys of the fence
--- flashsale_admin     promo-admin: promotions, their audit trail and envelope splits
+-- flashsale_admin     promo-admin: promotions, their audit trail and envelope splits;
+--                     the switch history (a change's outcome is all it updates); the
+--                     flow log, archived rows included, for a promotion's timeline
 -- flashsale_sink      recovery sink (with --heal): the flow log, holds, owed CANCELs,
 --                     dead letters, and the rebuild's reads
 -- flashsale_recovery  recovery rebuild and verify: the rebuild's reads, and the owed
@@ -40,6 +42,8 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON `${MYSQL_DATABASE}`.`promotion` TO 'flas
 GRANT SELECT, INSERT ON `${MYSQL_DATABASE}`.`promotion_audit` TO 'flashsale_admin'@'%';
 GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`promotion_envelope` TO 'flashsale_admin'@'%';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_admin'@'%';
+GRANT SELECT ON `${MYSQL_DATABASE}`.`grab_flow_archive` TO 'flashsale_admin'@'%';
+GRANT SELECT, INSERT, UPDATE (`outcome`) ON `${MYSQL_DATABASE}`.`switch_history` TO 'flashsale_admin'@'%';
 
 CREATE USER IF NOT EXISTS 'flashsale_sink'@'%' IDENTIFIED BY '${MYSQL_SINK_PASSWORD}';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`schema_migrations` TO 'flashsale_sink'@'%';
