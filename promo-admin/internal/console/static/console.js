@@ -7,6 +7,7 @@ const TOKEN_KEY = 'flashsale.console.token';
 const POLL_MS = 1000;          // live counters of each visible promotion
 const SWITCHES_MS = 2000;      // the switches view
 const LIST_MS = 15000;         // the list itself (new promotions, states)
+const TIMELINE_MS = 5000;      // the selected promotion's sale from the record
 const WINDOW_MS = 60000;       // the grab-rate chart's span
 const PAGE_SIZE = 20;
 
@@ -199,6 +200,57 @@ function drawChart(svg, rates, now, { width, height, axes }) {
   svg.append(svgEl('path', { class: 'line', d: line }));
 }
 
+// drawTimeline draws a sale from the record: units granted and returned per second
+// over the buckets' span (empty buckets are zero), and the sold-out time.
+function drawTimeline(svg, tl) {
+  svg.replaceChildren();
+  const width = 640, height = 180;
+  const pad = { l: 40, r: 10, t: 14, b: 22 };
+  const w = width - pad.l - pad.r;
+  const h = height - pad.t - pad.b;
+  if (!tl.buckets.length) return;
+  const step = tl.stepSeconds * 1000;
+  const from = Date.parse(tl.buckets[0].at);
+  const to = Date.parse(tl.buckets[tl.buckets.length - 1].at) + step;
+  const byAt = new Map(tl.buckets.map((b) => [Date.parse(b.at), b]));
+  const series = [];
+  for (let t = from; t < to; t += step) {
+    const b = byAt.get(t);
+    series.push({ t, granted: b ? b.granted / tl.stepSeconds : 0, cancelled: b ? b.cancelled / tl.stepSeconds : 0 });
+  }
+  const max = niceMax(Math.max(0, ...series.map((p) => Math.max(p.granted, p.cancelled))));
+  const x = (t) => pad.l + ((t - from) / Math.max(1, to - from)) * w;
+  const y = (r) => pad.t + h - (r / max) * h;
+  for (const f of [0, 0.5, 1]) {
+    const gy = pad.t + h - f * h;
+    svg.append(svgEl('line', { class: 'grid-line', x1: pad.l, x2: pad.l + w, y1: gy, y2: gy }));
+    const label = svgEl('text', { class: 'axis-label', x: pad.l - 6, y: gy + 4, 'text-anchor': 'end' });
+    const v = max * f;
+    label.textContent = Number.isInteger(v) ? String(v) : v.toFixed(1);
+    svg.append(label);
+  }
+  const clock = (t) => fmtTime(new Date(t).toISOString()).slice(11);
+  for (const [t, anchor] of [[from, 'start'], [to, 'end']]) {
+    const label = svgEl('text', { class: 'axis-label', x: x(t), y: height - 6, 'text-anchor': anchor });
+    label.textContent = clock(t);
+    svg.append(label);
+  }
+  // Each bucket is drawn at its middle, as a step of the line.
+  const line = (key) => series.map((p, i) => `${i ? 'L' : 'M'}${x(p.t).toFixed(1)},${y(p[key]).toFixed(1)}L${x(p.t + step).toFixed(1)},${y(p[key]).toFixed(1)}`).join('');
+  const granted = line('granted');
+  const base = (pad.t + h).toFixed(1);
+  svg.append(svgEl('path', { class: 'area', d: `${granted}L${x(to).toFixed(1)},${base}L${x(from).toFixed(1)},${base}Z` }));
+  svg.append(svgEl('path', { class: 'line granted', d: granted }));
+  if (tl.cancelled > 0) svg.append(svgEl('path', { class: 'line cancel', d: line('cancelled') }));
+  if (tl.soldOutAt) {
+    const sx = x(Math.min(to, Math.max(from, Date.parse(tl.soldOutAt)))).toFixed(1);
+    svg.append(svgEl('line', { class: 'sold-out', x1: sx, x2: sx, y1: pad.t, y2: pad.t + h }));
+    const label = svgEl('text', { class: 'sold-out-label', x: sx, y: pad.t - 3, 'text-anchor': 'middle' });
+    label.textContent = 'sold out';
+    svg.append(label);
+  }
+}
+
 // ---------------------------------------------------------------- rows
 
 // rowFor returns the row of p, making its table row on first sight. A row keeps
@@ -345,18 +397,25 @@ function every(ms, fn) {
 function select(key) {
   state.selected = key;
   const row = state.rows.get(key);
+  // The address names the promotion, so a reload opens it again.
+  history.replaceState(null, '', `#promotion=${encodeURIComponent(row.p.promoId)}/${row.p.type}`);
   $('#detail').hidden = false;
   for (const r of state.rows.values()) r.tr.classList.toggle('selected', r.key === key);
   fillPatchForm(row.p);
   clearErrors($('#patch-form'));
   paintDetail(row);
   loadHistory(row.p);
+  $('#timeline-summary').textContent = 'Reading the record…';
+  $('#timeline-error').textContent = '';
+  $('#timeline-chart').replaceChildren();
+  loadTimeline(row.p);
   $('#detail-title').focus({ preventScroll: true });
   $('#detail').scrollIntoView({ block: 'nearest' });
 }
 
 function closeDetail() {
   state.selected = '';
+  history.replaceState(null, '', location.pathname);
   $('#detail').hidden = true;
   for (const r of state.rows.values()) r.tr.classList.remove('selected');
 }
@@ -427,6 +486,47 @@ async function loadHistory(p) {
   } catch (e) {
     if (e.code !== 'SIGNED_OUT') list.replaceChildren(el('li', { class: 'error', text: `History unavailable: ${e.message}` }));
   }
+}
+
+// loadTimeline reads the promotion's sale from the record (GET .../timeline).
+async function loadTimeline(p) {
+  let tl;
+  try {
+    tl = await api('GET', `${promoPath(p)}/timeline`);
+  } catch (e) {
+    if (e.code !== 'SIGNED_OUT' && state.selected === keyOf(p)) $('#timeline-error').textContent = `The record's timeline is unavailable: ${e.message}`;
+    return;
+  }
+  if (state.selected !== keyOf(p)) return;
+  $('#timeline-error').textContent = '';
+  drawTimeline($('#timeline-chart'), tl);
+  if (!tl.buckets.length) {
+    $('#timeline-summary').textContent = 'Nothing granted yet, by the record.';
+    return;
+  }
+  const per = tl.stepSeconds === 1 ? 'per second' : `per ${tl.stepSeconds} s, shown per second`;
+  const soldOut = tl.soldOutAt
+    ? `sold out at ${fmtTime(tl.soldOutAt)}, ${((Date.parse(tl.soldOutAt) - Date.parse(tl.buckets[0].at)) / 1000).toFixed(1)} s after the first grant`
+    : 'not sold out';
+  $('#timeline-summary').textContent = `${fmtInt(tl.granted)} granted, ${fmtInt(tl.cancelled)} returned of ${fmtInt(tl.total)} (${per}); ${soldOut}.`;
+}
+
+// openFromAddress opens the promotion the address names (#promotion=<id>/<type>),
+// on the page shown or not.
+async function openFromAddress() {
+  const m = /^#promotion=([^/]+)\/(\d+)$/.exec(location.hash);
+  if (!m) return;
+  const key = `${decodeURIComponent(m[1])}/${m[2]}`;
+  if (!state.rows.has(key)) {
+    try {
+      const p = await api('GET', `/v1/promotions/${m[1]}/${m[2]}`);
+      rowFor(p);
+    } catch (e) {
+      if (e.code !== 'SIGNED_OUT') say(`Could not open ${key}: ${e.message}`, true);
+      return;
+    }
+  }
+  select(key);
 }
 
 // The patch form starts from the current values; only what differs is sent.
@@ -607,6 +707,31 @@ async function loadSwitches() {
   ];
   $('#switches-facts').replaceChildren(...facts.flatMap(([k, node]) => [el('dt', { text: k }), el('dd', {}, node)]));
   $('#switches-raw').textContent = JSON.stringify(s, null, 2);
+  loadSwitchHistory();
+}
+
+// The switches' changes, newest first: who (a name, or "outside the API"), when,
+// why and what.
+async function loadSwitchHistory() {
+  let page;
+  try {
+    page = await api('GET', '/v1/switches/history?limit=10');
+  } catch (e) {
+    if (e.code !== 'SIGNED_OUT') $('#switch-history-error').textContent = `Could not read the changes: ${e.message}`;
+    return;
+  }
+  $('#switch-history-error').textContent = '';
+  const line = (e) => {
+    const who = e.via === 'DETECTED' ? 'outside the API (break-glass or a direct edit)' : `${e.actor.name} (${e.actor.role})`;
+    const what = e.changes.map((c) => (c.added || c.removed
+      ? `${c.switch} ${[...(c.added || []).map((a) => '+' + a), ...(c.removed || []).map((r) => '−' + r)].join(' ')}`
+      : `${c.switch} ${c.before || '—'} → ${c.after || '—'}`)).join(', ');
+    const outcome = e.outcome === 'APPLIED' ? '' : ` [${e.outcome}]`;
+    return `${fmtTime(e.at)} · by ${who}${outcome}${e.reason ? ` — ${e.reason}` : ''}${what ? ': ' + what : ''}`;
+  };
+  $('#switch-history').replaceChildren(...(page.entries.length
+    ? page.entries.map((e) => el('li', { text: line(e) }))
+    : [el('li', { class: 'muted', text: 'No change recorded yet.' })]));
 }
 
 // ---------------------------------------------------------------- session
@@ -619,6 +744,11 @@ function startSession() {
   every(POLL_MS, pollLive);
   every(SWITCHES_MS, loadSwitches);
   every(LIST_MS, () => loadList());
+  every(TIMELINE_MS, async () => {
+    const row = state.selected && state.rows.get(state.selected);
+    if (row) await loadTimeline(row.p);
+  });
+  openFromAddress();
   every(1000, async () => { $('#clock').textContent = fmtTime(new Date().toISOString()); });
 }
 
@@ -648,8 +778,9 @@ async function submitSignIn(ev) {
     showError(form, { field: 'token', message: 'enter a bearer token' });
     return;
   }
-  // One cheap read tells whether the service knows the token.
-  const res = await fetch('/v1/promotions?limit=1', { headers: { Authorization: `Bearer ${token}` } }).catch(() => null);
+  // One cheap read tells whether the service knows the token: the switches, which
+  // every role reads (on-call's token reads no promotion).
+  const res = await fetch('/v1/switches', { headers: { Authorization: `Bearer ${token}` } }).catch(() => null);
   if (!res || !res.ok) {
     let body = null;
     if (res) { try { body = await res.json(); } catch { body = null; } }
