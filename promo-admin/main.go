@@ -28,20 +28,6 @@ func main() {
 	}
 }
 
-// tokenSpecs are the roles' tokens. On-call's (PUT /v1/switches) is optional
-// outside --local: without it no token may change the switches through the API,
-// and on-call writes them the break-glass way (configctl --break-glass).
-func tokenSpecs(local bool, getenv func(string) string) []svc.TokenSpec {
-	specs := []svc.TokenSpec{
-		{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
-		{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer},
-	}
-	if local || getenv("FLASHSALE_ONCALL_TOKEN") != "" || getenv("FLASHSALE_ONCALL_TOKEN_FILE") != "" {
-		specs = append(specs, svc.TokenSpec{Env: "FLASHSALE_ONCALL_TOKEN", LocalDefault: "dev-oncall-token", Role: admintransport.RoleOnCall})
-	}
-	return specs
-}
-
 func run(logger *slog.Logger, args []string) error {
 	var f svc.Flags
 	fs := flag.NewFlagSet("promo-admin", flag.ContinueOnError)
@@ -58,7 +44,11 @@ func run(logger *slog.Logger, args []string) error {
 		return err
 	}
 
-	tokens, err := svc.Tokens(f.Local, tokenSpecs(f.Local, os.Getenv)...)
+	tokens, err := svc.Tokens(f.Local,
+		svc.TokenSpec{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
+		svc.TokenSpec{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer},
+		// On-call's: the one role that changes the switches (PUT /v1/switches).
+		svc.TokenSpec{Env: "FLASHSALE_ONCALL_TOKEN", LocalDefault: "dev-oncall-token", Role: admintransport.RoleOnCall})
 	if err != nil {
 		return err
 	}

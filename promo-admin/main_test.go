@@ -8,19 +8,22 @@ import (
 )
 
 // Outside local mode there are no default credentials: promo-admin refuses to
-// start until both tokens are set.
+// start until the three roles' tokens are set.
 func TestRefusesToStartWithoutTokensOutsideLocalMode(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, c := range []struct {
-		admin, viewer, missing string
+		admin, viewer, oncall, missing string
 	}{
-		{"", "", "FLASHSALE_ADMIN_TOKEN"},
-		{"admin-token-0123456789", "", "FLASHSALE_VIEWER_TOKEN"},
-		{"", "viewer-token-0123456789", "FLASHSALE_ADMIN_TOKEN"},
-		{"change-me-admin", "viewer-token-0123456789", "FLASHSALE_ADMIN_TOKEN"}, // the .env.example placeholder
+		{"", "", "", "FLASHSALE_ADMIN_TOKEN"},
+		{"admin-token-0123456789", "", "", "FLASHSALE_VIEWER_TOKEN"},
+		{"", "viewer-token-0123456789", "", "FLASHSALE_ADMIN_TOKEN"},
+		{"change-me-admin", "viewer-token-0123456789", "", "FLASHSALE_ADMIN_TOKEN"}, // the .env.example placeholder
+		{"admin-token-0123456789", "viewer-token-0123456789", "", "FLASHSALE_ONCALL_TOKEN"},
+		{"admin-token-0123456789", "viewer-token-0123456789", "change-me-oncall", "FLASHSALE_ONCALL_TOKEN"},
 	} {
 		t.Setenv("FLASHSALE_ADMIN_TOKEN", c.admin)
 		t.Setenv("FLASHSALE_VIEWER_TOKEN", c.viewer)
+		t.Setenv("FLASHSALE_ONCALL_TOKEN", c.oncall)
 		err := run(logger, []string{"--listen", "127.0.0.1:0"})
 		if err == nil || !strings.Contains(err.Error(), c.missing) {
 			t.Errorf("admin %q viewer %q: want an error naming %s, have %v", c.admin, c.viewer, c.missing, err)
