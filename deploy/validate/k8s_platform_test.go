@@ -125,6 +125,19 @@ func checkPlatform(errs *Errs, t *testing.T, objs []object) {
 		errs.Addf("CronJob recovery-rebuild must exist and be suspended (a template for kubectl create job --from)")
 	}
 
+	// The record kept in bounds: recovery archive every night.
+	if a := find(objs, "CronJob", "recovery-archive"); a == nil || a.obj.(*batchv1.CronJob).Spec.Suspend != nil && *a.obj.(*batchv1.CronJob).Spec.Suspend {
+		errs.Addf("CronJob recovery-archive must exist and run on its schedule (deploy/RUNBOOK.md, \"Keeping the record in bounds\")")
+	}
+	// Every CronJob runs one Job at a time, within a deadline, and keeps a short history.
+	for _, o := range objs {
+		if cj, ok := o.obj.(*batchv1.CronJob); ok {
+			for _, p := range CheckCronJob(cj) {
+				errs.Addf("%s: %s", o.where(), p)
+			}
+		}
+	}
+
 	// The same images as the compose file.
 	if p, err := loadCompose(t, composeEnv(t), "*"); err != nil {
 		errs.Addf("compose: %v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -398,6 +399,34 @@ func TestInvocationCheckRefusesASinkThatDoesNotHeal(t *testing.T) {
 	}
 }
 
+// A command that uses MySQL alone (recovery archive) takes its DSN from the
+// environment and carries no other backend's address or credential.
+func TestInvocationCheckKeepsARecordOnlyCommandToMySQL(t *testing.T) {
+	good := Invocation{Where: "test", Binary: "recovery", Env: map[string]bool{MySQLEnv: true},
+		Args: []string{"archive", "--older-than", "720h", "--quiet"}}
+	var errs Errs
+	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
+	if len(errs) > 0 {
+		t.Fatalf("a good archive refused: %v", errs.Err())
+	}
+	for name, edit := range map[string]func(inv *Invocation){
+		"no DSN":           func(inv *Invocation) { inv.Env = map[string]bool{} },
+		"DSN in argv":      func(inv *Invocation) { inv.Args = append(inv.Args, "--mysql", "u:p@tcp(mysql:3306)/flashsale") },
+		"Kafka brokers":    func(inv *Invocation) { inv.Args = append(inv.Args, "--kafka", strings.Join(composeWant.Kafka, ",")) },
+		"Redis password":   func(inv *Invocation) { inv.Env = map[string]bool{MySQLEnv: true, RedisPasswordEnv: true} },
+		"Kafka credential": func(inv *Invocation) { inv.Env = map[string]bool{MySQLEnv: true, KafkaPasswordEnv + "_FILE": true} },
+	} {
+		inv := good
+		inv.Args = slices.Clone(good.Args)
+		edit(&inv)
+		var errs Errs
+		CheckInvocation(inv, composeWant, &errs, func(s string) { t.Log(s) })
+		if len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
 // The topic check refuses a flow topic whose partitions differ from the code's, or
 // whose events (or dead letters) Kafka would delete before a long MySQL outage ends.
 func TestTopicCheckRefusesWrongPartitionsAndRetention(t *testing.T) {
@@ -653,6 +682,32 @@ func TestReleaseCheckRefusesServiceImagesWithoutDigest(t *testing.T) {
 		"a malformed digest":           {[]KustomizeImage{{Name: "flashsale/grab-service", NewTag: "0.1.0", Digest: "sha256:abc"}}, false},
 	} {
 		if errs := CheckReleaseImages(c.images, refs, c.release); len(errs) == 0 {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// The CronJob check refuses a schedule that may overlap, start at any hour, run
+// without end or keep an unbounded history.
+func TestCronJobCheckRefusesOverlapAndNoDeadlines(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	k := func(v int32) *int32 { return &v }
+	good := batchv1.CronJob{Spec: batchv1.CronJobSpec{ConcurrencyPolicy: batchv1.ForbidConcurrent, StartingDeadlineSeconds: n(300),
+		SuccessfulJobsHistoryLimit: k(3), FailedJobsHistoryLimit: k(3),
+		JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{ActiveDeadlineSeconds: n(900)}}}}
+	if p := CheckCronJob(&good); len(p) > 0 {
+		t.Fatalf("a good CronJob refused: %v", p)
+	}
+	for name, edit := range map[string]func(cj *batchv1.CronJob){
+		"Allow":             func(cj *batchv1.CronJob) { cj.Spec.ConcurrencyPolicy = batchv1.AllowConcurrent },
+		"no start deadline": func(cj *batchv1.CronJob) { cj.Spec.StartingDeadlineSeconds = nil },
+		"no Job deadline":   func(cj *batchv1.CronJob) { cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds = nil },
+		"no history limit":  func(cj *batchv1.CronJob) { cj.Spec.FailedJobsHistoryLimit = nil },
+		"history of 100":    func(cj *batchv1.CronJob) { cj.Spec.SuccessfulJobsHistoryLimit = k(100) },
+	} {
+		cj := good
+		edit(&cj)
+		if p := CheckCronJob(&cj); len(p) == 0 {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -38,6 +38,7 @@ var EgressNeeds = map[string][]string{
 	"recovery-rebuild": serviceNeeds,
 	"recovery-toolbox": serviceNeeds,
 	"mysql-migrate":    {"mysql:3306/TCP"},
+	"recovery-archive": {"mysql:3306/TCP"},                             // the record only: no shard, no broker, no switches
 	"redis":            {"redis:6379/TCP", "redis-sentinel:26379/TCP"}, // a replica's master; which master (at start)
 	"redis-sentinel":   {"redis:6379/TCP", "redis-sentinel:26379/TCP"}, // the watched shards; the peers
 	"kafka":            {"kafka:9092/TCP", "kafka:9093/TCP"},           // replication; the KRaft quorum

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -128,4 +129,28 @@ func CheckScaledDown(d *appsv1.Deployment) []string {
 		return []string{fmt.Sprintf("Deployment %s: replicas must be 0 (scaled up for an incident and down after, deploy/RUNBOOK.md)", d.Name)}
 	}
 	return nil
+}
+
+// CheckCronJob: a run never overlaps the last (concurrencyPolicy Forbid: two
+// archives or verifies would only fight over the same rows), a missed start is
+// dropped after a deadline rather than run at any hour, a Job is stopped after its
+// own deadline, and the history kept is bounded.
+func CheckCronJob(cj *batchv1.CronJob) []string {
+	var out []string
+	s := cj.Spec
+	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		out = append(out, fmt.Sprintf("concurrencyPolicy %q, want Forbid", s.ConcurrencyPolicy))
+	}
+	if s.StartingDeadlineSeconds == nil {
+		out = append(out, "no startingDeadlineSeconds: a missed start would run whenever the controller catches up")
+	}
+	if s.JobTemplate.Spec.ActiveDeadlineSeconds == nil {
+		out = append(out, "no activeDeadlineSeconds: a stuck Job would hold its schedule forever (Forbid)")
+	}
+	for name, n := range map[string]*int32{"successfulJobsHistoryLimit": s.SuccessfulJobsHistoryLimit, "failedJobsHistoryLimit": s.FailedJobsHistoryLimit} {
+		if n == nil || *n < 1 || *n > 10 {
+			out = append(out, fmt.Sprintf("%s must be set, 1 to 10", name))
+		}
+	}
+	return out
 }

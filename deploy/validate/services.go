@@ -205,6 +205,10 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 		}
 		return
 	}
+	if RecordOnly[strings.Join(cmd, " ")] {
+		checkRecordOnly(inv, flags, errs)
+		return
+	}
 	// Nacos has auth on: whoever reads the switches names its user.
 	if _, ok := flags["nacos"]; ok && (flags["nacos-username"] == "" || !inv.Env[NacosPasswordEnv]) {
 		errs.Addf("%s: --nacos needs --nacos-username and %s: Nacos runs with auth on", inv.Where, NacosPasswordEnv)
@@ -278,5 +282,36 @@ func checkRedisFollowing(inv Invocation, flags map[string]string, want Expected,
 	}
 	if flags["nacos"] != want.Nacos {
 		errs.Addf("%s: the flow sink's healer follows on-call's shardAddrs: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
+	}
+}
+
+// RecordOnly are the commands that use MySQL alone (recovery archive keeps the record
+// in bounds; recovery migrate brings its schema up): no shard, broker or switches.
+var RecordOnly = map[string]bool{"recovery archive": true, "recovery migrate": true}
+
+// IsRecordOnly reports whether a flashsale/recovery container's args run one of
+// RecordOnly's commands.
+func IsRecordOnly(args []string) bool {
+	return len(args) > 0 && RecordOnly["recovery "+args[0]]
+}
+
+// checkRecordOnly checks a command that uses MySQL alone: the DSN from the
+// environment, never argv; and, least privilege, no address or credential of a
+// backend it does not use.
+func checkRecordOnly(inv Invocation, flags map[string]string, errs *Errs) {
+	if _, ok := flags["mysql"]; ok {
+		errs.Addf("%s: --mysql puts the DSN, password included, in argv; set %s (from the Secret) instead", inv.Where, MySQLEnv)
+	} else if !inv.Env[MySQLEnv] && !inv.Env[MySQLEnv+"_FILE"] {
+		errs.Addf("%s: %s (or %s_FILE) is not set: the command would use the local stack's DSN", inv.Where, MySQLEnv, MySQLEnv)
+	}
+	for _, f := range []string{"redis", "redis-sentinels", "kafka", "nacos", "listen", "ops-listen"} {
+		if _, ok := flags[f]; ok {
+			errs.Addf("%s: %s uses MySQL only; --%s has no place", inv.Where, strings.Join(inv.Command(), " "), f)
+		}
+	}
+	for _, e := range []string{RedisUserEnv, RedisPasswordEnv, RedisPasswordEnv + "_FILE", KafkaUserEnv, KafkaPasswordEnv, KafkaPasswordEnv + "_FILE", NacosPasswordEnv} {
+		if inv.Env[e] {
+			errs.Addf("%s: %s uses MySQL only; it must not carry %s", inv.Where, strings.Join(inv.Command(), " "), e)
+		}
 	}
 }
