@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -60,7 +61,7 @@ The DSN comes from $`+svc.MySQLEnv+` (or the file $`+svc.MySQLEnv+`_FILE names),
 	if !*quiet {
 		bar = os.Stderr
 	}
-	sum, err := archive(ctx, db.Archive, time.Now().Add(-*olderThan), *batch, bar)
+	sum, err := archive(ctx, db.Archive, time.Now().Add(-*olderThan), *batch, bar, log)
 	fmt.Printf("archive: %d promotions marked, %d flow rows moved, %d holds purged\n", sum.marked, sum.rows, sum.holds)
 	if err != nil {
 		return fail(log, "archive stopped; run it again to finish", err)
@@ -70,8 +71,9 @@ The DSN comes from $`+svc.MySQLEnv+` (or the file $`+svc.MySQLEnv+`_FILE names),
 
 type archived struct{ marked, rows, holds int64 }
 
-// archive runs the three steps: mark, move each promotion's rows, purge holds.
-func archive(ctx context.Context, a *store.Archive, cutoff time.Time, batch int, bar io.Writer) (archived, error) {
+// archive runs the three steps: mark, move each promotion's rows, purge holds. The
+// bar shows progress on a terminal; the log, a line per promotion, in a Job's log.
+func archive(ctx context.Context, a *store.Archive, cutoff time.Time, batch int, bar io.Writer, log *slog.Logger) (archived, error) {
 	var sum archived
 	var err error
 	if sum.marked, err = a.MarkEnded(ctx, cutoff); err != nil {
@@ -85,6 +87,7 @@ func archive(ctx context.Context, a *store.Archive, cutoff time.Time, batch int,
 	for _, n := range left {
 		total += n
 	}
+	log.Info("archive: rows to move", "cutoff", cutoff.UTC().Format(time.RFC3339), "marked", sum.marked, "promotions", len(left), "rows", total)
 	p := progress.New(bar, int(total), "archive", "rows")
 	for id := range left {
 		for {
@@ -93,6 +96,7 @@ func archive(ctx context.Context, a *store.Archive, cutoff time.Time, batch int,
 				return sum, err
 			}
 			if n == 0 {
+				log.Info("archive: promotion moved", "promotion", id.String(), "rowsDone", sum.rows, "rowsTotal", total)
 				break
 			}
 			sum.rows += int64(n)
