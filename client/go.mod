@@ -1,0 +1,3 @@
+module github.com/flashsale/platform/client
+
+go 1.27.3
