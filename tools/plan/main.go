@@ -7,24 +7,14 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-)
+	"strings"
 
-// measured are the figures of the `make bench` run in docs/benchmarks.md, "Latest
-// results" (2026-12-03 12:14 UTC, 2 shared cores): the hot phase's CPU per GRANTED
-// and the sold-out phase's per answer by process, scenario 5's busiest shard.
-var measured = Figures{
-	Source:       "make bench, 2026-12-03 12:14 UTC, commit 1f0c7af, 2 shared AMD EPYC cores (docs/benchmarks.md)",
-	GrabPerGrant: 149, GrabPerSoldOut: 51,
-	RedisPerGrant: 86, RedisPerSoldOut: 1,
-	BusiestShardPerGrant: map[int]float64{1: 96.7, 2: 64.4, 4: 55.7, 8: 49.5, 16: 41.0},
-	KafkaPerEvent:        31, SinkPerEvent: 16.4, MySQLPerEvent: 28,
-	EventBytes: 450, Speedup: 1,
-}
+	"github.com/flashsale/platform/tools/plan/capacity"
+)
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
@@ -35,9 +25,9 @@ func main() {
 
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	var l Load
-	fl := Fleet{Shards: 16, MaxBuckets: 16}
-	figures := fs.String("figures", "", "JSON file of Figures (default: the run in docs/benchmarks.md)")
+	var l capacity.Load
+	fl := capacity.Fleet{Shards: 16, MaxBuckets: 16}
+	figures := fs.String("figures", "", "JSON figures: a bench run's bench-results/figures.json, or production hardware's (default: the run in docs/benchmarks.md)")
 	speedup := fs.Float64("speedup", 0, "production core speed over the figures' machine (default the figures' own, 1)")
 	headroom := fs.Float64("headroom", 0.4, "share of every resource left free at the planned load")
 	examples := fs.Bool("examples", false, "print docs/capacity.md's worked examples")
@@ -52,14 +42,11 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	f := measured
+	f := capacity.Builtin
 	if *figures != "" {
-		b, err := os.ReadFile(*figures)
-		if err != nil {
+		var err error
+		if f, err = capacity.ReadFigures(*figures); err != nil {
 			return err
-		}
-		if err := json.Unmarshal(b, &f); err != nil {
-			return fmt.Errorf("figures %s: %w", *figures, err)
 		}
 	}
 	if *speedup > 0 {
@@ -74,17 +61,21 @@ func run(args []string, out io.Writer) error {
 			fmt.Fprintf(out, "### %s\n\n", ex.Name)
 			render(out, f, fl, ex.Load)
 		}
-		return nil
+	} else {
+		render(out, f, fl, l)
 	}
-	render(out, f, fl, l)
+	renderGrowth(out, f)
 	return nil
 }
 
 // render prints one plan as a Markdown table.
-func render(out io.Writer, f Figures, fl Fleet, l Load) {
+func render(out io.Writer, f capacity.Figures, fl capacity.Fleet, l capacity.Load) {
 	fmt.Fprintf(out, "Load: %.0f sold-out answers/s, %.0f GRANTED/s (%.0f%% to one promotion, %.0f%% cancelled later). Figures: %s; production cores %.1fx. Headroom %.0f%%.\n\n",
 		l.SoldOut, l.Grants, 100*l.HotShare, 100*l.CancelShare, f.Source, max(f.Speedup, 1), 100*(1-fl.Utilization))
-	p := Size(f, fl, l)
+	if len(f.Builtin) > 0 {
+		fmt.Fprintf(out, "Not in the figures file, so taken from the built-in run: %s.\n\n", strings.Join(f.Builtin, ", "))
+	}
+	p := capacity.Size(f, fl, l)
 	fmt.Fprintln(out, "| resource | provision | busy at this load | note |")
 	fmt.Fprintln(out, "| --- | --- | --- | --- |")
 	for _, line := range p.Lines {
@@ -96,12 +87,39 @@ func render(out io.Writer, f Figures, fl Fleet, l Load) {
 // workedExamples are docs/capacity.md's.
 var workedExamples = []struct {
 	Name string
-	Load Load
+	Load capacity.Load
 }{
 	{"1,000,000 sold-out answers/s, 100,000 grants/s, one promotion half of them",
-		Load{SoldOut: 1_000_000, Grants: 100_000, HotShare: 0.5, CancelShare: 0.1}},
+		capacity.Load{SoldOut: 1_000_000, Grants: 100_000, HotShare: 0.5, CancelShare: 0.1}},
 	// make demo: 20,000 buyers for 1,000 units (and three smaller promotions); scaled
 	// 1,000 times and pressed within 10 s: 2,000,000 answers/s, the units gone in those 10 s.
 	{"make demo's sale x1000: 20,000,000 buyers for 1,000,000 units in 10 s",
-		Load{SoldOut: 1_900_000, Grants: 100_000, HotShare: 1, CancelShare: 0.05}},
+		capacity.Load{SoldOut: 1_900_000, Grants: 100_000, HotShare: 1, CancelShare: 0.05}},
+}
+
+// renderGrowth prints how CPU per GRANTED grew over the figures' scaling runs,
+// when they hold any: the plan assumes it flat.
+func renderGrowth(out io.Writer, f capacity.Figures) {
+	if len(f.Growth) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "How CPU per GRANTED grew in the figures' scaling runs (the plan takes it as flat, at the hot phase's figure):")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| promotions | concurrency | GRANTED/s | µs of CPU per GRANTED | vs 1 promotion | vs the highest concurrency |")
+	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- |")
+	for _, g := range capacity.Grown(f.Growth) {
+		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %s | %s |\n", g.Promotions, g.Concurrency, g.Granted, g.Total(), times(g.VsOnePromotion), times(g.VsTopConcurrent))
+	}
+	if flat, why := capacity.Flat(f.Growth); flat {
+		fmt.Fprintf(out, "\nFlat within %.0f%% over these runs.\n", 100*capacity.Tolerance)
+	} else {
+		fmt.Fprintf(out, "\nNot flat within %.0f%%: %s.\n", 100*capacity.Tolerance, why)
+	}
+}
+
+func times(v float64) string {
+	if v == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", v)
 }

@@ -1,7 +1,6 @@
-package main
+package capacity
 
 import (
-	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -25,7 +24,7 @@ func line(t *testing.T, p Plan, resource string) Line {
 // The grab-service line is the load's CPU over the instances' cores, rounded up
 // to whole instances at the utilization: worked by hand for this load.
 func TestGrabServiceInstances(t *testing.T) {
-	f := measured
+	f := Builtin
 	p := Size(f, fleet(), Load{SoldOut: 100_000, Grants: 10_000})
 	// 100,000 x 51 µs + 10,000 x 149 µs = 6.59 cores; at 60% of 4 cores: 2.75 -> 3.
 	l := line(t, p, "grab-service")
@@ -37,7 +36,7 @@ func TestGrabServiceInstances(t *testing.T) {
 // The hot promotion gets the fewest buckets that keep its busiest shard under the
 // utilization, and more only when fewer would not do.
 func TestHotPromotionBuckets(t *testing.T) {
-	f := measured
+	f := Builtin
 	for _, c := range []struct {
 		grants float64
 		want   string
@@ -67,20 +66,8 @@ func TestHotPromotionBuckets(t *testing.T) {
 func TestBoundIsTheBusiestResource(t *testing.T) {
 	fl := fleet()
 	fl.MySQLCores = 1
-	p := Size(measured, fl, Load{SoldOut: 10_000, Grants: 30_000, HotShare: 0.01})
+	p := Size(Builtin, fl, Load{SoldOut: 10_000, Grants: 30_000, HotShare: 0.01})
 	if p.Bound != "MySQL" {
 		t.Fatalf("bound %q, want MySQL: %+v", p.Bound, p.Lines)
-	}
-}
-
-func TestRunRefusesBadInput(t *testing.T) {
-	for _, args := range [][]string{{"--headroom", "1"}, {"--hot-share", "2"}, {"--grants", "-1"}, {"--figures", "/nonexistent"}} {
-		if err := run(args, &bytes.Buffer{}); err == nil {
-			t.Errorf("plan %v: no error", args)
-		}
-	}
-	var out bytes.Buffer
-	if err := run([]string{"--examples"}, &out); err != nil || strings.Count(out.String(), "Saturates first") != len(workedExamples) {
-		t.Fatalf("examples: %v\n%s", err, out.String())
 	}
 }

@@ -1,35 +1,15 @@
-package main
+// Package capacity is the capacity model of docs/capacity.md: what one answer
+// costs by process (Figures, as `make bench` measures them), a fleet sized for a
+// load from those costs (Size), and the same costs predicting another mix of
+// answers on the machine that measured them (Machine.Predict), which is how the
+// bench checks the model at 1/N.
+package capacity
 
 import (
 	"fmt"
 	"math"
 	"slices"
 )
-
-// Figures are what one answer costs, by process, as `make bench` measures them
-// (docs/benchmarks.md, "Where the CPU goes" and scenario 5), in µs of CPU; and
-// how much faster the production cores are than the machine that measured them.
-type Figures struct {
-	Source string `json:"source"` // the run the figures come from
-
-	GrabPerGrant   float64 `json:"grabPerGrant"`   // grab-service CPU per GRANTED
-	GrabPerSoldOut float64 `json:"grabPerSoldOut"` // grab-service CPU per sold-out answer
-	// RedisPerGrant is every shard's CPU per GRANTED (claim, take, commit);
-	// RedisPerSoldOut per sold-out answer (most end in grab-service's cache).
-	RedisPerGrant   float64 `json:"redisPerGrant"`
-	RedisPerSoldOut float64 `json:"redisPerSoldOut"`
-	// BusiestShardPerGrant is the busiest shard's CPU per grant of one hot
-	// promotion in K buckets, by K (scenario 5); K absent: not measured.
-	BusiestShardPerGrant map[int]float64 `json:"busiestShardPerGrant"`
-	KafkaPerEvent        float64         `json:"kafkaPerEvent"` // the broker's CPU per flow event
-	SinkPerEvent         float64         `json:"sinkPerEvent"`  // the flow sink's CPU per event
-	MySQLPerEvent        float64         `json:"mysqlPerEvent"` // MySQL's CPU per flow row written
-	EventBytes           float64         `json:"eventBytes"`    // a flow event on the wire, key and headers included
-
-	// Speedup is how many times faster a production core runs the same work (1:
-	// the figures' own machine). It divides every CPU figure.
-	Speedup float64 `json:"speedup"`
-}
 
 // Load is the traffic to plan for.
 type Load struct {
