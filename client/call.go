@@ -128,6 +128,9 @@ func (e *endpoint) do(ctx context.Context, r request) (*answer, int, error) {
 	for n := 1; ; n++ {
 		a := e.send(ctx, r, n)
 		v, k := r.judge(a, n, r.grabAttempt+n-1 > 1)
+		if v == retry && a.status == http.StatusTooManyRequests && e.policy.NoRateLimitRetry {
+			v = refuse
+		}
 		unknown = k.apply(unknown)
 		var wait time.Duration
 		again := v == retry

@@ -22,6 +22,10 @@ type RetryPolicy struct {
 	// 0 means 25 ms and 1 s. An answer's Retry-After, when longer, is waited
 	// instead.
 	MinBackoff, MaxBackoff time.Duration
+	// NoRateLimitRetry returns a 429 RATE_LIMITED at once (nothing was taken)
+	// instead of retrying it after its Retry-After: for a caller that would rather
+	// tell the buyer, or a load generator whose rate-limited promotions must say so.
+	NoRateLimitRetry bool
 }
 
 // DefaultMaxAttempts is the sends a call makes at most unless its RetryPolicy

@@ -198,6 +198,17 @@ func TestGrabWaitsRetryAfter(t *testing.T) {
 	}
 }
 
+// NoRateLimitRetry returns a 429 at once.
+func TestNoRateLimitRetry(t *testing.T) {
+	t.Parallel()
+	s, srv := serve(t, reply{status: 429, retryAfter: "1", body: `{"requestId":"order-1","result":"RATE_LIMITED","failedItem":0}`})
+	_, err := newClient(t, srv, RetryPolicy{NoRateLimitRetry: true}, nil).Grab(context.Background(), buyer)
+	var e *Error
+	if !errors.As(err, &e) || e.Result != ResultRateLimited || e.FailedItem != 0 || e.RetryAfter != time.Second || e.Unknown || len(s.requests()) != 1 {
+		t.Fatalf("err %+v", err)
+	}
+}
+
 // A Retry-After that ends after the caller's deadline is not waited: the call
 // returns the 429 at once, with it, outcome known (nothing taken).
 func TestGrabDoesNotWaitPastTheDeadline(t *testing.T) {

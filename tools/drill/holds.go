@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/tools/checker"
-	"github.com/flashsale/platform/tools/loadgen"
 )
 
 // heldGrab is a held grant of the holds canary: its hold's deadline on the shard
@@ -26,7 +25,6 @@ type heldGrab struct {
 // a lost shard must get back is the open ones, at their deadlines, and no other.
 func (d *drillEnv) holdsCanary(ctx context.Context, shard int, out *outcome) []heldGrab {
 	canary := checker.Promotion{PromoID: d.run + "-holds", Type: 1, Total: 100, PerPin: 1, PerIP: 100}
-	client := loadgen.Client(4, 15*time.Second)
 	if !d.createCanary(ctx, canary, 1, "drill holds canary", out) {
 		return nil
 	}
@@ -37,27 +35,29 @@ func (d *drillEnv) holdsCanary(ctx context.Context, shard int, out *outcome) []h
 			continue
 		}
 		g := heldGrab{rid: rid, pin: fmt.Sprintf("%s-hold-pin-%d", d.run, len(held))}
-		grab := map[string]any{"requestId": rid, "pin": g.pin, "ip": "10.97.0.1", "holdSeconds": 3600,
-			"items": []map[string]any{{"promoId": canary.PromoID, "type": 1, "num": 1}}}
 		req := &checker.Request{RequestID: rid, Pin: g.pin, IP: "10.97.0.1", Items: []checker.Item{{PromoID: canary.PromoID, Type: 1, Num: 1}},
 			Grab: checker.Unknown, Sent: time.Now()}
 		d.load.track(req) // the checker accounts for it as for the load's grabs
-		a := loadgen.Do(ctx, client, d.ctl.st.Grab, loadgen.Call{Method: "POST", Path: "/v1/grab", Body: grab, Token: d.checkout})
-		d.load.update(req, func(r *checker.Request) { r.Grab, r.Done = a.Result, time.Now() })
-		if a.Result != "GRANTED" {
-			out.fail("holds canary: held grab %s: %d %s", rid, a.Status, a.Body)
+		grab := grabRequest(req, false)
+		grab.HoldSeconds = 3600
+		gctx, cancel := context.WithTimeout(ctx, d.load.budget)
+		ans, err := d.load.grabs.Grab(gctx, grab)
+		cancel()
+		a, _ := final(ans, err)
+		d.load.update(req, func(r *checker.Request) { r.Grab, r.Done = a.result, time.Now() })
+		if err != nil {
+			out.fail("holds canary: held grab %s: %v", rid, err)
 			return nil
 		}
-		var err error
 		if g.until, err = d.shards[shard].ZScore(ctx, promo.HoldsKey, rid).Result(); err != nil {
 			out.fail("holds canary: the hold of %s on shard %d: %v", rid, shard, err)
 			return nil
 		}
 		if len(held)%2 == 1 {
-			a := d.confirm(ctx, client, g)
+			err := d.confirm(ctx, g)
 			d.load.update(req, func(r *checker.Request) { r.Done = time.Now() })
-			if a.Result != "CONFIRMED" {
-				out.fail("holds canary: confirm of %s: %d %s", rid, a.Status, a.Body)
+			if err != nil {
+				out.fail("holds canary: confirm of %s: %v", rid, err)
 				return nil
 			}
 			g.until = 0
@@ -67,9 +67,15 @@ func (d *drillEnv) holdsCanary(ctx context.Context, shard int, out *outcome) []h
 	return held
 }
 
-func (d *drillEnv) confirm(ctx context.Context, client *http.Client, g heldGrab) loadgen.Answer {
-	return loadgen.Do(ctx, client, d.ctl.st.Grab, loadgen.Call{Method: "POST", Path: "/v1/grab/" + g.rid + "/confirm",
-		Body: map[string]any{"pin": g.pin}, Token: d.checkout})
+// confirm confirms the held grant g through the checkout client: nil once CONFIRMED.
+func (d *drillEnv) confirm(ctx context.Context, g heldGrab) error {
+	ctx, cancel := context.WithTimeout(ctx, d.load.budget)
+	defer cancel()
+	ans, err := d.load.grabs.Confirm(ctx, g.rid, g.pin)
+	if err == nil && ans.Result != client.ResultConfirmed {
+		err = fmt.Errorf("answered %s", ans.Result)
+	}
+	return err
 }
 
 // checkHolds, after shard's rebuild: the open holds are back at their deadlines,
@@ -91,8 +97,8 @@ func (d *drillEnv) checkHolds(ctx context.Context, shard int, held []heldGrab, o
 	if open == nil {
 		return
 	}
-	if a := d.confirm(ctx, loadgen.Client(1, 15*time.Second), *open); a.Result != "CONFIRMED" {
-		out.fail("confirm of %s after the rebuild: %d %s", open.rid, a.Status, a.Body)
+	if err := d.confirm(ctx, *open); err != nil {
+		out.fail("confirm of %s after the rebuild: %v", open.rid, err)
 	} else if err := d.shards[shard].ZScore(ctx, promo.HoldsKey, open.rid).Err(); !errors.Is(err, redis.Nil) {
 		out.fail("the hold of %s stayed after its confirm (%v)", open.rid, err)
 	}

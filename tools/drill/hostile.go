@@ -63,13 +63,10 @@ func grabJSON(rid, pin, ip, items string) []byte {
 
 func q(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-// grabBody is the exact body a load request was sent with.
+// grabBody is the exact body a load request was sent with: the checkout client's
+// encoding of its grab.
 func grabBody(r *checker.Request) []byte {
-	var items []map[string]any
-	for _, it := range r.Items {
-		items = append(items, map[string]any{"promoId": it.PromoID, "type": it.Type, "num": it.Num})
-	}
-	b, _ := json.Marshal(map[string]any{"requestId": r.RequestID, "pin": r.Pin, "ip": r.IP, "items": items})
+	b, _ := json.Marshal(grabRequest(r, false))
 	return b
 }
 

@@ -2,31 +2,32 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/tools/checker"
 	"github.com/flashsale/platform/tools/loadgen"
 )
 
 // load is the steady grab load of the drills: many buyers, many promotions over all
-// 16 shards, multi-shard grabs, cancels mixed in. Like a careful checkout service it
-// retries a transport error or a 5xx with the same requestId and the same body until
-// a definite answer arrives, so the final answer of every request is known (or the
-// request is counted unresolved), and it keeps every final answer for the checker.
+// 16 shards, multi-shard grabs, cancels mixed in. It sends them through the
+// checkout client (client/), which retries a transport error or a 5xx with the
+// same requestId and the same body until a definite answer arrives, so the final
+// answer of every request is known (or the request is counted unresolved), and it
+// keeps every final answer for the checker.
 type load struct {
-	base, token string
-	client      *http.Client
-	budget      time.Duration // retry budget of one request
+	grabs       *client.Client // retries to a definite answer within budget
+	once        *client.Client // sends once: a probe's first send
+	budget      time.Duration  // retry budget of one request
 	cancelShare float64       // share of grants cancelled afterwards
 	run         string
 
@@ -61,10 +62,22 @@ func (s *stats) add(o *stats) {
 	}
 }
 
-// newLoad is the load of the drills, with connections for up to workers buyers.
-func newLoad(base, token, run string, workers int) *load {
-	return &load{base: base, token: token, client: loadgen.Client(workers, 10*time.Second),
-		budget: 60 * time.Second, cancelShare: 0.2, run: run}
+// newLoad is the load of the drills, with connections for up to workers buyers. A
+// rate-limited answer is final, as the rated promotions' limits must show; other
+// retries back off from 25 ms to 1 s with jitter, as long as the budget allows.
+func newLoad(base, token, run string, workers int) (*load, error) {
+	hc := loadgen.Client(workers, 10*time.Second)
+	policy := client.RetryPolicy{MaxAttempts: 1_000_000, MinBackoff: 25 * time.Millisecond, MaxBackoff: time.Second, NoRateLimitRetry: true}
+	grabs, err := client.New(client.Config{BaseURL: base, Token: token, HTTPClient: hc, AttemptTimeout: 10 * time.Second, Retry: policy, UserAgent: "flashsale-drill"})
+	if err != nil {
+		return nil, err
+	}
+	policy.MaxAttempts = 1
+	once, err := client.New(client.Config{BaseURL: base, Token: token, HTTPClient: hc, AttemptTimeout: 10 * time.Second, Retry: policy, UserAgent: "flashsale-drill"})
+	if err != nil {
+		return nil, err
+	}
+	return &load{grabs: grabs, once: once, budget: 60 * time.Second, cancelShare: 0.2, run: run}, nil
 }
 
 // requests returns every request sent so far.
@@ -122,9 +135,9 @@ func (l *load) start(r *round, sh shape) running {
 
 // one buyer: a grab, and sometimes its cancel.
 func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
-	req, body := l.buyer(r, rnd, sh)
+	req := l.buyer(r, rnd, sh)
 	l.track(req)
-	answer, attempts := l.call("/v1/grab", body, grabDefinite)
+	answer, attempts := l.grab(req, false)
 	final := answer.result
 	l.mu.Lock()
 	req.Grab = final
@@ -146,8 +159,8 @@ func (l *load) one(r *round, rnd *rand.Rand, st *stats, sh shape) {
 }
 
 // buyer makes one buyer's grab of round r: its request, recorded Unknown until
-// answered, and its body.
-func (l *load) buyer(r *round, rnd *rand.Rand, sh shape) (*checker.Request, []byte) {
+// answered.
+func (l *load) buyer(r *round, rnd *rand.Rand, sh shape) *checker.Request {
 	u := rnd.IntN(sh.pins)
 	req := &checker.Request{
 		RequestID: fmt.Sprintf("%s-%d", l.run, l.seq.Add(1)),
@@ -155,35 +168,31 @@ func (l *load) buyer(r *round, rnd *rand.Rand, sh shape) (*checker.Request, []by
 		IP:        fmt.Sprintf("10.%d.%d.%d", 1+rnd.IntN(2), (u%sh.ips)/250, (u%sh.ips)%250+1),
 		Sent:      time.Now(),
 	}
-	var items []map[string]any
 	for _, s := range r.pick(rnd) {
 		n := int64(1)
 		if rnd.IntN(5) == 0 {
 			n = 2
 		}
 		req.Items = append(req.Items, checker.Item{PromoID: s.PromoID, Type: s.Type, Num: n})
-		items = append(items, map[string]any{"promoId": s.PromoID, "type": s.Type, "num": n})
 	}
 	if rnd.IntN(2) == 0 {
 		// Half the buyers' checkouts derive their requestIds beside the first
 		// promotion (docs/CONTRACT.md): single-shard grabs of them are claimed in
 		// the take's own script call, the others on their own, both under the faults.
-		req.RequestID = promo.RequestIDBeside(req.RequestID, promo.Key(req.Items[0].PromoID, req.Items[0].Type))
+		req.RequestID = client.RequestIDBeside(req.RequestID, req.Items[0].PromoID, req.Items[0].Type)
 	}
 	req.Grab = checker.Unknown
-	body, _ := json.Marshal(map[string]any{"requestId": req.RequestID, "pin": req.Pin, "ip": req.IP, "items": items})
-	return req, body
+	return req
 }
 
 // cancel cancels the granted req a moment later, for a reason picked at random.
 func (l *load) cancel(req *checker.Request, rnd *rand.Rand, st *stats) {
 	time.Sleep(time.Duration(rnd.IntN(30)) * time.Millisecond)
-	reason := []string{"USER_CANCELLED", "PAYMENT_EXPIRED", "STOCK_SHORT", "OTHER"}[rnd.IntN(4)]
-	cbody, _ := json.Marshal(map[string]any{"pin": req.Pin, "reason": reason})
+	reason := []client.CancelReason{client.ReasonUserCancelled, client.ReasonPaymentExpired, client.ReasonStockShort, client.ReasonOther}[rnd.IntN(4)]
 	l.mu.Lock()
 	req.Cancel = checker.Unknown
 	l.mu.Unlock()
-	canswer, cattempts := l.call("/v1/grab/"+req.RequestID+"/cancel", cbody, cancelDefinite)
+	canswer, cattempts := l.cancelGrab(req, reason)
 	cfinal := canswer.result
 	l.mu.Lock()
 	req.Cancel = cfinal
@@ -196,10 +205,10 @@ func (l *load) cancel(req *checker.Request, rnd *rand.Rand, st *stats) {
 	st.mu.Unlock()
 }
 
-// reply is one HTTP answer as the load sees it.
+// reply is one answer as the load sees it.
 type reply struct {
 	status  int
-	result  string // the body's result, else its code
+	result  string // the body's result, else its code, else HTTP_<status>; checker.Unknown for a final answer not known
 	message string
 	// amounts are the envelope pools' items' amounts the answer carried (GRANTED:
 	// taken; RETURNED: given back), by promotion key.
@@ -221,110 +230,79 @@ func keepAmounts(req *checker.Request, a reply) {
 	}
 }
 
-// grabDefinite tells a final grab answer from one to retry. A transport error or a
-// 5xx is retried with the same requestId and body; but a 503 for a requestId that was
-// rolled back is final, since every replay answers it the same way.
-func grabDefinite(r reply) bool {
-	switch {
-	case r.status == 0, r.status >= 500 && r.status != http.StatusServiceUnavailable:
-		return false
-	case r.status == http.StatusServiceUnavailable:
-		return r.result == "UNAVAILABLE" && strings.Contains(r.message, "rolled back")
+// grab sends req through the checkout client until its answer is definite or the
+// budget is spent: the client retries a transport error, a 5xx or a 503 with the
+// same requestId and body, numbering its attempts (X-Grab-Attempt) as a careful
+// checkout service does (from 2 when resend: it was sent before). It returns the
+// final answer (checker.Unknown when the grab may stand) and the sends made.
+func (l *load) grab(req *checker.Request, resend bool) (reply, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.budget)
+	defer cancel()
+	ans, err := l.grabs.Grab(ctx, grabRequest(req, resend))
+	return final(ans, err)
+}
+
+// cancelGrab cancels req through the client, retried like a grab.
+func (l *load) cancelGrab(req *checker.Request, reason client.CancelReason) (reply, int) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.budget)
+	defer cancel()
+	ans, err := l.grabs.Cancel(ctx, req.RequestID, req.Pin, reason)
+	return final(ans, err)
+}
+
+// grabRequest is req's grab as the client sends it.
+func grabRequest(req *checker.Request, resend bool) client.GrabRequest {
+	g := client.GrabRequest{RequestID: req.RequestID, Pin: req.Pin, IP: req.IP, Resend: resend}
+	for _, it := range req.Items {
+		g.Items = append(g.Items, client.Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num})
 	}
-	return true
+	return g
 }
 
-// nothingTaken: a 503 that states nothing was taken is a definite refusal even when
-// the retry budget runs out on it; only a take still being committed, one whose
-// rollback has not finished, or another send of the requestId in flight, is unknown.
-func nothingTaken(r reply) bool {
-	return r.status == http.StatusServiceUnavailable && (r.result == "DEGRADED" || r.result == "UNAVAILABLE") &&
-		!strings.Contains(r.message, "still being committed") && !strings.Contains(r.message, "has not finished") &&
-		!strings.Contains(r.message, "in flight")
+// final is a call's final answer as the checker reads it: its result, or
+// checker.Unknown when the client says the outcome is not known (or no answer
+// ever came), and the sends it took.
+func final(ans *client.Answer, err error) (reply, int) {
+	r := replyOf(ans, err)
+	var e *client.Error
+	if errors.As(err, &e) && (e.Unknown || e.StatusCode == 0) {
+		r.result = checker.Unknown
+	}
+	if ans != nil {
+		return r, ans.Attempts
+	}
+	if e != nil {
+		return r, max(e.Attempts, 1)
+	}
+	return r, 1
 }
 
-func cancelDefinite(r reply) bool { return r.status != 0 && r.status < 500 }
-
-// call sends body to path until definite(reply) or the budget is spent, backing
-// off with jitter between attempts, and returns the final answer (its result
-// checker.Unknown when none is definite) and the attempts made. A grab numbers its attempts
-// (X-Grab-Attempt), as a careful checkout service does: the first may then be
-// answered from grab-service's refusal cache, and every retry is looked up.
-func (l *load) call(path string, body []byte, definite func(reply) bool) (reply, int) {
-	return l.callFrom(path, body, definite, 1)
-}
-
-// callFrom is call whose first send is attempt number first (the requestId was
-// sent first-1 times before).
-func (l *load) callFrom(path string, body []byte, definite func(reply) bool, first int) (reply, int) {
-	deadline := time.Now().Add(l.budget)
-	var last reply
-	for attempt := first; ; attempt++ {
-		last = l.send(path, body, attempt)
-		sent := attempt - first + 1
-		if definite(last) {
-			return last, sent
-		}
-		if time.Now().After(deadline) {
-			if nothingTaken(last) && path == "/v1/grab" {
-				return last, sent
+// replyOf reads a call's answer: its result (else its code, else the status), its
+// message, and the envelope pools' amounts it carried; a call that got no answer
+// is the zero reply.
+func replyOf(ans *client.Answer, err error) reply {
+	if err == nil {
+		r := reply{status: http.StatusOK, result: string(ans.Result), message: ans.Message}
+		for _, it := range ans.Items {
+			if it.Amount != nil {
+				if r.amounts == nil {
+					r.amounts = map[string]int64{}
+				}
+				r.amounts[promo.Key(it.PromoID, it.Type)] = *it.Amount
 			}
-			return reply{status: last.status, result: checker.Unknown, message: last.message}, sent
 		}
-		time.Sleep(backoff(sent))
+		return r
 	}
-}
-
-// backoff is the wait before attempt n+1: doubling from 25 ms up to 1 s, with
-// "equal jitter" so retries of many clients do not arrive in step.
-func backoff(n int) time.Duration {
-	d := 25 * time.Millisecond << min(n-1, 6)
-	d = min(d, time.Second)
-	return d/2 + rand.N(d/2+1)
-}
-
-// send makes one attempt of path through loadgen, as the bench sends its grabs; a
-// transport error is the zero reply.
-func (l *load) send(path string, body []byte, attempt int) reply {
-	c := loadgen.Call{Method: http.MethodPost, Path: path, Body: body, Token: l.token}
-	if path == "/v1/grab" {
-		c.Attempt = attempt
-	}
-	a := loadgen.Do(context.Background(), l.client, l.base, c)
-	if a.Status == 0 {
+	var e *client.Error
+	if !errors.As(err, &e) || e.StatusCode == 0 {
 		return reply{}
 	}
-	return replyOf(a.Status, a.Body)
-}
-
-// replyOf reads an answer's body: its result (else its code, else the status), its
-// message, and the envelope pools' amounts it carried.
-func replyOf(status int, raw []byte) reply {
-	var b struct {
-		Result  string `json:"result"`
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Items   []struct {
-			PromoID string `json:"promoId"`
-			Type    int    `json:"type"`
-			Amount  *int64 `json:"amount"`
-		} `json:"items"`
-	}
-	_ = json.Unmarshal(raw, &b)
-	r := reply{status: status, result: b.Result, message: b.Message}
-	for _, it := range b.Items {
-		if it.Amount != nil {
-			if r.amounts == nil {
-				r.amounts = map[string]int64{}
-			}
-			r.amounts[promo.Key(it.PromoID, it.Type)] = *it.Amount
-		}
+	r := reply{status: e.StatusCode, result: string(e.Result), message: e.Message}
+	if r.result == "" {
+		r.result = string(e.Code)
 	}
 	if r.result == "" {
-		r.result = b.Code
-	}
-	if r.result == "" {
-		r.result = fmt.Sprintf("HTTP_%d", status)
+		r.result = fmt.Sprintf("HTTP_%d", e.StatusCode)
 	}
 	return r
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/stack"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/tools/checker"
@@ -190,6 +191,7 @@ type drillEnv struct {
 	log                     io.Writer
 	run                     string
 	checkout, admin, viewer string
+	adm                     *client.Admin // promo-admin, with the admin token
 	proxy                   *proxy
 	load                    *load
 	shards                  []redis.UniversalClient
@@ -214,6 +216,11 @@ func newDrillEnv(ctx context.Context, o options, ctl *stackCtl, log io.Writer) (
 		checkout: env("FLASHSALE_CHECKOUT_TOKEN", "dev-checkout-token"),
 		admin:    env("FLASHSALE_ADMIN_TOKEN", "dev-admin-token"),
 		viewer:   env("FLASHSALE_VIEWER_TOKEN", "dev-viewer-token")}
+	adm, err := newAdmin(ctl.st.Admin, d.admin)
+	if err != nil {
+		return nil, err
+	}
+	d.adm = adm
 	if err := d.rebuildLost(ctx); err != nil {
 		return nil, err
 	}
@@ -223,7 +230,10 @@ func newDrillEnv(ctx context.Context, o options, ctl *stackCtl, log io.Writer) (
 	}
 	d.proxy = p
 	p.logf = d.logf
-	d.load = newLoad(p.URL(), d.checkout, d.run, max(o.workers, o.satWorkers))
+	if d.load, err = newLoad(p.URL(), d.checkout, d.run, max(o.workers, o.satWorkers)); err != nil {
+		d.close()
+		return nil, err
+	}
 	for _, a := range ctl.st.Redis {
 		d.shards = append(d.shards, redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}))
 	}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -23,15 +23,17 @@ func (l *load) probe(rd *round, s sale) reply {
 	l.mu.Lock()
 	l.reqs = append(l.reqs, req)
 	l.mu.Unlock()
-	body := grabBody(req)
-	r := l.send("/v1/grab", body, 1)
-	final := r
-	if !grabDefinite(r) && !nothingTaken(r) {
-		final, _ = l.callFrom("/v1/grab", body, grabDefinite, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), l.budget)
+	ans, err := l.once.Grab(ctx, grabRequest(req, false))
+	cancel()
+	r := replyOf(ans, err)
+	last, _ := final(ans, err)
+	if last.result == checker.Unknown {
+		last, _ = l.grab(req, true)
 	}
 	l.mu.Lock()
-	req.Grab, req.Done = final.result, time.Now()
-	keepAmounts(req, final)
+	req.Grab, req.Done = last.result, time.Now()
+	keepAmounts(req, last)
 	l.mu.Unlock()
 	return r
 }
@@ -63,17 +65,16 @@ func (l *load) legit(s sale, pin, ip string, cancel bool) *checker.Request {
 	l.mu.Lock()
 	l.reqs = append(l.reqs, req)
 	l.mu.Unlock()
-	answer, _ := l.call("/v1/grab", grabBody(req), grabDefinite)
+	answer, _ := l.grab(req, false)
 	l.mu.Lock()
 	req.Grab, req.Done = answer.result, time.Now()
 	keepAmounts(req, answer)
 	l.mu.Unlock()
 	if cancel && answer.result == "GRANTED" {
-		b, _ := json.Marshal(map[string]any{"pin": pin})
 		l.mu.Lock()
 		req.Cancel = checker.Unknown
 		l.mu.Unlock()
-		cf, _ := l.call("/v1/grab/"+req.RequestID+"/cancel", b, cancelDefinite)
+		cf, _ := l.cancelGrab(req, "")
 		l.mu.Lock()
 		req.Cancel, req.Done = cf.result, time.Now()
 		keepAmounts(req, cf)

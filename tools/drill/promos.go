@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"time"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/tools/checker"
-	"github.com/flashsale/platform/tools/loadgen"
 )
 
 // kind is the shape of a drill promotion.
@@ -54,9 +53,9 @@ const (
 // newRound creates a round's promotions through promo-admin: for every shard 0..15
 // one hot, one big and one rate-limited promotion, the bucketed hot one, and an
 // envelope pool on poolShard (the shard the Redis drills lose, so a pool is rebuilt).
-func newRound(ctx context.Context, admin, token, run, name string, hotTotal int64, poolShard int) (*round, error) {
-	m := roundMaker{ctx: ctx, client: loadgen.Client(4, 10*time.Second), admin: admin, token: token, run: run, name: name,
-		start: time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339), end: time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
+func newRound(ctx context.Context, admin *client.Admin, run, name string, hotTotal int64, poolShard int) (*round, error) {
+	m := roundMaker{ctx: ctx, admin: admin, run: run, name: name,
+		start: time.Now().UTC().Add(-5 * time.Second).Truncate(time.Second), end: time.Now().UTC().Add(6 * time.Hour).Truncate(time.Second)}
 	r := &round{name: name}
 	if err := m.shardSales(r, hotTotal); err != nil {
 		return nil, err
@@ -76,19 +75,24 @@ func newRound(ctx context.Context, admin, token, run, name string, hotTotal int6
 
 // roundMaker creates one round's promotions, all on sale from start to end.
 type roundMaker struct {
-	ctx                     context.Context
-	client                  *http.Client
-	admin, token, run, name string
-	start, end              string
+	ctx        context.Context
+	admin      *client.Admin
+	run, name  string
+	start, end time.Time
 }
 
-// create posts one promotion to promo-admin; what names it in the error.
-func (m roundMaker) create(body map[string]any, what string) error {
-	a := loadgen.Do(m.ctx, m.client, m.admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: m.token})
-	if a.Status != http.StatusCreated {
-		return fmt.Errorf("create %s: %d %s", what, a.Status, a.Body)
+// create creates one promotion through promo-admin; what names it in the error.
+func (m roundMaker) create(spec client.PromotionSpec, what string) error {
+	spec.StartAt, spec.EndAt = m.start, m.end
+	if _, err := m.admin.Create(m.ctx, spec); err != nil {
+		return fmt.Errorf("create %s: %w", what, err)
 	}
 	return nil
+}
+
+// newAdmin is the drills' client of promo-admin.
+func newAdmin(base, token string) (*client.Admin, error) {
+	return client.NewAdmin(client.Config{BaseURL: base, Token: token, AttemptTimeout: 15 * time.Second, UserAgent: "flashsale-drill"})
 }
 
 // shardSales creates one hot, one big and one rated promotion on every shard.
@@ -107,7 +111,7 @@ func (m roundMaker) shardSales(r *round, hotTotal int64) error {
 		k := need[shard][0]
 		need[shard] = need[shard][1:]
 		s := sale{Promotion: checker.Promotion{PromoID: id, Type: typ}, kind: k}
-		body := map[string]any{"promoId": id, "type": typ, "title": "drill " + m.name, "maxPerGrab": 2, "startAt": m.start, "endAt": m.end}
+		spec := client.PromotionSpec{PromoID: id, Type: typ, Title: "drill " + m.name, MaxPerGrab: 2}
 		switch k {
 		case hot:
 			s.Total, s.PerPin, s.PerIP = hotTotal+int64(rand.IntN(int(hotTotal))), 1, 3
@@ -115,10 +119,10 @@ func (m roundMaker) shardSales(r *round, hotTotal int64) error {
 			s.Total, s.PerPin, s.PerIP = 1_000_000, 4, 12
 		case rated:
 			s.Total, s.PerPin, s.rateLimit = 50_000, 3, 4
-			body["rateLimit"] = map[string]any{"limit": s.rateLimit, "windowSeconds": 1}
+			spec.RateLimit = &client.RateLimit{Limit: s.rateLimit, WindowSeconds: 1}
 		}
-		body["total"], body["perPinLimit"], body["perIpLimit"] = s.Total, s.PerPin, s.PerIP
-		if err := m.create(body, "promotion "+id); err != nil {
+		spec.Total, spec.PerPinLimit, spec.PerIPLimit = s.Total, s.PerPin, s.PerIP
+		if err := m.create(spec, "promotion "+id); err != nil {
 			return err
 		}
 		r.sales = append(r.sales, s)
@@ -137,9 +141,9 @@ func (m roundMaker) shardSales(r *round, hotTotal int64) error {
 func (m roundMaker) bucketed(hotTotal int64) (sale, error) {
 	id := fmt.Sprintf("%s-%s-b", m.run, m.name)
 	b := sale{Promotion: checker.Promotion{PromoID: id, Type: 1, Total: 4 * hotTotal, PerPin: 1, PerIP: 3, Buckets: drillBuckets}, kind: hot}
-	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + m.name + " (buckets)", "maxPerGrab": 2, "startAt": m.start, "endAt": m.end,
-		"total": b.Total, "perPinLimit": b.PerPin, "perIpLimit": b.PerIP, "buckets": drillBuckets}
-	return b, m.create(body, fmt.Sprintf("promotion %s in %d buckets", id, drillBuckets))
+	spec := client.PromotionSpec{PromoID: id, Type: 1, Title: "drill " + m.name + " (buckets)", MaxPerGrab: 2,
+		Total: b.Total, PerPinLimit: b.PerPin, PerIPLimit: b.PerIP, Buckets: drillBuckets}
+	return b, m.create(spec, fmt.Sprintf("promotion %s in %d buckets", id, drillBuckets))
 }
 
 // pool creates the round's envelope pool on shard: hot too, so it sells out and
@@ -155,9 +159,9 @@ func (m roundMaker) pool(shard int) (sale, error) {
 	}
 	amount := int64(poolEnvelopes*poolMeanAmount) + rand.Int64N(poolEnvelopes) // not a round sum: the split must hit it to the unit
 	s := sale{Promotion: checker.Promotion{PromoID: id, Type: 1, Total: poolEnvelopes, PerPin: 2, PerIP: 6, EnvelopeAmount: amount}, kind: hot}
-	body := map[string]any{"promoId": id, "type": 1, "title": "drill " + m.name + " (envelope pool)", "maxPerGrab": 2, "startAt": m.start, "endAt": m.end,
-		"total": s.Total, "perPinLimit": s.PerPin, "perIpLimit": s.PerIP, "envelope": map[string]any{"amount": amount, "minAmount": poolMinAmount}}
-	return s, m.create(body, "envelope pool "+id)
+	spec := client.PromotionSpec{PromoID: id, Type: 1, Title: "drill " + m.name + " (envelope pool)", MaxPerGrab: 2,
+		Total: s.Total, PerPinLimit: s.PerPin, PerIPLimit: s.PerIP, Envelope: &client.EnvelopeSpec{Amount: amount, MinAmount: poolMinAmount}}
+	return s, m.create(spec, "envelope pool "+id)
 }
 
 // pick chooses the promotions of one grab: usually one, sometimes two or three on
@@ -205,12 +209,11 @@ func (r *round) promotions() []checker.Promotion {
 // createCanary creates p, a promotion of the drill's own that no load touches, on
 // sale for six hours, and has the checker check it with the rest.
 func (d *drillEnv) createCanary(ctx context.Context, p checker.Promotion, maxPerGrab int, title string, out *outcome) bool {
-	body := map[string]any{"promoId": p.PromoID, "type": p.Type, "title": title, "total": p.Total, "perPinLimit": p.PerPin,
-		"perIpLimit": p.PerIP, "maxPerGrab": maxPerGrab, "startAt": time.Now().UTC().Add(-5 * time.Second).Format(time.RFC3339),
-		"endAt": time.Now().UTC().Add(6 * time.Hour).Format(time.RFC3339)}
-	a := loadgen.Do(ctx, loadgen.Client(1, 15*time.Second), d.ctl.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.admin})
-	if a.Status != http.StatusCreated {
-		out.fail("create the %s: %d %s", title, a.Status, a.Body)
+	spec := client.PromotionSpec{PromoID: p.PromoID, Type: p.Type, Title: title, Total: p.Total, PerPinLimit: p.PerPin,
+		PerIPLimit: p.PerIP, MaxPerGrab: int64(maxPerGrab), StartAt: time.Now().UTC().Add(-5 * time.Second).Truncate(time.Second),
+		EndAt: time.Now().UTC().Add(6 * time.Hour).Truncate(time.Second)}
+	if _, err := d.adm.Create(ctx, spec); err != nil {
+		out.fail("create the %s: %v", title, err)
 		return false
 	}
 	out.canaries = append(out.canaries, p)

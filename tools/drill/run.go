@@ -14,7 +14,7 @@ func (d *drillEnv) runDrill(ctx context.Context, dr drill) row {
 	start := time.Now()
 	r := row{name: dr.name, title: dr.title, st: newStats()}
 	d.logf("== %s: %s", dr.name, dr.title)
-	rd, err := newRound(ctx, d.ctl.st.Admin, d.admin, d.run, dr.name, 40, d.o.redisShard)
+	rd, err := newRound(ctx, d.adm, d.run, dr.name, 40, d.o.redisShard)
 	if err != nil {
 		r.checks = append(r.checks, "round not created: "+err.Error())
 		r.elapsed = time.Since(start)
