@@ -28,7 +28,7 @@ type load struct {
 	grabs       *client.Client // retries to a definite answer within budget
 	once        *client.Client // sends once: a probe's first send
 	budget      time.Duration  // retry budget of one request
-	cancelShare float64       // share of grants cancelled afterwards
+	cancelShare float64        // share of grants cancelled afterwards
 	run         string
 
 	seq  atomic.Int64
