@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/stack"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/tools/checker"
 	"github.com/flashsale/platform/tools/invariants"
-	"github.com/flashsale/platform/tools/loadgen"
 )
 
 // The demo's envelope pool (docs/CONTRACT.md, "Envelope pools"): poolEnvelopes
@@ -34,20 +32,12 @@ type poolSale struct {
 	reqs  []checker.Request
 }
 
-// poolView is the pool as promo-admin's GET shows it.
-type poolView struct {
-	Remaining, Granted int64
-	Envelope           struct {
-		Amount, MinAmount, RemainingAmount int64
-	}
-}
-
 // sellPool creates the pool, lets the crowd grab it, returns a few envelopes and
 // hands them out again, printing at each step what was granted against the budget
 // and what promo-admin says is left.
-func sellPool(ctx context.Context, st stack.File, client *http.Client, checkoutToken, adminToken, run string) (poolSale, error) {
+func sellPool(ctx context.Context, pf platform, run string) (poolSale, error) {
 	id := "envelopes-" + run
-	d := &poolDemo{st: st, client: client, checkoutToken: checkoutToken, adminToken: adminToken, run: run, id: id,
+	d := &poolDemo{pf: pf, run: run, id: id,
 		ps: poolSale{promo: checker.Promotion{PromoID: id, Type: 1, Total: poolEnvelopes, PerPin: 1, EnvelopeAmount: poolBudget}}}
 	err := d.sell(ctx)
 	return d.ps, err
@@ -55,11 +45,9 @@ func sellPool(ctx context.Context, st stack.File, client *http.Client, checkoutT
 
 // poolDemo is the pool's sale, told in stages; ps collects what each buyer was told.
 type poolDemo struct {
-	st                        stack.File
-	client                    *http.Client
-	checkoutToken, adminToken string
-	run, id                   string
-	ps                        poolSale
+	pf      platform
+	run, id string
+	ps      poolSale
 }
 
 func (d *poolDemo) sell(ctx context.Context) error {
@@ -78,11 +66,10 @@ func (d *poolDemo) sell(ctx context.Context) error {
 
 // create creates the pool through promo-admin.
 func (d *poolDemo) create(ctx context.Context) error {
-	body := map[string]any{"promoId": d.id, "type": 1, "title": "demo red envelopes", "total": poolEnvelopes, "perPinLimit": 1, "maxPerGrab": 1,
-		"startAt": time.Now().UTC().Add(-time.Second).Format(time.RFC3339), "endAt": time.Now().UTC().Add(time.Hour).Format(time.RFC3339),
-		"envelope": map[string]any{"amount": poolBudget, "minAmount": poolMin}}
-	if a := loadgen.Do(ctx, d.client, d.st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: d.adminToken}); a.Status != http.StatusCreated {
-		return fmt.Errorf("create the envelope pool %s: %d %s", d.id, a.Status, a.Body)
+	spec := client.PromotionSpec{PromoID: d.id, Type: 1, Title: "demo red envelopes", Total: poolEnvelopes, PerPinLimit: 1, MaxPerGrab: 1,
+		Envelope: &client.EnvelopeSpec{Amount: poolBudget, MinAmount: poolMin}}
+	if err := d.pf.create(ctx, spec); err != nil {
+		return fmt.Errorf("the envelope pool: %w", err)
 	}
 	fmt.Printf("%d envelopes of at least %s sharing %s, split at create\n", poolEnvelopes, money(poolMin), money(poolBudget))
 	return nil
@@ -91,19 +78,18 @@ func (d *poolDemo) create(ctx context.Context) error {
 // grabs sends n buyers from the from-th at the pool, concurrency at a time, and
 // returns how many were granted and the amounts they drew.
 func (d *poolDemo) grabs(ctx context.Context, from, n, concurrency int, label string) (granted int, sum int64) {
-	gen := func(i int) loadgen.Call {
+	fan := func(i int) client.GrabRequest {
 		i += from
-		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: d.checkoutToken, Body: map[string]any{
-			"requestId": fmt.Sprintf("demo-env-%s-%d", d.run, i), "pin": fmt.Sprintf("fan-%d", i), "ip": fmt.Sprintf("10.88.%d.%d", i/250%250, i%250+1),
-			"items": []map[string]any{{"promoId": d.id, "type": 1, "num": 1}}}}
+		return client.GrabRequest{RequestID: fmt.Sprintf("demo-env-%s-%d", d.run, i), Pin: fmt.Sprintf("fan-%d", i), IP: fmt.Sprintf("10.88.%d.%d", i/250%250, i%250+1),
+			Items: []client.Item{{PromoID: d.id, Type: 1, Num: 1}}}
 	}
-	answers := loadgen.Run(ctx, loadgen.Config{BaseURL: d.st.Grab, Concurrency: concurrency, Calls: n, Label: label, KeepBodies: true}, gen, nil)
-	for i, a := range answers {
+	_, tolds := d.pf.crowd(ctx, n, concurrency, label, fan)
+	for i, t := range tolds {
 		req := checker.Request{RequestID: fmt.Sprintf("demo-env-%s-%d", d.run, from+i), Pin: fmt.Sprintf("fan-%d", from+i),
-			Items: []checker.Item{{PromoID: d.id, Type: 1, Num: 1}}, Grab: final(a)}
+			Items: []checker.Item{{PromoID: d.id, Type: 1, Num: 1}}, Grab: t.result}
 		req.IP = fmt.Sprintf("10.88.%d.%d", (from+i)/250%250, (from+i)%250+1)
 		if req.Grab == "GRANTED" {
-			req.Items[0].Amount = amountOf(a.Body)
+			req.Items[0].Amount = t.amount()
 			granted++
 			sum += req.Items[0].Amount
 		}
@@ -115,7 +101,7 @@ func (d *poolDemo) grabs(ctx context.Context, from, n, concurrency int, label st
 // crowd lets the fans draw every envelope: the amounts must sum to the budget.
 func (d *poolDemo) crowd(ctx context.Context) error {
 	granted, sum := d.grabs(ctx, 0, poolCrowd, 100, "fans")
-	view, err := getPool(ctx, d.client, d.st.Admin, d.adminToken, d.id)
+	view, err := d.pool(ctx)
 	if err != nil {
 		return err
 	}
@@ -138,16 +124,15 @@ func (d *poolDemo) cancelSome(ctx context.Context) (cancelled int, returned int6
 		if r.Grab != "GRANTED" {
 			continue
 		}
-		a := loadgen.Do(ctx, d.client, d.st.Grab, loadgen.Call{Method: "POST", Token: d.checkoutToken,
-			Path: "/v1/grab/" + r.RequestID + "/cancel", Body: map[string]any{"pin": r.Pin, "reason": "PAYMENT_EXPIRED"}})
-		r.Cancel = final(a)
+		t := d.pf.cancel(ctx, r.RequestID, r.Pin)
+		r.Cancel = t.result
 		if r.Cancel == "RETURNED" {
-			r.Items[0].Returned = amountOf(a.Body)
+			r.Items[0].Returned = t.amount()
 			returned += r.Items[0].Returned
 			cancelled++
 		}
 	}
-	view, err := getPool(ctx, d.client, d.st.Admin, d.adminToken, d.id)
+	view, err := d.pool(ctx)
 	if err != nil {
 		return cancelled, returned, err
 	}
@@ -163,7 +148,7 @@ func (d *poolDemo) cancelSome(ctx context.Context) (cancelled int, returned int6
 // latecomers draw what the cancels gave back, exactly.
 func (d *poolDemo) latecomers(ctx context.Context, cancelled int, returned int64) error {
 	regranted, resum := d.grabs(ctx, poolCrowd, poolCancels+10, 10, "")
-	view, err := getPool(ctx, d.client, d.st.Admin, d.adminToken, d.id)
+	view, err := d.pool(ctx)
 	if err != nil {
 		return err
 	}
@@ -198,35 +183,16 @@ func checkPool(ctx context.Context, st stack.File, shards []*redis.Client, db *s
 	return invariants.Result{Name: "7 envelopes handed once", Pass: !rep.Failed(), Detail: detail}
 }
 
-func getPool(ctx context.Context, client *http.Client, admin, token, id string) (poolView, error) {
-	var v poolView
-	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "GET", Path: "/v1/promotions/" + id + "/1", Token: token})
-	if err := json.Unmarshal(a.Body, &v); err != nil || a.Status != http.StatusOK {
-		return v, fmt.Errorf("get %s: %d %s", id, a.Status, a.Body)
+// pool reads the pool as promo-admin shows it, live from its shard.
+func (d *poolDemo) pool(ctx context.Context) (*client.Promotion, error) {
+	p, err := d.pf.admin.Get(ctx, d.id, 1)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", d.id, err)
 	}
-	return v, nil
-}
-
-// final is an answer as the checker reads it: a contract result, or Unknown for
-// a transport error or a 5xx.
-func final(a loadgen.Answer) string {
-	if a.Status == 0 || a.Status >= 500 || a.Result == "" {
-		return checker.Unknown
+	if p.Envelope == nil {
+		return nil, fmt.Errorf("get %s: not an envelope pool", d.id)
 	}
-	return a.Result
-}
-
-// amountOf is the amount the answer's one item carried (0 when none).
-func amountOf(body []byte) int64 {
-	var b struct {
-		Items []struct {
-			Amount int64 `json:"amount"`
-		} `json:"items"`
-	}
-	if json.Unmarshal(body, &b) != nil || len(b.Items) == 0 {
-		return 0
-	}
-	return b.Items[0].Amount
+	return p, nil
 }
 
 // money writes cents as yuan.

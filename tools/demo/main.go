@@ -6,16 +6,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/stack"
@@ -52,7 +51,10 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 	}
 	adminToken := env("FLASHSALE_ADMIN_TOKEN", "dev-admin-token")
 	checkoutToken := env("FLASHSALE_CHECKOUT_TOKEN", "dev-checkout-token")
-	client := loadgen.Client(concurrency, 10*time.Second)
+	pf, err := newPlatform(st, loadgen.Client(concurrency, 10*time.Second), checkoutToken, adminToken)
+	if err != nil {
+		return err
+	}
 	run := time.Now().UTC().Format("150405")
 
 	// A few promotions on different shards, as merchandisers would create them.
@@ -64,40 +66,37 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 		{PromoID: "coffee-" + run, Type: 2, Total: 5000, PerPin: 5}}
 	const hotBuckets = 4 // the phone is the day's hot sale: its stock on 4 shards (docs/CONTRACT.md, "Buckets")
 	for i, p := range specs {
-		body := map[string]any{"promoId": p.PromoID, "type": p.Type, "title": "demo " + p.PromoID, "total": p.Total,
-			"perPinLimit": p.PerPin, "perIpLimit": p.PerIP, "maxPerGrab": 1,
-			"startAt": time.Now().UTC().Add(-time.Second).Format(time.RFC3339), "endAt": time.Now().UTC().Add(time.Hour).Format(time.RFC3339)}
+		spec := client.PromotionSpec{PromoID: p.PromoID, Type: p.Type, Title: "demo " + p.PromoID, Total: p.Total,
+			PerPinLimit: p.PerPin, PerIPLimit: p.PerIP, MaxPerGrab: 1}
 		if i == 1 {
-			body["buckets"] = hotBuckets
+			spec.Buckets = hotBuckets
 		}
-		a := loadgen.Do(ctx, client, st.Admin, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: adminToken})
-		if a.Status != http.StatusCreated {
-			return fmt.Errorf("create %s: %d %s", p.PromoID, a.Status, a.Body)
+		if err := pf.create(ctx, spec); err != nil {
+			return err
 		}
 	}
-	if err := showPromotions(ctx, client, st.Admin, adminToken, run); err != nil {
+	if err := showPromotions(ctx, pf.admin, run); err != nil {
 		return err
 	}
 
 	// On-call pauses the sale and resumes it, on the phone promotion.
 	section("switches: on-call turns grabs off and on again")
-	if err := showSwitchFlip(ctx, st, client, checkoutToken, specs[1].PromoID); err != nil {
+	if err := showSwitchFlip(ctx, st, pf, specs[1].PromoID); err != nil {
 		return err
 	}
 
 	// The flash sale.
 	section(fmt.Sprintf("flash sale: %d buyers, %d units, %d at once", buyers, total, concurrency))
-	grab := func(i int) loadgen.Call {
+	buyer := func(i int) client.GrabRequest {
 		ip := fmt.Sprintf("10.%d.%d.%d", i%7, (i/7)%250, i%3000/250)
 		if i%10 == 0 {
 			ip = "10.66.0.1" // a scalper farm behind one address meets the per-ip limit
 		}
-		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: checkoutToken, Body: map[string]any{
-			"requestId": fmt.Sprintf("demo-%s-%d", run, i), "pin": fmt.Sprintf("buyer-%d", i), "ip": ip,
-			"items": []map[string]any{{"promoId": sale.PromoID, "type": 1, "num": 1}}}}
+		return client.GrabRequest{RequestID: fmt.Sprintf("demo-%s-%d", run, i), Pin: fmt.Sprintf("buyer-%d", i), IP: ip,
+			Items: []client.Item{{PromoID: sale.PromoID, Type: 1, Num: 1}}}
 	}
 	start := time.Now()
-	answers := loadgen.Run(ctx, loadgen.Config{BaseURL: st.Grab, Concurrency: concurrency, Calls: buyers, Label: "buyers"}, grab, nil)
+	answers, _ := pf.crowd(ctx, buyers, concurrency, "buyers", buyer)
 	sum := loadgen.Summarize(answers, time.Since(start))
 
 	told := invariants.Told{PerPin: map[string]int64{}}
@@ -112,9 +111,7 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 	// Some buyers do not pay: their orders are cancelled and the stock returns.
 	returned := 0
 	for _, i := range granted[:min(cancels, len(granted))] {
-		a := loadgen.Do(ctx, client, st.Grab, loadgen.Call{Method: "POST", Token: checkoutToken,
-			Path: fmt.Sprintf("/v1/grab/demo-%s-%d/cancel", run, i), Body: map[string]any{"pin": fmt.Sprintf("buyer-%d", i), "reason": "PAYMENT_EXPIRED"}})
-		if a.Result == "RETURNED" {
+		if pf.cancel(ctx, fmt.Sprintf("demo-%s-%d", run, i), fmt.Sprintf("buyer-%d", i)).result == "RETURNED" {
 			returned++
 			told.Units--
 			told.PerPin[fmt.Sprintf("buyer-%d", i)]--
@@ -135,12 +132,12 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 		sum.Throughput(), sum.Elapsed.Round(time.Millisecond), sum.P50.Round(time.Microsecond), sum.P99.Round(time.Microsecond), sum.P999.Round(time.Microsecond))
 
 	section(fmt.Sprintf("the hot sale in %d buckets: 500 buyers, 2 each at most, for its 300 units", hotBuckets))
-	if err := sellBucketed(ctx, st, client, checkoutToken, adminToken, run, specs[1].PromoID); err != nil {
+	if err := sellBucketed(ctx, st, pf, run, specs[1].PromoID); err != nil {
 		return err
 	}
 
 	section(fmt.Sprintf("an envelope pool beside the sale: %d fans for %d red envelopes", poolCrowd, poolEnvelopes))
-	pool, err := sellPool(ctx, st, client, checkoutToken, adminToken, run)
+	pool, err := sellPool(ctx, pf, run)
 	if err != nil {
 		return err
 	}
@@ -186,30 +183,26 @@ func section(title string) { fmt.Printf("\n== %s\n", title) }
 // sellBucketed sells the bucketed promotion id out to 500 buyers pressing twice
 // and shows where its units came from: every bucket emptied, buyers whose home
 // bucket ran dry served by the others.
-func sellBucketed(ctx context.Context, st stack.File, client *http.Client, checkoutToken, adminToken, run, id string) error {
+func sellBucketed(ctx context.Context, st stack.File, pf platform, run, id string) error {
 	const buyers = 500
-	grab := func(i int) loadgen.Call {
-		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: checkoutToken, Body: map[string]any{
-			"requestId": fmt.Sprintf("demo-hot-%s-%d", run, i), "pin": fmt.Sprintf("fan-%d", i%buyers), "ip": fmt.Sprintf("10.77.%d.%d", i/250%250, i%250),
-			"items": []map[string]any{{"promoId": id, "type": 1, "num": 1}}}}
+	fan := func(i int) client.GrabRequest {
+		return client.GrabRequest{RequestID: fmt.Sprintf("demo-hot-%s-%d", run, i), Pin: fmt.Sprintf("fan-%d", i%buyers), IP: fmt.Sprintf("10.77.%d.%d", i/250%250, i%250),
+			Items: []client.Item{{PromoID: id, Type: 1, Num: 1}}}
 	}
-	answers := loadgen.Run(ctx, loadgen.Config{BaseURL: st.Grab, Concurrency: 64, Calls: 2 * buyers, Label: "fans"}, grab, nil)
+	answers, _ := pf.crowd(ctx, 2*buyers, 64, "fans", fan)
 	sum := loadgen.Summarize(answers, time.Second)
 	for _, r := range sum.Results() {
 		fmt.Printf("%-20s %8d\n", r, sum.ByResult[r])
 	}
-	a := loadgen.Do(ctx, client, st.Admin, loadgen.Call{Method: "GET", Path: "/v1/promotions/" + id + "/1", Token: adminToken})
-	var p struct {
-		Remaining, Granted int64
-		BucketShards       []int   `json:"bucketShards"`
-		BucketRemaining    []int64 `json:"bucketRemaining"`
-	}
-	if err := json.Unmarshal(a.Body, &p); err != nil || a.Status != http.StatusOK {
-		return fmt.Errorf("get %s: %d %s", id, a.Status, a.Body)
+	p, err := pf.admin.Get(ctx, id, 1)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", id, err)
 	}
 	fmt.Printf("granted %d, remaining %d; by bucket (shard: remaining):", p.Granted, p.Remaining)
 	for b, shard := range p.BucketShards {
-		fmt.Printf(" %d: %d", shard, p.BucketRemaining[b])
+		if b < len(p.BucketRemaining) {
+			fmt.Printf(" %d: %d", shard, p.BucketRemaining[b])
+		}
 	}
 	fmt.Println()
 	if p.Granted != 300 || p.Remaining != 0 {
@@ -227,27 +220,17 @@ func sellBucketed(ctx context.Context, st stack.File, client *http.Client, check
 	return nil
 }
 
-func showPromotions(ctx context.Context, client *http.Client, admin, token, run string) error {
-	a := loadgen.Do(ctx, client, admin, loadgen.Call{Method: "GET", Path: "/v1/promotions?limit=50", Token: token})
-	var page struct {
-		Items []struct {
-			Key       string `json:"key"`
-			Shard     int    `json:"shard"`
-			State     string `json:"state"`
-			Total     int64  `json:"total"`
-			Remaining int64  `json:"remaining"`
-			Shards    []int  `json:"bucketShards"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(a.Body, &page); err != nil || a.Status != http.StatusOK {
-		return fmt.Errorf("list promotions: %d %s", a.Status, a.Body)
+func showPromotions(ctx context.Context, admin *client.Admin, run string) error {
+	page, err := admin.List(ctx, client.ListOptions{Limit: 50})
+	if err != nil {
+		return fmt.Errorf("list promotions: %w", err)
 	}
 	fmt.Printf("%-26s %-12s %-8s %8s %9s\n", "key (Redis hash)", "shard(s)", "state", "total", "remaining")
 	for _, p := range page.Items {
 		if strings.HasSuffix(strings.TrimSuffix(strings.TrimSuffix(p.Key, "_1"), "_2"), run) {
 			shards := fmt.Sprint(p.Shard)
-			if len(p.Shards) > 0 { // in buckets, one per shard
-				shards = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(p.Shards)), ","), "[]")
+			if len(p.BucketShards) > 0 { // in buckets, one per shard
+				shards = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(p.BucketShards)), ","), "[]")
 			}
 			fmt.Printf("%-26s %-12s %-8s %8d %9d\n", p.Key, shards, p.State, p.Total, p.Remaining)
 		}

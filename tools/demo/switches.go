@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,14 +10,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/stack"
-	"github.com/flashsale/platform/tools/loadgen"
 )
 
 // showSwitchFlip switches grabs off with bin/configctl, shows a grab answered
 // DEGRADED without touching stock, and switches them on again: what on-call does
 // when a sale must pause.
-func showSwitchFlip(ctx context.Context, st stack.File, client *http.Client, token, promoID string) error {
+func showSwitchFlip(ctx context.Context, st stack.File, pf platform, promoID string) error {
 	root, err := stack.Root()
 	if err != nil {
 		return err
@@ -27,21 +28,28 @@ func showSwitchFlip(ctx context.Context, st stack.File, client *http.Client, tok
 		fmt.Printf("$ bin/configctl --file %s %v\n", filepath.Base(st.SwitchesFile), args)
 		return cmd.Run()
 	}
-	grab := func(n int) loadgen.Answer {
-		return loadgen.Do(ctx, client, st.Grab, loadgen.Call{Method: "POST", Path: "/v1/grab", Token: token, Body: map[string]any{
-			"requestId": fmt.Sprintf("flip-%s-%d", promoID, n), "pin": fmt.Sprintf("flip-buyer-%d", n), "ip": "10.77.0.1",
-			"items": []map[string]any{{"promoId": promoID, "type": 1, "num": 1}}}})
+	grab := func(n int) (told, int) {
+		ctx, cancel := context.WithTimeout(ctx, pressTimeout)
+		defer cancel()
+		ans, err := pf.grab.Grab(ctx, client.GrabRequest{RequestID: fmt.Sprintf("flip-%s-%d", promoID, n), Pin: fmt.Sprintf("flip-buyer-%d", n),
+			IP: "10.77.0.1", Items: []client.Item{{PromoID: promoID, Type: 1, Num: 1}}})
+		status := http.StatusOK
+		var e *client.Error
+		if errors.As(err, &e) {
+			status = e.StatusCode
+		}
+		return tell(ans, err), status
 	}
 	// waitFor polls until a grab answers want: the switch reaches every instance within 1 s.
-	waitFor := func(want string) (loadgen.Answer, time.Duration, error) {
+	waitFor := func(want string) (int, time.Duration, error) {
 		start := time.Now()
 		for n := 0; ; n++ {
-			a := grab(n)
-			if a.Result == want {
-				return a, time.Since(start), nil
+			a, status := grab(n)
+			if a.result == want {
+				return status, time.Since(start), nil
 			}
 			if time.Since(start) > 3*time.Second {
-				return a, time.Since(start), fmt.Errorf("still %s %d after 3 s, want %s", a.Result, a.Status, want)
+				return status, time.Since(start), fmt.Errorf("still %s %d after 3 s, want %s", a.result, status, want)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -49,18 +57,18 @@ func showSwitchFlip(ctx context.Context, st stack.File, client *http.Client, tok
 	if err := configctl("set", "grabEnabled", "false"); err != nil {
 		return fmt.Errorf("switch grabs off: %w", err)
 	}
-	a, took, err := waitFor("DEGRADED")
+	status, took, err := waitFor("DEGRADED")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("grab while switched off: %d %s (in force after %s)\n", a.Status, a.Result, took.Round(10*time.Millisecond))
+	fmt.Printf("grab while switched off: %d %s (in force after %s)\n", status, "DEGRADED", took.Round(10*time.Millisecond))
 	if err := configctl("set", "grabEnabled", "true"); err != nil {
 		return fmt.Errorf("switch grabs on: %w", err)
 	}
-	a, took, err = waitFor("GRANTED")
+	status, took, err = waitFor("GRANTED")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("grab switched on again: %d %s (in force after %s)\n", a.Status, a.Result, took.Round(10*time.Millisecond))
+	fmt.Printf("grab switched on again: %d %s (in force after %s)\n", status, "GRANTED", took.Round(10*time.Millisecond))
 	return nil
 }

@@ -76,9 +76,38 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 		// runs that follow.
 		defer r.client.CloseIdleConnections()
 	}
-	stopBar := Progress(cfg.Label, cfg.Calls, &r.done)
+	return r.drive(ctx)
+}
+
+// RunTasks runs cfg.Calls tasks over cfg.Concurrency workers, as Run sends calls,
+// with its progress bar, and returns their answers in task order: for load that a
+// client sends (the checkout client, client/, retries included), task i making
+// its own answer. cfg.BaseURL is not used.
+func RunTasks(ctx context.Context, cfg Config, task func(ctx context.Context, i int) Answer, onAnswer func(Answer)) []Answer {
+	r := &runner{cfg: cfg, task: task, onAnswer: onAnswer, answers: make([]Answer, cfg.Calls)}
+	return r.drive(ctx)
+}
+
+// runner is one Run: its calls, where their answers go, and how far it got.
+type runner struct {
+	cfg      Config
+	gen      func(i int) Call
+	task     func(ctx context.Context, i int) Answer // RunTasks' instead of gen
+	onAnswer func(Answer)
+	host     string
+	lean     bool         // each worker sends on a conn of its own to host
+	client   *http.Client // else
+	answers  []Answer
+	next     atomic.Int64 // the next call's index
+	done     atomic.Int64 // answers in
+	mu       sync.Mutex   // serializes onAnswer
+}
+
+// drive runs the calls over cfg.Concurrency workers, showing the progress bar.
+func (r *runner) drive(ctx context.Context) []Answer {
+	stopBar := Progress(r.cfg.Label, r.cfg.Calls, &r.done)
 	var wg sync.WaitGroup
-	for w := 0; w < cfg.Concurrency; w++ {
+	for w := 0; w < r.cfg.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -88,20 +117,6 @@ func Run(ctx context.Context, cfg Config, gen func(i int) Call, onAnswer func(An
 	wg.Wait()
 	stopBar()
 	return r.answers
-}
-
-// runner is one Run: its calls, where their answers go, and how far it got.
-type runner struct {
-	cfg      Config
-	gen      func(i int) Call
-	onAnswer func(Answer)
-	host     string
-	lean     bool         // each worker sends on a conn of its own to host
-	client   *http.Client // else
-	answers  []Answer
-	next     atomic.Int64 // the next call's index
-	done     atomic.Int64 // answers in
-	mu       sync.Mutex   // serializes onAnswer
 }
 
 // work is one worker. It takes the next call's index from a counter rather than
@@ -133,6 +148,9 @@ func (r *runner) work(ctx context.Context) {
 // call sends call i on k (nil unless the run is lean) and keeps its body only when
 // the run keeps bodies.
 func (r *runner) call(ctx context.Context, k *conn, i int) Answer {
+	if r.task != nil {
+		return r.task(ctx, i)
+	}
 	if k != nil {
 		a := k.do(ctx, r.gen(i))
 		if r.cfg.KeepBodies {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -222,5 +223,28 @@ func TestRunGivesUpOnASilentServer(t *testing.T) {
 	}
 	if n := requests.Load(); n != 1 {
 		t.Errorf("%d requests sent, want 1", n)
+	}
+}
+
+// RunTasks runs every task once, concurrency at a time, and keeps each answer at
+// its task's index.
+func TestRunTasksRunsEachTaskOnce(t *testing.T) {
+	t.Parallel()
+	var running, most atomic.Int64
+	answers := RunTasks(context.Background(), Config{Concurrency: 4, Calls: 100}, func(_ context.Context, i int) Answer {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(time.Millisecond)
+		running.Add(-1)
+		return Answer{Status: 200, Result: strconv.Itoa(i)}
+	}, nil)
+	for i, a := range answers {
+		if a.Index != i || a.Result != strconv.Itoa(i) {
+			t.Fatalf("answer %d: %+v", i, a)
+		}
+	}
+	if m := most.Load(); m > 4 {
+		t.Fatalf("%d tasks ran at once, concurrency 4", m)
 	}
 }
