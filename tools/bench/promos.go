@@ -1,29 +1,33 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/flashsale/platform/client"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/tools/loadgen"
 )
 
-// admin creates and deletes the benchmark's promotions through promo-admin, so
-// they are in the record like any other; every one made is deleted at the end.
+// admin creates and deletes the benchmark's promotions through promo-admin, with
+// the platform's client (client/), so they are in the record like any other;
+// every one made is deleted at the end.
 type admin struct {
-	base, token string
-	client      *http.Client
-	made        []string // promo ids, type 1
+	c    *client.Admin
+	err  error    // making c, returned by every call
+	made []string // promo ids, type 1
 }
 
 const unlimited = promo.MaxTotal // stock that never runs out in one run
 
 func newAdmin(base, token string) *admin {
-	return &admin{base: base, token: token, client: loadgen.Client(4, 30*time.Second)}
+	c, err := client.NewAdmin(client.Config{BaseURL: base, Token: token, AttemptTimeout: 30 * time.Second, UserAgent: "flashsale-bench"})
+	return &admin{c: c, err: err}
 }
 
 // create makes an active single-unit-per-grab promotion without pin or ip limits.
@@ -31,28 +35,51 @@ func (a *admin) create(ctx context.Context, id string, total int64) error {
 	return a.createIn(ctx, id, total, 1, nil)
 }
 
-// createIn is create in k buckets, with extra fields of the create body.
+// createIn is create in k buckets, with extra fields of the create body (by
+// their JSON names, as api/openapi.yaml's PromotionSpec spells them).
 func (a *admin) createIn(ctx context.Context, id string, total int64, k int, extra map[string]any) error {
-	now := time.Now().UTC()
-	body := map[string]any{"promoId": id, "type": 1, "title": "bench " + id, "total": total, "maxPerGrab": 1, "buckets": k,
-		"startAt": now.Add(-time.Minute).Format(time.RFC3339), "endAt": now.Add(2 * time.Hour).Format(time.RFC3339)}
-	for f, v := range extra {
-		body[f] = v
+	if a.err != nil {
+		return a.err
 	}
-	ans := loadgen.Do(ctx, a.client, a.base, loadgen.Call{Method: "POST", Path: "/v1/promotions", Body: body, Token: a.token})
-	if ans.Status != http.StatusCreated {
-		return fmt.Errorf("create promotion %s: %d %s", id, ans.Status, ans.Body)
+	now := time.Now().UTC().Truncate(time.Second)
+	spec := client.PromotionSpec{PromoID: id, Type: 1, Title: "bench " + id, Total: total, MaxPerGrab: 1, Buckets: k,
+		StartAt: now.Add(-time.Minute), EndAt: now.Add(2 * time.Hour)}
+	spec, err := withFields(spec, extra)
+	if err != nil {
+		return fmt.Errorf("create promotion %s: %w", id, err)
+	}
+	if _, err := a.c.Create(ctx, spec); err != nil {
+		return fmt.Errorf("create promotion %s: %w", id, err)
 	}
 	a.made = append(a.made, id)
 	return nil
 }
 
+// withFields sets spec's fields named in extra, refusing a name the spec does not have.
+func withFields(spec client.PromotionSpec, extra map[string]any) (client.PromotionSpec, error) {
+	if len(extra) == 0 {
+		return spec, nil
+	}
+	b, err := json.Marshal(extra)
+	if err != nil {
+		return spec, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("extra fields %s: %w", b, err)
+	}
+	return spec, nil
+}
+
 // remove deletes one promotion (its five keys leave Redis, so no take of it is
-// left for the reconciler).
+// left for the reconciler); one not found is gone already.
 func (a *admin) remove(ctx context.Context, id string) error {
-	ans := loadgen.Do(ctx, a.client, a.base, loadgen.Call{Method: "DELETE", Path: "/v1/promotions/" + id + "/1", Token: a.token})
-	if ans.Status != http.StatusNoContent && ans.Status != http.StatusNotFound {
-		return fmt.Errorf("delete promotion %s: %d %s", id, ans.Status, ans.Body)
+	if a.err != nil {
+		return a.err
+	}
+	if err := a.c.Delete(ctx, id, 1); err != nil && client.CodeOf(err) != client.CodeNotFound {
+		return fmt.Errorf("delete promotion %s: %w", id, err)
 	}
 	for i, m := range a.made {
 		if m == id {
@@ -124,7 +151,7 @@ func buyerBody(run, id string, n, pin, ipn int64, net string, random bool) []byt
 	b = append(b, `{"requestId":"`...)
 	rid := run + "-" + strconv.FormatInt(n, 10)
 	if !random {
-		rid = promo.RequestIDBeside(rid, promo.Key(id, 1))
+		rid = client.RequestIDBeside(rid, id, 1)
 	}
 	b = append(b, rid...)
 	b = append(b, `","pin":"p`...)
