@@ -31,6 +31,7 @@ type options struct {
 	recoveryBin  string
 	hotShard     int
 	peak         float64
+	fullScaling  bool
 	skip         map[string]bool
 }
 
@@ -38,7 +39,7 @@ func main() {
 	var o options
 	var levels, skip string
 	flag.StringVar(&o.stackFile, "stack", "", "stack file written by `make up` (default .run/stack.json)")
-	flag.StringVar(&o.out, "out", "bench-results", "directory for latest.md, latest.html and latest.svg")
+	flag.StringVar(&o.out, "out", "bench-results", "directory for latest.md, latest.html, latest.svg and figures.json (bin/plan --figures)")
 	flag.IntVar(&o.conc, "concurrency", 64, "requests in flight for the hot, sold-out and traditional phases")
 	flag.DurationVar(&o.dur, "duration", 2*time.Second, "length of one measured run (a warm-up precedes each)")
 	flag.StringVar(&levels, "levels", "1,2,4,8,16,32,64,128,256,512", "concurrency levels of the spread table")
@@ -50,7 +51,8 @@ func main() {
 	serveKind := flag.String("serve", "", "internal: serve one baseline (bare or lock) in this process")
 	serveDSN := flag.String("serve-dsn", "", "internal: the lock baseline's database")
 	serveConns := flag.Int("serve-conns", 64, "internal: the lock baseline's connection pool")
-	flag.StringVar(&skip, "skip", "", "scenarios to leave out, comma-separated: hot,soldout,traditional,spread,buckets,latency,recovery")
+	flag.BoolVar(&o.fullScaling, "scaling", false, "the scaling phase's full grid: 1, 2, 4, 8, 16 promotions at concurrency 1, 4, 16 (default: 1 and 16 at 4 and 16)")
+	flag.StringVar(&skip, "skip", "", "scenarios to leave out, comma-separated: hot,soldout,scaling,check,traditional,spread,buckets,latency,recovery")
 	flag.Parse()
 	if *serveKind != "" {
 		if err := serveBaseline(*serveKind, *serveDSN, *serveConns); err != nil {
@@ -162,6 +164,8 @@ func run(ctx context.Context, o options) error {
 	}{
 		{"hot", b.hot},
 		{"soldout", b.soldOut},
+		{"scaling", b.scaling}, // CPU per GRANTED by promotions and concurrency (scaling.go)
+		{"check", b.check},     // the capacity model fed by hot, soldout and scaling, checked (check.go)
 		{"traditional", func(ctx context.Context) error { return b.traditional(ctx, scratch) }},
 		{"spread", b.spread},
 		{"buckets", b.buckets},

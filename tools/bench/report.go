@@ -204,6 +204,7 @@ func (res *results) markdown() string {
 		b.WriteString("\n#### Where the CPU goes: scenarios 1 to 3 in CPU per answer\n\n" + cpuScope + "\n\n")
 		b.WriteString(res.cpuTable().markdown())
 	}
+	b.WriteString(res.capacityMarkdown())
 	if len(res.Spread) > 0 {
 		b.WriteString("\n#### 4. Spread: throughput and latency against concurrency\n\n")
 		b.WriteString(res.spreadTable().markdown())
@@ -236,6 +237,7 @@ func (res *results) html(svg string) string {
 		b.WriteString("<h2>Where the CPU goes: scenarios 1 to 3 in CPU per answer</h2>\n<p>" + html.EscapeString(cpuScope) + "</p>\n")
 		b.WriteString(res.cpuTable().html())
 	}
+	b.WriteString(res.capacityHTML())
 	b.WriteString("<h2>4. Spread: throughput and latency against concurrency</h2>\n" + svg + "\n")
 	b.WriteString(res.spreadTable().html())
 	b.WriteString("<h2>Invariants</h2>\n" + res.invariantTable().html())

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/flashsale/platform/tools/plan/capacity"
 )
 
 // results is everything one run found; report.go and chart.go render it.
@@ -25,8 +27,10 @@ type results struct {
 	Latency           *latencyRow
 	Buckets           []bucketRow
 	Invariants        []invariantRow
-	CPU               []cpuComparison // scenarios 1 to 3 counted in CPU per answer
-	TargetRuns        targetRuns      // the runs the targets table is computed from (targets.go)
+	CPU               []cpuComparison        // scenarios 1 to 3 counted in CPU per answer
+	TargetRuns        targetRuns             // the runs the targets table is computed from (targets.go)
+	Check             []checkRow             // the capacity model's predictions against their runs (check.go)
+	Growth            []capacity.GrowthPoint // CPU per GRANTED by promotions and concurrency (scaling.go)
 }
 
 // ratioRow is one line of the main table: ours against a baseline of the same run.
@@ -95,10 +99,14 @@ func (res *results) summaryRows() []ratioRow {
 	return rows
 }
 
-// write puts latest.md, latest.html and latest.svg into dir.
+// write puts latest.md, latest.html and latest.svg into dir, and the model's
+// figures as figures.json (bin/plan --figures reads it).
 func (res *results) write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if err := res.modelFigures().WriteFile(filepath.Join(dir, figuresFile)); err != nil {
+		return fmt.Errorf("figures: %w", err)
 	}
 	svg := res.chart()
 	files := map[string]string{"latest.md": res.markdown(), "latest.svg": svg, "latest.html": res.html(svg)}
@@ -112,8 +120,11 @@ func (res *results) write(dir string) error {
 
 func (res *results) files(dir string) []string {
 	var out []string
-	for _, n := range []string{"latest.md", "latest.html", "latest.svg"} {
+	for _, n := range []string{"latest.md", "latest.html", "latest.svg", figuresFile} {
 		out = append(out, filepath.Join(dir, n))
 	}
 	return out
 }
+
+// figuresFile is the model's figures of the run, beside the report.
+const figuresFile = "figures.json"

@@ -100,6 +100,7 @@ var workedExamples = []struct {
 // renderGrowth prints how CPU per GRANTED grew over the figures' scaling runs,
 // when they hold any: the plan assumes it flat.
 func renderGrowth(out io.Writer, f capacity.Figures) {
+	points := capacity.WithHot(f.Growth, f.Machine)
 	if len(f.Growth) == 0 {
 		return
 	}
@@ -107,10 +108,10 @@ func renderGrowth(out io.Writer, f capacity.Figures) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| promotions | concurrency | GRANTED/s | µs of CPU per GRANTED | vs 1 promotion | vs the highest concurrency |")
 	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- |")
-	for _, g := range capacity.Grown(f.Growth) {
+	for _, g := range capacity.Grown(points) {
 		fmt.Fprintf(out, "| %d | %d | %.0f | %.0f | %s | %s |\n", g.Promotions, g.Concurrency, g.Granted, g.Total(), times(g.VsOnePromotion), times(g.VsTopConcurrent))
 	}
-	if flat, why := capacity.Flat(f.Growth); flat {
+	if flat, why := capacity.Flat(points); flat {
 		fmt.Fprintf(out, "\nFlat within %.0f%% over these runs.\n", 100*capacity.Tolerance)
 	} else {
 		fmt.Fprintf(out, "\nNot flat within %.0f%%: %s.\n", 100*capacity.Tolerance, why)

@@ -70,15 +70,30 @@ func Flat(points []GrowthPoint) (bool, string) {
 		for _, r := range []struct {
 			v    float64
 			than string
-		}{{g.VsOnePromotion, "1 promotion"}, {g.VsTopConcurrent, fmt.Sprintf("the highest concurrency's %d promotions", g.Promotions)}} {
+		}{{g.VsOnePromotion, "1 promotion"}, {g.VsTopConcurrent, fmt.Sprintf("that of %d promotions at the highest concurrency", g.Promotions)}} {
 			if r.v == 0 {
 				continue
 			}
 			if d := max(r.v, 1/r.v); d > 1+Tolerance && d > worst {
 				flat, worst = false, d
-				why = fmt.Sprintf("%d promotions at concurrency %d: %.0f µs per GRANTED, %.2f× %s", g.Promotions, g.Concurrency, g.Total(), r.v, r.than)
+				why = fmt.Sprintf("promotions %d, concurrency %d: %.0f µs per GRANTED, %.2f× %s", g.Promotions, g.Concurrency, g.Total(), r.v, r.than)
 			}
 		}
 	}
 	return flat, why
+}
+
+// WithHot is points with the feeding hot phase's own point (one promotion at
+// m's concurrency) added when m is measured and the points lack one there.
+func WithHot(points []GrowthPoint, m *Machine) []GrowthPoint {
+	if m == nil || m.Concurrency < 1 || m.GrantCores <= 0 || sum(m.PerGrant) <= 0 {
+		return points
+	}
+	for _, p := range points {
+		if p.Promotions == 1 && p.Concurrency == m.Concurrency {
+			return points
+		}
+	}
+	hot := GrowthPoint{Promotions: 1, Concurrency: m.Concurrency, Granted: m.GrantCores * 1e6 / sum(m.PerGrant), PerGrant: m.PerGrant}
+	return append(slices.Clone(points), hot)
 }

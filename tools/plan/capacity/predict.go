@@ -12,6 +12,8 @@ import (
 // per answer, so a mix's CPU per answer (each process's cost per GRANTED and per
 // sold-out answer, weighted by the mix) and the cores the feeding runs found
 // predict its rate; the same per-process costs are what Size scales to a fleet.
+// A GRANTED's cost is not flat: fewer grants in flight share fewer pipelines and
+// batches, and the bench's scaling runs measure by how much (docs/capacity.md).
 
 // Tolerance is how close a prediction must come to what is measured: 20% of it.
 const Tolerance = 0.2
@@ -29,6 +31,10 @@ type Machine struct {
 	// used in each feeding run: the machine's cores as the runs found them.
 	GrantCores   float64 `json:"grantCores"`
 	SoldOutCores float64 `json:"soldOutCores"`
+	// OtherCores is what other programs on the machine used meanwhile (the mean
+	// of the two runs): not the model's to predict, but what moves the cores the
+	// stack gets on a shared machine.
+	OtherCores float64 `json:"otherCores"`
 }
 
 // Prediction is a run's rate and cost: answers a second, µs of CPU per answer by
@@ -48,32 +54,99 @@ func Observe(rate float64, perAnswer map[string]float64) Prediction {
 	return Prediction{Rate: rate, PerAnswer: perAnswer, Total: total, Cores: rate * total / 1e6}
 }
 
-// Predict is a run on this machine whose answers are soldOutShare sold-out (first
-// attempts answered from grab-service's cache) and the rest GRANTED: each
-// process's CPU per answer is its two costs weighted by the mix (flat per
-// answer: the model's assumption), the cores are the feeding runs' weighted by
-// the time each kind of answer takes, and the rate is those cores over the CPU.
-func (m Machine) Predict(soldOutShare float64) (Prediction, error) {
+// Predict is a run on this machine at conc requests in flight whose answers are
+// soldOutShare sold-out (first attempts answered from grab-service's cache) and
+// the rest GRANTED. Each process's CPU per answer is its two costs weighted by
+// the mix; a GRANTED costs what it cost at the mix's grants in flight (Little's
+// law with the feeding runs' latencies), read off curve, the scaling runs of one
+// promotion, with the hot phase's own point among them (grants share
+// grab-service's shard pipelines, Kafka's batches and the sink's fetches, so
+// fewer in flight pay more each); without a curve, the hot phase's cost: flat
+// per answer. The cores are the feeding runs' weighted by the time each kind of
+// answer takes; the rate is those cores over the CPU per answer.
+func (m Machine) Predict(soldOutShare float64, conc int, curve []GrowthPoint) (Prediction, error) {
 	s := soldOutShare
-	if math.IsNaN(s) || s < 0 || s > 1 {
-		return Prediction{}, fmt.Errorf("sold-out share %v: want 0..1", s)
+	if math.IsNaN(s) || s < 0 || s > 1 || conc < 1 {
+		return Prediction{}, fmt.Errorf("sold-out share %v at concurrency %d: want 0..1 at 1 or more", s, conc)
 	}
 	tg, ts := sum(m.PerGrant), sum(m.PerSoldOut)
-	if (s < 1 && (tg <= 0 || m.GrantCores <= 0)) || (s > 0 && (ts <= 0 || m.SoldOutCores <= 0)) {
-		return Prediction{}, fmt.Errorf("the feeding runs measured no cost for this mix (per GRANTED %.0f µs on %.2f cores, per sold-out answer %.0f µs on %.2f cores)",
-			tg, m.GrantCores, ts, m.SoldOutCores)
+	if (s < 1 && (tg <= 0 || m.GrantCores <= 0)) || (s > 0 && (ts <= 0 || m.SoldOutCores <= 0)) || m.Concurrency < 1 {
+		return Prediction{}, fmt.Errorf("the feeding runs measured no cost for this mix (per GRANTED %.0f µs on %.2f cores, per sold-out answer %.0f µs on %.2f cores, concurrency %d)",
+			tg, m.GrantCores, ts, m.SoldOutCores, m.Concurrency)
+	}
+	grant := m.PerGrant
+	if s < 1 {
+		grant = m.grantCostAt(m.GrantsInFlight(s, conc), curve)
 	}
 	per := map[string]float64{}
-	for role := range m.PerGrant {
-		per[role] += (1 - s) * m.PerGrant[role]
+	for role, v := range grant {
+		per[role] += (1 - s) * v
 	}
-	for role := range m.PerSoldOut {
-		per[role] += s * m.PerSoldOut[role]
+	for role, v := range m.PerSoldOut {
+		per[role] += s * v
 	}
-	wg, ws := (1-s)*tg, s*ts
+	wg, ws := (1-s)*sum(grant), s*ts
 	cores := (wg*m.GrantCores + ws*m.SoldOutCores) / (wg + ws)
 	total := sum(per)
 	return Prediction{Rate: cores * 1e6 / total, PerAnswer: per, Total: total, Cores: cores}, nil
+}
+
+// latency is the mean time a feeding run's answer took: its concurrency over
+// its rate (Little's law), the rate being its cores over its CPU per answer.
+func (m Machine) latency(per map[string]float64, cores float64) float64 {
+	return float64(m.Concurrency) * sum(per) / (cores * 1e6)
+}
+
+// GrantsInFlight is how many of conc requests in flight are grants when
+// soldOutShare of the answers are sold-out: each kind holds a slot for its mean
+// latency in the feeding runs.
+func (m Machine) GrantsInFlight(soldOutShare float64, conc int) float64 {
+	if soldOutShare <= 0 {
+		return float64(conc)
+	}
+	lg, ls := m.latency(m.PerGrant, m.GrantCores), m.latency(m.PerSoldOut, m.SoldOutCores)
+	g, o := (1-soldOutShare)*lg, soldOutShare*ls
+	return float64(conc) * g / (g + o)
+}
+
+// grantCostAt is each process's CPU per GRANTED at g grants in flight: between
+// the two nearest concurrencies measured with one promotion (log-linear in both),
+// the nearest one's beyond them. The hot phase's point stands for its own
+// concurrency.
+func (m Machine) grantCostAt(g float64, curve []GrowthPoint) map[string]float64 {
+	pts := []GrowthPoint{{Promotions: 1, Concurrency: m.Concurrency, PerGrant: m.PerGrant}}
+	for _, p := range curve {
+		if p.Promotions == 1 && p.Concurrency != m.Concurrency && p.Concurrency > 0 && p.Total() > 0 {
+			pts = append(pts, p)
+		}
+	}
+	slices.SortFunc(pts, func(a, b GrowthPoint) int { return a.Concurrency - b.Concurrency })
+	lo, hi := pts[0], pts[len(pts)-1]
+	for i := 1; i < len(pts); i++ {
+		if g <= float64(pts[i].Concurrency) {
+			lo, hi = pts[i-1], pts[i]
+			break
+		}
+	}
+	t := 0.0
+	switch {
+	case g <= float64(pts[0].Concurrency):
+		hi = lo
+	case g >= float64(pts[len(pts)-1].Concurrency):
+		lo = hi
+	default:
+		t = math.Log(g/float64(lo.Concurrency)) / math.Log(float64(hi.Concurrency)/float64(lo.Concurrency))
+	}
+	out := map[string]float64{}
+	for role := range union(lo.PerGrant, hi.PerGrant) {
+		a, b := lo.PerGrant[role], hi.PerGrant[role]
+		if a > 0 && b > 0 {
+			out[role] = math.Exp((1-t)*math.Log(a) + t*math.Log(b))
+		} else {
+			out[role] = (1-t)*a + t*b
+		}
+	}
+	return out
 }
 
 // Within says whether predicted is within Tolerance of measured.

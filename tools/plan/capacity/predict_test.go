@@ -17,7 +17,7 @@ func TestPredictWeighsTheMix(t *testing.T) {
 		PerGrant:   map[string]float64{"grab": 150, "redis": 90, "load": 40}, // 280 µs
 		PerSoldOut: map[string]float64{"grab": 50, "load": 30},               // 80 µs
 		GrantCores: 1.8, SoldOutCores: 1.6}
-	p, err := m.Predict(0.9)
+	p, err := m.Predict(0.9, 64, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,20 +30,70 @@ func TestPredictWeighsTheMix(t *testing.T) {
 		t.Fatalf("cores %v rate %v, want 1.656 and 16,560", p.Cores, p.Rate)
 	}
 	// The feeding runs themselves are predicted exactly.
-	if g, _ := m.Predict(0); !near(g.Rate, 1.8e6/280) {
+	if g, _ := m.Predict(0, 64, nil); !near(g.Rate, 1.8e6/280) {
 		t.Fatalf("all grants: %v", g.Rate)
 	}
 }
 
 func TestPredictRefusesWhatItCannotKnow(t *testing.T) {
-	m := Machine{PerGrant: map[string]float64{"grab": 150}, GrantCores: 1.8}
+	m := Machine{Concurrency: 64, PerGrant: map[string]float64{"grab": 150}, GrantCores: 1.8}
 	for _, s := range []float64{-0.1, 1.1, math.NaN(), 0.5} { // 0.5: no sold-out cost measured
-		if _, err := m.Predict(s); err == nil {
+		if _, err := m.Predict(s, 64, nil); err == nil {
 			t.Errorf("share %v: no error", s)
 		}
 	}
-	if _, err := m.Predict(0); err != nil {
+	if _, err := m.Predict(0, 0, nil); err == nil {
+		t.Error("concurrency 0: no error")
+	}
+	if _, err := m.Predict(0, 64, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A GRANTED costs what the scaling runs measured at the mix's grants in flight:
+// Little's law with the feeding runs' latencies, then log-linear between the two
+// nearest concurrencies of one promotion, flat beyond them.
+func TestPredictReadsTheGrantCostAtItsGrantsInFlight(t *testing.T) {
+	// Hot phase: 64 in flight, 200 µs per GRANTED on 1.6 cores = 8,000/s, 8 ms each.
+	// Sold-out: 40 µs on 1.6 cores = 40,000/s, 1.6 ms each.
+	m := Machine{Concurrency: 64, PerGrant: map[string]float64{"grab": 120, "redis": 80}, PerSoldOut: map[string]float64{"grab": 40},
+		GrantCores: 1.6, SoldOutCores: 1.6}
+	// 1:1 at 36 in flight: grants hold 8/(8+1.6) of the slots, 30 of them.
+	if g := m.GrantsInFlight(0.5, 36); !near(g, 30) {
+		t.Fatalf("grants in flight %v, want 30", g)
+	}
+	curve := []GrowthPoint{
+		{Promotions: 1, Concurrency: 16, PerGrant: map[string]float64{"grab": 240, "redis": 80}},
+		{Promotions: 1, Concurrency: 4, PerGrant: map[string]float64{"grab": 600, "redis": 200}},
+		{Promotions: 16, Concurrency: 32, PerGrant: map[string]float64{"grab": 9999}}, // not one promotion: not read
+	}
+	// 1:1 at 38.4 in flight: 32 grants, halfway between 16 and 64 in log:
+	// grab sqrt(240 x 120); redis 80 at both ends.
+	if g := m.GrantsInFlight(0.5, 38); g > 32 || g < 31 {
+		t.Fatalf("grants in flight %v", g)
+	}
+	p, err := m.Predict(0.5, 38, curve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.GrantsInFlight(0.5, 38)
+	tt := math.Log(g/16) / math.Log(4)
+	grab := math.Exp((1-tt)*math.Log(240) + tt*math.Log(120))
+	if g32, _ := m.Predict(0, 32, curve); !near(g32.PerAnswer["grab"], math.Sqrt(240*120)) || !near(g32.PerAnswer["redis"], 80) {
+		t.Fatalf("32 in flight: %v", g32.PerAnswer)
+	}
+	if !near(p.PerAnswer["grab"], 0.5*grab+0.5*40) || !near(p.PerAnswer["redis"], 0.5*80) {
+		t.Fatalf("at %.1f grants in flight: %v, want grab %.1f", g, p.PerAnswer, 0.5*grab+0.5*40)
+	}
+	// Beyond the points: the nearest one's cost. Without a curve: the hot phase's.
+	if p, _ := m.Predict(0, 2, curve); !near(p.PerAnswer["grab"], 600) {
+		t.Fatalf("2 in flight: %v", p.PerAnswer)
+	}
+	if p, _ := m.Predict(0, 512, curve); !near(p.PerAnswer["grab"], 120) {
+		t.Fatalf("512 in flight: %v", p.PerAnswer)
+	}
+	if p, _ := m.Predict(0, 2, nil); !near(p.PerAnswer["grab"], 120) {
+		t.Fatalf("no curve: %v", p.PerAnswer)
 	}
 }
 
@@ -122,7 +172,7 @@ func TestGrowthAgainstItsReferences(t *testing.T) {
 		t.Fatalf("%+v", g)
 	}
 	flat, why := Flat(pts)
-	if flat || !strings.Contains(why, "concurrency 1") {
+	if flat || !strings.Contains(why, "concurrency 1:") {
 		t.Fatalf("flat %v: %s", flat, why)
 	}
 	if flat, why := Flat(pts[:2]); !flat {
