@@ -605,6 +605,31 @@ func TestAPIIngressCheckRefusesOpenAPIPorts(t *testing.T) {
 	}
 }
 
+// On-call's toolbox reaches promo-admin's API port by label; every pod of the
+// namespace, or a pod that does not need the port, is refused.
+func TestAPIIngressCheckHoldsInNamespaceClientsToTheirNeeds(t *testing.T) {
+	p, pods, objs := manifestCopy(t)
+	labels := find(objs, "Deployment", "promo-admin").obj.(*appsv1.Deployment).Spec.Template.Labels
+	if errs := CheckAPIIngress(p, labels, 8081, true); len(errs) > 0 {
+		t.Fatalf("production promo-admin refused: %v", errs)
+	}
+	if errs := CheckIngressMatchesEgress(p, pods, EgressNeeds); len(errs) > 0 {
+		t.Fatalf("production policies refused: %v", errs)
+	}
+	rule := &policyNamed(t, p, "promo-admin-ops").Spec.Ingress[1]
+	if rule.From[0].PodSelector.MatchLabels["app.kubernetes.io/name"] != "recovery-toolbox" {
+		t.Fatalf("promo-admin-ops rule 2 is not the toolbox's: %+v", rule)
+	}
+	rule.From[0].PodSelector.MatchLabels = map[string]string{"app.kubernetes.io/name": "grafana"}
+	if errs := CheckIngressMatchesEgress(p, pods, EgressNeeds); len(errs) == 0 {
+		t.Error("promo-admin's API port admitting grafana, which does not need it: accepted")
+	}
+	rule.From[0].PodSelector.MatchLabels = nil // every pod of the namespace
+	if errs := CheckAPIIngress(p, labels, 8081, true); len(errs) == 0 {
+		t.Error("promo-admin's API port open to every pod of the namespace: accepted")
+	}
+}
+
 func ptrTo[T any](v T) *T { return &v }
 
 func TestPodPrivilegeCheckRefusesLooseSecurityContexts(t *testing.T) {

@@ -36,7 +36,7 @@ var EgressNeeds = map[string][]string{
 	"flow-sink":        serviceNeeds, // the healer too: the shards and the sentinels
 	"recovery-verify":  serviceNeeds,
 	"recovery-rebuild": serviceNeeds,
-	"recovery-toolbox": serviceNeeds,
+	"recovery-toolbox": slices.Concat(serviceNeeds, []string{"promo-admin:8081/TCP"}), // configctl's changes go through promo-admin's API
 	"mysql-migrate":    {"mysql:3306/TCP"},
 	"recovery-archive": {"mysql:3306/TCP"},                             // the record only: no shard, no broker, no switches
 	"redis":            {"redis:6379/TCP", "redis-sentinel:26379/TCP"}, // a replica's master; which master (at start)
@@ -202,7 +202,8 @@ func CheckEgress(policies []*networkingv1.NetworkPolicy, pods []Pod, needs map[s
 }
 
 // CheckAPIIngress checks who may reach a service's API port: routed (an Ingress sends
-// it traffic), the ingress controller's namespace and no one else; not routed, no one.
+// it traffic), the ingress controller's namespace and, by label, pods of the namespace
+// that need it (CheckIngressMatchesEgress holds those to EgressNeeds); not routed, no one.
 func CheckAPIIngress(policies []*networkingv1.NetworkPolicy, podLabels map[string]string, apiPort int, routed bool) []string {
 	var out []string
 	open := false
@@ -222,15 +223,22 @@ func CheckAPIIngress(policies []*networkingv1.NetworkPolicy, podLabels map[strin
 				out = append(out, fmt.Sprintf("NetworkPolicy %s rule %d admits clients to API port %d, which no Ingress routes", np.Name, i+1, apiPort))
 				continue
 			}
-			open = true
-			onlyController := len(rule.From) > 0
+			onlyController, ownPods := len(rule.From) > 0, true
 			for _, peer := range rule.From {
 				ns := peer.NamespaceSelector
-				onlyController = onlyController && peer.IPBlock == nil && ns != nil && len(ns.MatchExpressions) == 0 &&
+				controller := peer.IPBlock == nil && ns != nil && len(ns.MatchExpressions) == 0 &&
 					len(ns.MatchLabels) == 1 && ns.MatchLabels[nsLabel] == IngressNamespace
+				onlyController = onlyController && controller
+				ownPods = ownPods && ownPodPeer(peer)
 			}
-			if !onlyController {
-				out = append(out, fmt.Sprintf("NetworkPolicy %s rule %d admits more than namespace %s to API port %d", np.Name, i+1, IngressNamespace, apiPort))
+			switch {
+			case onlyController:
+				open = true
+			case len(rule.From) > 0 && ownPods:
+				// Pods of the namespace (on-call's toolbox): CheckIngressMatchesEgress
+				// holds them to the pods whose EgressNeeds name the port.
+			default:
+				out = append(out, fmt.Sprintf("NetworkPolicy %s rule %d admits more than namespace %s and the namespace's pods that need it to API port %d", np.Name, i+1, IngressNamespace, apiPort))
 			}
 		}
 	}
@@ -238,6 +246,14 @@ func CheckAPIIngress(policies []*networkingv1.NetworkPolicy, podLabels map[strin
 		out = append(out, fmt.Sprintf("no NetworkPolicy admits the ingress controller (namespace %s) to API port %d", IngressNamespace, apiPort))
 	}
 	return out
+}
+
+// ownPodPeer: a peer naming some pods of the policy's own namespace by label, not
+// every pod, another namespace or an address block.
+func ownPodPeer(peer networkingv1.NetworkPolicyPeer) bool {
+	sel := peer.PodSelector
+	return peer.IPBlock == nil && peer.NamespaceSelector == nil && sel != nil &&
+		(len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0)
 }
 
 func keys[V any](m map[string]V) []string {
