@@ -443,7 +443,7 @@ ensure_switches() {
 	if [[ -e "$SWITCHES_FILE" ]]; then
 		# A failover left in force points a shard away from its own server.
 		if grep -q '"shardAddrs"' "$SWITCHES_FILE"; then
-			log "warning: $SWITCHES_FILE moves shards to other servers (shardAddrs); bin/configctl --file $SWITCHES_FILE set shardAddrs.N - moves one back"
+			log "warning: $SWITCHES_FILE moves shards to other servers (shardAddrs); FLASHSALE_ONCALL_TOKEN=dev-oncall-token bin/configctl --file $SWITCHES_FILE --api http://$ADMIN_ADDR set shardAddrs.N - moves one back (through promo-admin, once it runs)"
 		fi
 		return 0
 	fi
