@@ -70,6 +70,7 @@ type GrabReply struct {
 	RetryAfterMs int64
 	StartMs      int64
 	Buckets      int
+	IPLimit      bool  // BUCKETED only: the promotion has an ip limit (its grabs count the ip)
 	Left         int64 // SOLD_OUT only: what the hash has left (less than num)
 	Changes      []promo.StateChange
 	Envelopes    []Envelope
@@ -194,6 +195,11 @@ func (r *GrabReply) readRest(cmd *redis.Cmd, vals []interface{}) error {
 		var n int64
 		n, err = third[int64](vals, "bucket count")
 		r.Buckets = int(n)
+		if len(vals) > 3 { // a script of before the flag answers without it: read as a limit
+			r.IPLimit = vals[3] != int64(0)
+		} else {
+			r.IPLimit = true
+		}
 	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded, CodeClaimed:
 	default:
 		return errors.New("q.lua: unknown code " + strconv.FormatInt(int64(r.Code), 10))

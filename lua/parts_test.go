@@ -175,7 +175,7 @@ func TestGrabPartWithoutIP(t *testing.T) {
 		t.Fatalf("after undo: remaining %d, pin %d", h.Remaining, held(t, promo.PinsKey(free), "p1"))
 	}
 
-	for _, part := range []string{"spn", "pn"} {
+	for _, part := range []string{"spn", "pn", "sn"} {
 		if r := mustGrab(t, grabCall("r-"+part, "p1", "ip", GrabItem{Key: limited, Num: 1, Part: part})); r.Code != CodeIPPartNeeded {
 			t.Fatalf("%s with an ip limit: %+v, want IP_PART_NEEDED", part, r)
 		}
@@ -183,8 +183,18 @@ func TestGrabPartWithoutIP(t *testing.T) {
 	if h := mustHash(t, limited); h.Remaining != 10 || h.WinCount != 0 {
 		t.Fatalf("refused parts changed the hash: %+v", h)
 	}
-	if _, err := Grab(ctx, rdb, grabCall("r-bad", "p1", "ip", GrabItem{Key: free, Num: 1, Part: "sn"})); err == nil {
-		t.Fatal("n without the pin accepted")
+	for _, part := range []string{"in", "sin", "n"} {
+		if _, err := Grab(ctx, rdb, grabCall("r-bad", "p1", "ip", GrabItem{Key: free, Num: 1, Part: part})); err == nil {
+			t.Fatalf("part %q accepted: n is with the stock or the pin, never with the ip", part)
+		}
+	}
+	// The stock part of such a grab keeps n in its entry, so a return or the
+	// reconciler reading it alone knows the grab counted the ip nowhere.
+	if r := mustGrab(t, grabCall("r-sn", "p2", "ip", GrabItem{Key: free, Num: 1, Part: "sn"})); r.Code != CodeOK {
+		t.Fatalf("sn without an ip limit: %+v", r)
+	}
+	if e, _ := ledger(t, free, "r-sn"); e.Part != "sn" || held(t, promo.PinsKey(free), "p2") != -1 {
+		t.Fatalf("entry %+v, want k = sn and no pin counted", e)
 	}
 }
 
@@ -213,9 +223,16 @@ func TestBucketCountChecked(t *testing.T) {
 	}
 	for i, c := range cases {
 		r := mustGrab(t, grabCall(fmt.Sprintf("r%d", i), "p1", "ip", c.item))
-		if r.Code != c.want || r.Buckets != c.k {
-			t.Errorf("%+v: %+v, want %s with %d buckets", c.item, r, c.want, c.k)
+		if r.Code != c.want || r.Buckets != c.k || r.IPLimit {
+			t.Errorf("%+v: %+v, want %s with %d buckets and no ip limit", c.item, r, c.want, c.k)
 		}
+	}
+	// BUCKETED says whether the grab must count the ip (perIp > 0).
+	limited := promoKey(t, "limited")
+	spec.PerIP = 3
+	mustCreate(t, limited, spec)
+	if r := mustGrab(t, grabCall("r-limited", "p1", "ip", GrabItem{Key: limited, Num: 1})); r.Code != CodeBucketed || !r.IPLimit {
+		t.Errorf("a bucketed promotion with an ip limit: %+v, want BUCKETED with IPLimit", r)
 	}
 	if got := partOf(t, k); got.Remaining != 10 || got.Pin != -1 || got.IP != -1 {
 		t.Fatalf("a refused grab changed the bucket: %+v", got)

@@ -25,8 +25,10 @@
 --           of buckets the caller believes the promotion has ("sp8"; "spi1" is an
 --           ordinary item; without the number it is not checked). Absent means
 --           "spi1", an ordinary item. A part without s neither checks nor takes stock;
---           the rate window is charged on parts with p only. n (with p, as "spn" or
---           "pn") says the grab counts the ip nowhere: allowed only while perIp is 0.
+--           the rate window is charged on parts with p only. n (every part of
+--           such a grab: "spn", "pn", "sn") says the grab counts the ip nowhere:
+--           allowed only while perIp is 0; the ledger keeps it, so a return and
+--           the reconciler know the grab's parts from any one of them.
 --   last two, with the index key: the request index entry to claim with, and its
 --           time to live in seconds
 -- Returns {code, index, ...}; index is the 0-based item concerned:
@@ -56,9 +58,13 @@
 --   {10 IP_LIMIT, index}               ip would hold more than perIp
 --   {11 TOO_MANY, index}               num > maxPerGrab
 --   {12 IP_PART_NEEDED, index}         part n on a promotion with an ip limit
---   {13 BUCKETED, index, buckets}      the hash is one of buckets buckets (field
+--   {13 BUCKETED, index, buckets, ipLimit}
+--                                      the hash is one of buckets buckets (field
 --                                      buckets, 1 when absent) and the item said
---                                      otherwise: ask again with the layout
+--                                      otherwise: ask again with the layout;
+--                                      ipLimit 1 when perIp > 0 (the grab must
+--                                      count the ip), else 0 (letter n may leave
+--                                      it out)
 --   {14 CLAIMED, 0}                    with the index key only: the requestId holds
 --                                      an index entry already; nothing was checked,
 --                                      charged or written (claim it the usual way)
@@ -106,11 +112,11 @@ if na == 8 + n then
     stock[i], pins[i], ips[i], noIP[i], wantK[i], letters[i] = true, true, true, false, 1, 'spi'
   end
 else
-  local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true}
+  local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true, sn = true}
   for i = 1, n do
     local part, k = string.match(ARGV[8 + n + i], '^(%l+)(%d*)$')
     if not part or not PARTS[part] or (k ~= '' and (tonumber(k) < 1 or tonumber(k) > 16)) then
-      error('q.lua: a part is one of spi sp si pi s p i spn pn, then optionally 1..16')
+      error('q.lua: a part is one of spi sp si pi s p i spn pn sn, then optionally 1..16')
     end
     stock[i], pins[i], ips[i], noIP[i] = part:find('s') ~= nil, part:find('p') ~= nil, part:find('i') ~= nil, part:find('n') ~= nil
     wantK[i], letters[i] = tonumber(k), part
@@ -189,7 +195,7 @@ for i = 1, n do
   end
   local buckets = math.max(int(h[13]), 1)
   if wantK[i] and wantK[i] ~= buckets then
-    return {13, i - 1, buckets}
+    return {13, i - 1, buckets, int(h[3]) > 0 and 1 or 0}
   end
   if h[11] ~= 'ACTIVE' then
     return {4, i - 1}

@@ -78,9 +78,14 @@ type PartKey struct {
 }
 
 // Parts are the parts of a grab by pin from ip taking its units from bucket stock
-// (Plan), with their buckets' keys and shards.
-func (l Layout) Parts(stock int, pin, ip string) []PartKey {
-	plan := Plan(stock, Home(pin, l.K), Home(promo.IPCounterKey(ip), l.K)) // an ip's home is its counter's
+// (Plan), with their buckets' keys and shards. noIP: the grab counts the ip
+// nowhere (the promotion has no ip limit; flow.Item.NoIP records it).
+func (l Layout) Parts(stock int, pin, ip string, noIP bool) []PartKey {
+	ipHome := NoIPHome
+	if !noIP {
+		ipHome = Home(promo.IPCounterKey(ip), l.K) // an ip's home is its counter's
+	}
+	plan := Plan(stock, Home(pin, l.K), ipHome)
 	out := make([]PartKey, len(plan))
 	for i, p := range plan {
 		out[i] = PartKey{Bucket: p.Bucket, Key: l.Keys[p.Bucket], Shard: l.Shards[p.Bucket], Letters: p.Letters}
@@ -116,13 +121,17 @@ type Part struct {
 	Letters string
 }
 
+// NoIPHome, as Plan's ipHome, says the grab counts the ip nowhere.
+const NoIPHome = -1
+
 // Plan is the parts of a grab taking its stock from bucket stock, for a pin whose
 // home is pinHome and an ip whose home is ipHome: one part per bucket touched, the
 // stock's first, each with the q.lua letters of what it checks and takes there.
-// The ip is always counted on its home (q.lua's letter n, which leaves it out
-// while the promotion has no ip limit, is not used): a grab's parts are then a
-// function of its stock bucket, pin and ip alone, which a cancel, the reconciler
-// and the rebuild recompute.
+// With ipHome NoIPHome there is no ip part and every part carries q.lua's letter
+// n: while the promotion has no ip limit, a grab whose stock is its pin's home is
+// then one part on one shard. A grab's parts are a function of its stock
+// bucket, pin, ip and whether it counted the ip, all in its record, so a cancel,
+// the reconciler and the rebuild recompute them.
 func Plan(stock, pinHome, ipHome int) []Part {
 	var parts []Part
 	add := func(b int, letter string) {
@@ -136,7 +145,13 @@ func Plan(stock, pinHome, ipHome int) []Part {
 	}
 	add(stock, promo.PartStock)
 	add(pinHome, promo.PartPin)
-	add(ipHome, promo.PartIP)
+	if ipHome != NoIPHome {
+		add(ipHome, promo.PartIP)
+		return parts
+	}
+	for i := range parts { // every part says so: the ledger entry of any one tells the grab's parts
+		parts[i].Letters += promo.PartNoIP
+	}
 	return parts
 }
 

@@ -61,6 +61,10 @@ func TestPlan(t *testing.T) {
 		{1, 2, 1, []Part{{1, "si"}, {2, "p"}}},
 		{3, 0, 0, []Part{{3, "s"}, {0, "pi"}}},
 		{3, 0, 1, []Part{{3, "s"}, {0, "p"}, {1, "i"}}},
+		// The ip counted nowhere: every part says so, and a grab from its pin's
+		// home is one part.
+		{2, 2, NoIPHome, []Part{{2, "spn"}}},
+		{3, 0, NoIPHome, []Part{{3, "sn"}, {0, "pn"}}},
 	} {
 		if got := Plan(c.stock, c.pin, c.ip); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("Plan(%d, %d, %d) = %v, want %v", c.stock, c.pin, c.ip, got, c.want)
@@ -84,7 +88,7 @@ func TestLayoutAndParts(t *testing.T) {
 		pin, ip := "pin-"+strconv.Itoa(n), "ip-"+strconv.Itoa(n%37)
 		stock := n % 8
 		letters := map[int]string{}
-		for _, p := range l.Parts(stock, pin, ip) {
+		for _, p := range l.Parts(stock, pin, ip, false) {
 			if p.Key != l.Keys[p.Bucket] || p.Shard != l.Shards[p.Bucket] || letters[p.Bucket] != "" {
 				t.Fatalf("part %+v of layout %+v (twice, or not its bucket's)", p, l)
 			}
@@ -100,3 +104,24 @@ func TestLayoutAndParts(t *testing.T) {
 		}
 	}
 }
+
+// A grab that counts the ip nowhere touches the ip's home only when it is its
+// stock's or its pin's, and then counts nothing there for the ip.
+func TestPartsWithoutTheIP(t *testing.T) {
+	l := LayoutOf(ring.Default, "C_hot_1", 8)
+	for n := range 200 {
+		pin, ip := "pin-"+strconv.Itoa(n), "ip-"+strconv.Itoa(n%37)
+		stock, home := n%8, Home(pin, 8)
+		parts := l.Parts(stock, pin, ip, true)
+		if want := 1 + min(1, abs(stock-home)); len(parts) != want {
+			t.Fatalf("grab %d: %d parts %v, want %d (stock %d, pin home %d)", n, len(parts), parts, want, stock, home)
+		}
+		for _, p := range parts {
+			if strings.Contains(p.Letters, promo.PartIP) || !strings.Contains(p.Letters, promo.PartNoIP) {
+				t.Fatalf("grab %d: part %+v: every part says n, none counts the ip", n, p)
+			}
+		}
+	}
+}
+
+func abs(x int) int { return max(x, -x) }

@@ -171,6 +171,18 @@ func (d *decoder) int64(v *int64) bool {
 	return ok
 }
 
+// boolean reads true or false.
+func (d *decoder) boolean(v *bool) bool {
+	d.space()
+	for _, lit := range [...]string{"true", "false"} {
+		if len(d.s)-d.i >= len(lit) && d.s[d.i:d.i+len(lit)] == lit {
+			*v, d.i = lit == "true", d.i+len(lit)
+			return true
+		}
+	}
+	return false
+}
+
 // array reads [elem, ...], handing each element to elem, which reads it.
 func (d *decoder) array(elem func() bool) bool {
 	if !d.next('[') {
@@ -226,6 +238,8 @@ func (d *decoder) items(v *[]Item) bool {
 				return d.int(&it.Bucket)
 			case "buckets":
 				return d.int(&it.Buckets)
+			case "noIp":
+				return d.boolean(&it.NoIP)
 			case "amount":
 				return d.int64(&it.Amount)
 			case "parts":

@@ -62,6 +62,9 @@ func TestDecodeJSONTakesProducersEvents(t *testing.T) {
 		OccurredAt: "2026-12-01T16:30:00.123Z", BodyHash: strings.Repeat("9f", 32)}
 	for n := 1; n <= 3; n++ {
 		e.Items = append(e.Items, Item{PromoID: "hot-" + string(rune('0'+n)), Type: n, Num: int64(n), Shard: 15})
+		if n == 3 { // a bucketed item that counted the ip nowhere
+			e.Items[2].Bucket, e.Items[2].Buckets, e.Items[2].NoIP = 5, 8, true
+		}
 		for _, ev := range []Event{e, {EventID: "c", Kind: Cancel, RequestID: e.RequestID, Pin: "x", IP: "y", Items: e.Items, OccurredAt: e.OccurredAt, Reason: "USER_CANCELLED"}} {
 			var have Event
 			if !decodeJSON(ev.AppendJSON(nil), &have) || !reflect.DeepEqual(have, ev) {
@@ -123,6 +126,7 @@ func TestDecodeChecksAnEnvelopePoolsItem(t *testing.T) {
 		"an index beyond":      {PromoID: "P", Type: 1, Num: 1, Amount: 5, Parts: []int{100_000}},
 		"a negative amount":    {PromoID: "P", Type: 1, Num: 1, Amount: -5, Parts: []int{1}},
 		"in buckets":           {PromoID: "P", Type: 1, Num: 1, Amount: 5, Parts: []int{1}, Buckets: 2},
+		"noIp of one bucket":   {PromoID: "P", Type: 1, Num: 1, NoIP: true},
 	} {
 		if _, err := Decode(ev(it)); err == nil {
 			t.Errorf("%s: decoded", name)

@@ -37,6 +37,10 @@ type Item struct {
 	// Both are left out for an ordinary promotion (one bucket).
 	Bucket  int `json:"bucket,omitempty"`
 	Buckets int `json:"buckets,omitempty"`
+	// NoIP: the grab of a bucketed item counted its ip nowhere (its promotion had
+	// no ip limit; q.lua's part letter n), so its parts are the stock bucket's and
+	// the pin's home's alone. Left out otherwise.
+	NoIP bool `json:"noIp,omitempty"`
 	// Amount and Parts: the item is of an envelope pool, and took (GRAB) or gave
 	// back (CANCEL) the pool's parts Parts (their indexes, Num of them), worth
 	// Amount in all. Both are left out for an item of no pool.

@@ -83,6 +83,9 @@ func appendItems(b []byte, items []Item) []byte {
 			b = append(b, `,"buckets":`...)
 			b = strconv.AppendInt(b, int64(it.Buckets), 10)
 		}
+		if it.NoIP {
+			b = append(b, `,"noIp":true`...)
+		}
 		if it.Amount != 0 {
 			b = append(b, `,"amount":`...)
 			b = strconv.AppendInt(b, it.Amount, 10)

@@ -23,6 +23,9 @@ func FuzzFlowJSON(f *testing.F) {
 		case 2, 3:
 			for i := range int(shape&3) - 1 {
 				items = append(items, Item{PromoID: promoID, Type: int(n) + i, Num: n * 3, Shard: i})
+				if shape&32 != 0 { // of a bucketed promotion; the ip counted nowhere on one
+					items[i].Bucket, items[i].Buckets, items[i].NoIP = i, int(n), i == 0
+				}
 			}
 		}
 		e := Event{EventID: s, Kind: Kind(promoID), RequestID: s, Pin: promoID, IP: s, Items: items, OccurredAt: s}

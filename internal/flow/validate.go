@@ -72,6 +72,8 @@ func (it Item) validate() error {
 		return fmt.Errorf("shard must be 0..%d", shards-1)
 	case it.Buckets < 0 || it.Buckets > shards || it.Bucket < 0 || it.Bucket >= max(it.Buckets, 1):
 		return fmt.Errorf("buckets must be 0..%d and bucket below it", shards)
+	case it.NoIP && it.Buckets <= 1:
+		return errors.New("noIp is of an item of a bucketed promotion")
 	case it.Amount < 0 || it.Amount > promo.MaxEnvelopeAmount:
 		return fmt.Errorf("amount must be 0..%d", promo.MaxEnvelopeAmount)
 	case len(it.Parts) > promo.MaxEnvelopesPerGrab:

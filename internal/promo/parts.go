@@ -3,9 +3,9 @@ package promo
 import "strings"
 
 // Part letters of a bucketed grab (q.lua): the stock, the pin's limit and counter,
-// the ip's limit and counter. An ordinary item is all three. PartNoIP, with the pin,
-// says the grab counts the ip nowhere, which q.lua allows only while the promotion
-// has no ip limit (else it answers IP_PART_NEEDED).
+// the ip's limit and counter. An ordinary item is all three. PartNoIP, on every
+// part of a grab, says the grab counts the ip nowhere, which q.lua allows only while
+// the promotion has no ip limit (else it answers IP_PART_NEEDED).
 const (
 	PartStock = "s"
 	PartPin   = "p"

@@ -40,7 +40,7 @@ func (w *flowBatch) unparkInBatch() {
 // there already (a redelivery) is left as it is.
 func (w *flowBatch) park(ctx context.Context, tx *sql.Tx) error {
 	for _, r := range w.parked {
-		args := append(w.events[r.event][:], r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard), int64(r.bucket), int64(r.buckets), r.amount, r.parts)
+		args := w.appendRow(nil, r)
 		if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO grab_flow_early ("+flowColumns+") VALUES "+placeholders(1, rowColumns), args...); err != nil {
 			return fmt.Errorf("insert flows: park the CANCEL of %s before its GRAB: %w", r.key.requestID, err)
 		}

@@ -121,6 +121,13 @@ func (w *flowBatch) keep(r newFlow) {
 	}
 }
 
+// appendRow appends the column values of row r (flowColumns' order) to args.
+func (w *flowBatch) appendRow(args []any, r newFlow) []any {
+	args = append(args, w.events[r.event][:]...)
+	// Integers below 256 (a type, a shard, most nums) are boxed without an allocation.
+	return append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard), int64(r.bucket), int64(r.buckets), r.noIP, r.amount, r.parts)
+}
+
 // insertFresh writes w.fresh, in the largest prepared INSERTs that fit.
 func (w *flowBatch) insertFresh(ctx context.Context, tx *sql.Tx, st *flowStmts) error {
 	for rows := w.fresh; len(rows) > 0; {
@@ -132,9 +139,7 @@ func (w *flowBatch) insertFresh(ctx context.Context, tx *sql.Tx, st *flowStmts) 
 		rows = rows[n:]
 		args := w.args[:0]
 		for _, r := range chunk {
-			args = append(args, w.events[r.event][:]...)
-			// Integers below 256 (a type, a shard, most nums) are boxed without an allocation.
-			args = append(args, r.key.id.PromoID, int64(r.key.id.Type), r.num, int64(r.shard), int64(r.bucket), int64(r.buckets), r.amount, r.parts)
+			args = w.appendRow(args, r)
 		}
 		w.args = args
 		if _, err := tx.StmtContext(ctx, st.insert[n]).ExecContext(ctx, args...); err != nil {
@@ -193,9 +198,9 @@ const (
 // flowColumns are grab_flow's columns as InsertFlows writes them: the event's
 // first (eventColumns of them, the same for each of its items), then the item's.
 const (
-	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard, bucket, buckets, amount, parts"
+	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard, bucket, buckets, no_ip, amount, parts"
 	eventColumns = 9
-	rowColumns   = eventColumns + 8
+	rowColumns   = eventColumns + 9
 )
 
 // flowStmts are InsertFlows' statements, prepared on first use. A *sql.Stmt is
@@ -298,6 +303,7 @@ type newFlow struct {
 	// bucket and buckets: where the units came from, of how many (1 for an
 	// ordinary promotion)
 	bucket, buckets int
+	noIP            int64 // 1: the grab counted its ip nowhere (flow.Item.NoIP)
 	// amount and parts: an envelope pool's item, the sum of its parts and their
 	// idx as grab_flow keeps them (flow.FormatParts); both nil, NULL, for any other
 	amount, parts any
@@ -392,6 +398,9 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 		}
 		for _, it := range e.Items {
 			r := newFlow{key: flowKey{e.RequestID, e.Kind, ID{it.PromoID, it.Type}}, event: len(w.events) - 1, num: it.Num, shard: it.Shard, bucket: it.Bucket, buckets: max(it.Buckets, 1)}
+			if it.NoIP {
+				r.noIP = 1
+			}
 			if len(it.Parts) > 0 {
 				r.amount, r.parts = it.Amount, flow.FormatParts(it.Parts)
 			}
@@ -473,15 +482,16 @@ func (f *Flows) GrabItems(ctx context.Context, requestID string) (pin, ip string
 		Shard   int            `db:"shard"`
 		Bucket  int            `db:"bucket"`
 		Buckets int            `db:"buckets"`
+		NoIP    bool           `db:"no_ip"`
 		Amount  sql.NullInt64  `db:"amount"`
 		Parts   sql.NullString `db:"parts"`
 	}
-	if err := f.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard, bucket, buckets, amount, parts FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
+	if err := f.db.SelectContext(ctx, &rows, `SELECT pin, ip, promo_id, promo_type, num, shard, bucket, buckets, no_ip, amount, parts FROM grab_flow WHERE request_id = ? AND kind = 'GRAB' ORDER BY id`, requestID); err != nil {
 		return "", "", nil, fmt.Errorf("grab items %s: %w", requestID, err)
 	}
 	for _, r := range rows {
 		pin, ip = r.Pin, r.IP
-		it := flowItem(r.PromoID, r.Type, r.Num, r.Shard, r.Bucket, r.Buckets)
+		it := flowItem(r.PromoID, r.Type, r.Num, r.Shard, r.Bucket, r.Buckets, r.NoIP)
 		if r.Parts.Valid {
 			if it.Parts, err = flow.ParseParts(r.Parts.String); err != nil {
 				return "", "", nil, fmt.Errorf("grab items %s: %w", requestID, err)
@@ -504,11 +514,11 @@ func (f *Flows) GrantedByRecord(ctx context.Context, promoID string, typ int) (i
 }
 
 // flowItem is a flow event item as a grab_flow row holds it; an ordinary
-// promotion's (one bucket) leaves Bucket and Buckets out, as its producer did.
-func flowItem(promoID string, typ int, num int64, shard, bucket, buckets int) flow.Item {
+// promotion's (one bucket) leaves Bucket, Buckets and NoIP out, as its producer did.
+func flowItem(promoID string, typ int, num int64, shard, bucket, buckets int, noIP bool) flow.Item {
 	it := flow.Item{PromoID: promoID, Type: typ, Num: num, Shard: shard}
 	if buckets > 1 {
-		it.Bucket, it.Buckets = bucket, buckets
+		it.Bucket, it.Buckets, it.NoIP = bucket, buckets, noIP
 	}
 	return it
 }

@@ -22,7 +22,7 @@ type FlowCounters struct {
 	Granted  int64            // Σ num of GRAB rows
 	Returned int64            // Σ num of CANCEL rows
 	Pins     map[string]int64 // pin -> Σ GRAB − Σ CANCEL, zero nets left out
-	IPs      map[string]int64 // ip -> Σ GRAB − Σ CANCEL, zero nets left out
+	IPs      map[string]int64 // ip -> Σ GRAB − Σ CANCEL of the rows that counted it, zero nets left out
 	// ByBucket is Σ GRAB − Σ CANCEL by the bucket the units came from (went back
 	// to): what each bucket of a bucketed promotion holds granted. An ordinary
 	// promotion's is all bucket 0's. A pin's and an ip's counts live on their home
@@ -54,14 +54,19 @@ func (s *Rebuild) FlowCounters(ctx context.Context, id ID) (FlowCounters, error)
 			out.ByBucket[k.Bucket] -= k.Sum
 		}
 	}
+	// A grab that counted its ip nowhere (no_ip) is in the pins' sums alone.
 	for col, dst := range map[string]map[string]int64{"pin": out.Pins, "ip": out.IPs} {
 		var nets []struct {
 			Who string `db:"who"`
 			Net int64  `db:"net"`
 		}
-		// col is one of two constants above, never input.
+		where := ""
+		if col == "ip" {
+			where = " AND no_ip = 0"
+		}
+		// col and where are constants above, never input.
 		q := `SELECT ` + col + ` AS who, SUM(CASE kind WHEN 'GRAB' THEN num ELSE -num END) AS net
- FROM grab_flow WHERE promo_id = ? AND promo_type = ? GROUP BY ` + col + ` HAVING net <> 0`
+ FROM grab_flow WHERE promo_id = ? AND promo_type = ?` + where + ` GROUP BY ` + col + ` HAVING net <> 0`
 		if err := s.db.SelectContext(ctx, &nets, q, id.PromoID, id.Type); err != nil {
 			return out, fmt.Errorf("store: flow counters %s by %s: %w", id, col, err)
 		}
@@ -83,6 +88,9 @@ type FlowRow struct {
 	// Bucket is the bucket the units came from (went back to), of Buckets (1 for
 	// an ordinary promotion).
 	Bucket, Buckets int
+	// NoIP: the grab counted its ip nowhere (flow.Item.NoIP); its parts are the
+	// stock bucket's and the pin's home's alone.
+	NoIP bool
 	// Amount and Parts: an envelope pool's row, the sum of the parts it took (gave
 	// back) and their idx; 0 and nil for a row of no pool, or a pool's CANCEL
 	// published without them (EnvelopePool reads it as giving back its GRAB's).
@@ -90,22 +98,22 @@ type FlowRow struct {
 	Parts  []int
 }
 
-const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, reason, bucket, buckets, amount, parts`
+const flowRowColumns = `kind = 'CANCEL', request_id, pin, ip, num, body_hash, reason, bucket, buckets, no_ip, amount, parts`
 
 // flowScanner reads FlowRows with one allocation per row: the strings of a row
 // are slices of one string, not five of their own (a rebuild reads millions). The
 // two integers are scanned as the driver gives them: into an int64 database/sql
 // would convert by reflection, a fifth of the scan.
 type flowScanner struct {
-	cancel, num, bucket, buckets, amount any
-	raw                                  [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
-	parts                                sql.RawBytes    // nil for NULL: a row of no pool
-	buf                                  []byte
+	cancel, num, bucket, buckets, noIP, amount any
+	raw                                        [5]sql.RawBytes // request_id, pin, ip, body_hash, reason
+	parts                                      sql.RawBytes    // nil for NULL: a row of no pool
+	buf                                        []byte
 }
 
 func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	r := &f.raw
-	if err := rows.Scan(&f.cancel, &r[0], &r[1], &r[2], &f.num, &r[3], &r[4], &f.bucket, &f.buckets, &f.amount, &f.parts); err != nil {
+	if err := rows.Scan(&f.cancel, &r[0], &r[1], &r[2], &f.num, &r[3], &r[4], &f.bucket, &f.buckets, &f.noIP, &f.amount, &f.parts); err != nil {
 		return FlowRow{}, err
 	}
 	cancel, err := driverInt(f.cancel)
@@ -123,6 +131,10 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 	buckets, err := driverInt(f.buckets)
 	if err != nil {
 		return FlowRow{}, fmt.Errorf("buckets: %w", err)
+	}
+	noIP, err := driverInt(f.noIP)
+	if err != nil {
+		return FlowRow{}, fmt.Errorf("no_ip: %w", err)
 	}
 	var amount int64
 	var envParts []int
@@ -148,7 +160,7 @@ func (f *flowScanner) scan(rows *sql.Rows) (FlowRow, error) {
 		off += len(b)
 	}
 	return FlowRow{Cancel: cancel == 1, RequestID: parts[0], Pin: parts[1], IP: parts[2], Num: num, BodyHash: parts[3], Reason: parts[4],
-		Bucket: int(bucket), Buckets: int(buckets), Amount: amount, Parts: envParts}, nil
+		Bucket: int(bucket), Buckets: int(buckets), NoIP: noIP == 1, Amount: amount, Parts: envParts}, nil
 }
 
 // driverInt reads a signed integer column as the MySQL driver gives it: an int64,
@@ -237,7 +249,7 @@ func (s *Rebuild) EachIndexEntry(ctx context.Context, shard int, since time.Time
 	// against 0.4 s by the index, which also gives the order).
 	// The hold's deadline (migration 0008) comes along: a confirm of a rebuilt held
 	// grant knows from its entry that it was held.
-	rows, err := s.db.QueryContext(ctx, `SELECT f.request_id, f.pin, f.ip, f.body_hash, f.promo_id, f.promo_type, f.num, f.shard, f.bucket, f.buckets, f.occurred_at, COALESCE(h.hold_until_ms, 0)
+	rows, err := s.db.QueryContext(ctx, `SELECT f.request_id, f.pin, f.ip, f.body_hash, f.promo_id, f.promo_type, f.num, f.shard, f.bucket, f.buckets, f.no_ip, f.occurred_at, COALESCE(h.hold_until_ms, 0)
  FROM grab_flow f FORCE INDEX (grab_flow_index) LEFT JOIN grab_hold h ON h.request_id = f.request_id
  WHERE f.index_shard = ? AND f.kind = 'GRAB' AND f.occurred_at >= ? ORDER BY f.request_id, f.id`, shard, since.UTC())
 	if err != nil {
@@ -249,7 +261,8 @@ func (s *Rebuild) EachIndexEntry(ctx context.Context, shard int, since time.Time
 		var r IndexEntry
 		var it flow.Item
 		var bucket, buckets int
-		if err := rows.Scan(&r.RequestID, &r.Pin, &r.IP, &r.BodyHash, &it.PromoID, &it.Type, &it.Num, &it.Shard, &bucket, &buckets, &r.At, &r.HoldUntilMs); err != nil {
+		var noIP bool
+		if err := rows.Scan(&r.RequestID, &r.Pin, &r.IP, &r.BodyHash, &it.PromoID, &it.Type, &it.Num, &it.Shard, &bucket, &buckets, &noIP, &r.At, &r.HoldUntilMs); err != nil {
 			return fmt.Errorf("store: request index of shard %d: %w", shard, err)
 		}
 		if r.RequestID != cur.RequestID {
@@ -260,7 +273,7 @@ func (s *Rebuild) EachIndexEntry(ctx context.Context, shard int, since time.Time
 			}
 			cur = r
 		}
-		cur.Items = append(cur.Items, flowItem(it.PromoID, it.Type, it.Num, it.Shard, bucket, buckets))
+		cur.Items = append(cur.Items, flowItem(it.PromoID, it.Type, it.Num, it.Shard, bucket, buckets, noIP))
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("store: request index of shard %d: %w", shard, err)

@@ -398,7 +398,7 @@ func readPartition(ctx context.Context, broker string, partition int, fn func(in
 // first says b is bucket 0, which also says whether the promotion exists.
 func merge(st, b PromoState, first bool) PromoState {
 	if first {
-		st = PromoState{Found: b.Found, Pins: map[string]int64{}, IPs: map[string]int64{}, Ledger: map[string]lua.LedgerEntry{}}
+		st = PromoState{Found: b.Found, Pins: map[string]int64{}, IPs: map[string]int64{}, Ledger: map[string]lua.LedgerEntry{}, NoIP: map[string]bool{}}
 	}
 	st.Total += b.Total
 	st.Remaining += b.Remaining
@@ -415,6 +415,9 @@ func merge(st, b PromoState, first bool) PromoState {
 	for rid, e := range b.Ledger {
 		if promo.HoldsStock(e.Part) {
 			st.Ledger[rid] = e
+		}
+		if strings.Contains(e.Part, promo.PartNoIP) { // the pin's part says so
+			st.NoIP[rid] = true
 		}
 	}
 	return st

@@ -17,6 +17,9 @@ type PromoState struct {
 	// zero and empty for a promotion that is no pool.
 	EnvAmount, EnvLeft int64
 	Pool               map[int]int64
+	// NoIP holds the requests of a bucketed promotion whose grab counted the ip
+	// nowhere (a part with q.lua's letter n): the ips' counters leave them out.
+	NoIP map[string]bool
 }
 
 // Row is one flow event of one promotion: a grab_flow row, or an event on the topic.
@@ -161,7 +164,9 @@ func newSums() sums { return sums{pins: map[string]int64{}, ips: map[string]int6
 func (s *sums) add(pin, ip string, n int64) {
 	s.units += n
 	s.pins[pin] += n
-	s.ips[promo.IPCounterKey(ip)] += n
+	if ip != "" { // "": a grab that counted its ip nowhere
+		s.ips[promo.IPCounterKey(ip)] += n
+	}
 }
 
 // promoCheck is the check of one promotion: its state in Redis, its record, and
@@ -244,7 +249,11 @@ func (c *promoCheck) sum(f fate) {
 		c.told.add(f.r.Pin, f.r.IP, f.n)
 	}
 	if f.ledgerHeld {
-		c.ledger.add(f.e.Pin, f.e.IP, f.e.Num)
+		ip := f.e.IP
+		if c.st.NoIP[f.rid] {
+			ip = "" // counted nowhere: in the pins' sums alone
+		}
+		c.ledger.add(f.e.Pin, ip, f.e.Num)
 		if f.r != nil && f.toldHeld && f.e.Num != f.n {
 			c.rep.Drift += abs(f.e.Num - f.n)
 			c.rep.find("%s %s: ledger holds %d, client was granted %d", c.key, f.rid, f.e.Num, f.n)

@@ -45,11 +45,20 @@ func attemptBound(items []Item) int {
 	return n
 }
 
+// learned is what this instance knows of a bucketed promotion: its layout, and
+// whether it has an ip limit. Without one its grabs count the ip nowhere (q.lua's
+// letter n), so a grab whose stock is its pin's home is one call on one shard; a
+// limit set later is learned from the IP_PART_NEEDED it answers.
+type learned struct {
+	layout  bucket.Layout
+	ipLimit bool
+}
+
 // router places a request's items on their shards, and knows what this instance
 // has learned of the bucketed promotions.
 type router struct {
 	*core
-	layouts *expiry.Map[bucket.Layout] // promotion key -> its layout
+	layouts *expiry.Map[learned] // promotion key -> its layout
 	// empty holds the buckets that answered SOLD_OUT within RefusalTTL: a grab does
 	// not start there. A cancel may refill one meanwhile, which costs at most a
 	// late SOLD_OUT of that bucket, as the refusal cache does for a promotion.
@@ -58,17 +67,24 @@ type router struct {
 }
 
 func newRouter(c *core) *router {
-	return &router{core: c, layouts: expiry.New[bucket.Layout](bucketLayoutsSize, bucketLayoutsTTL),
+	return &router{core: c, layouts: expiry.New[learned](bucketLayoutsSize, bucketLayoutsTTL),
 		empty: expiry.New[struct{}](emptyBucketsSize, c.cfg.RefusalTTL)}
 }
 
 // layout is the layout of promotion key in k buckets, from the cache when it
 // holds that one.
 func (s *router) layout(key string, k int) bucket.Layout {
-	if l, ok := s.layouts.Get(key, s.Clock()); ok && l.K == k {
-		return l
+	if l, ok := s.layouts.Get(key, s.Clock()); ok && l.layout.K == k {
+		return l.layout
 	}
 	return bucket.LayoutOf(s.ring, key, k)
+}
+
+// learn records promotion key's layout in k buckets and whether it has an ip limit.
+func (s *router) learn(key string, k int, ipLimit bool, now time.Time) bucket.Layout {
+	l := s.layout(key, k)
+	s.layouts.Put(key, learned{layout: l, ipLimit: ipLimit}, now)
+	return l
 }
 
 // route sets where each item's units are to come from: an ordinary promotion's
@@ -77,11 +93,13 @@ func (s *router) layout(key string, k int) bucket.Layout {
 func (s *router) route(items []Item, pin string, now time.Time) {
 	for i := range items {
 		it := &items[i]
-		l, ok := s.layouts.Get(promo.Key(it.PromoID, it.Type), now)
+		known, ok := s.layouts.Get(promo.Key(it.PromoID, it.Type), now)
 		if !ok {
-			it.buckets, it.bucket = 1, 0
+			it.buckets, it.bucket, it.noIP = 1, 0, false
 			continue
 		}
+		l := known.layout
+		it.noIP = !known.ipLimit
 		home := bucket.Home(pin, l.K)
 		it.buckets, it.bucket = l.K, s.nextBucket(l, home, 0, now)
 		if it.bucket < 0 { // every bucket is known sold out: the home's own answer says so
@@ -124,8 +142,10 @@ func (s *router) fallOver(req Request, gs []group, replies []lua.GrabReply, errs
 	type move struct {
 		item        int
 		learned     int   // the bucket count q.lua answered, 0 if none
+		ipLimit     bool  // with learned: the promotion has an ip limit
 		soldOutFrom int   // the bucket that answered SOLD_OUT, -1 if none
 		left        int64 // what that bucket has left (below num)
+		countIP     bool  // IP_PART_NEEDED: the same bucket again, counting the ip
 	}
 	var moves []move
 	for i, g := range gs {
@@ -140,11 +160,13 @@ func (s *router) fallOver(req Request, gs []group, replies []lua.GrabReply, errs
 		it := req.Items[item]
 		switch {
 		case r.Code == lua.CodeBucketed:
-			moves = append(moves, move{item, r.Buckets, -1, 0})
+			moves = append(moves, move{item: item, learned: r.Buckets, ipLimit: r.IPLimit, soldOutFrom: -1})
 		case r.Code == lua.CodeNotFound && it.buckets > 1 && tried[item]&learnedHere == 0:
-			moves = append(moves, move{item, 1, -1, 0}) // deleted and made again, maybe whole
+			moves = append(moves, move{item: item, learned: 1, soldOutFrom: -1}) // deleted and made again, maybe whole
 		case r.Code == lua.CodeSoldOut && it.buckets > 1 && g.holdsStock(r.Index):
-			moves = append(moves, move{item, 0, it.bucket, r.Left})
+			moves = append(moves, move{item: item, soldOutFrom: it.bucket, left: r.Left})
+		case r.Code == lua.CodeIPPartNeeded && it.noIP:
+			moves = append(moves, move{item: item, soldOutFrom: -1, countIP: true})
 		default:
 			return false
 		}
@@ -155,16 +177,21 @@ func (s *router) fallOver(req Request, gs []group, replies []lua.GrabReply, errs
 	for _, m := range moves {
 		it := &req.Items[m.item]
 		key := promo.Key(it.PromoID, it.Type)
-		if m.learned > 0 {
-			it.buckets, it.bucket, tried[m.item] = m.learned, 0, learnedHere
+		switch {
+		case m.countIP: // an ip limit set since this instance learned the layout
+			s.learn(key, it.buckets, true, now)
+			it.noIP = false
+			continue
+		case m.learned > 0:
+			it.buckets, it.bucket, it.noIP, tried[m.item] = m.learned, 0, false, learnedHere
 			if m.learned == 1 {
 				s.layouts.Forget(key)
 				continue
 			}
-			l := bucket.LayoutOf(s.ring, key, m.learned)
-			s.layouts.Put(key, l, now)
+			l := s.learn(key, m.learned, m.ipLimit, now)
+			it.noIP = !m.ipLimit
 			it.bucket = s.nextBucket(l, bucket.Home(req.Pin, l.K), 0, now)
-		} else {
+		default:
 			l := s.layout(key, it.buckets)
 			if m.left == 0 { // a bucket with fewer units than asked may serve a smaller grab
 				s.empty.Put(l.Keys[m.soldOutFrom], struct{}{}, now)
@@ -186,7 +213,7 @@ func (s *router) takesOfItem(it flow.Item, pin, ip string) []take {
 	if it.Buckets <= 1 {
 		return []take{{s.ring.Shard(key), key}}
 	}
-	parts := s.layout(key, it.Buckets).Parts(it.Bucket, pin, ip)
+	parts := s.layout(key, it.Buckets).Parts(it.Bucket, pin, ip, it.NoIP)
 	out := make([]take, len(parts))
 	for i, p := range parts {
 		out[i] = take{p.Shard, p.Key}
@@ -205,7 +232,7 @@ func (s *router) bucketOf(ctx context.Context, shard int, key string) (b, k int)
 		b = max(slices.Index(bucket.Keys(s.ring, base, bucket.Max), key), 0)
 	}
 	if l, ok := s.layouts.Get(base, s.Clock()); ok {
-		return b, l.K
+		return b, l.layout.K
 	}
 	if n, err := s.Shards[shard].HGet(ctx, key, "buckets").Int(); err == nil && n > 1 {
 		return b, n
@@ -218,7 +245,8 @@ func (s *router) bucketOf(ctx context.Context, shard int, key string) (b, k int)
 
 // groups places the items, of a grab by pin from ip, on their shards: an ordinary
 // item on its promotion's, an item of a bucketed promotion as its parts on the
-// shards of its stock bucket and of the pin's and the ip's home buckets.
+// shards of its stock bucket and of the pin's home bucket, and of the ip's home
+// bucket unless the item counts the ip nowhere.
 func (s *router) groups(items []Item, pin, ip string) []group {
 	var gs []group
 	var at [ring.Shards]int // group index + 1 by shard
@@ -238,7 +266,7 @@ func (s *router) groups(items []Item, pin, ip string) []group {
 			add(s.ring.Shard(key), i, key, "")
 			continue
 		}
-		for _, p := range s.layout(key, it.buckets).Parts(it.bucket, pin, ip) {
+		for _, p := range s.layout(key, it.buckets).Parts(it.bucket, pin, ip, it.noIP) {
 			add(p.Shard, i, p.Key, p.Letters)
 		}
 	}

@@ -122,7 +122,7 @@ func returnedResult(rid string, back []flow.Item) Result {
 func indexItems(idx flow.RequestIndex) []Item {
 	items := make([]Item, len(idx.Items))
 	for i, it := range idx.Items {
-		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, buckets: it.Buckets, bucket: it.Bucket}
+		items[i] = Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, buckets: it.Buckets, bucket: it.Bucket, noIP: it.NoIP}
 	}
 	return items
 }

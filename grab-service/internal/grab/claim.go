@@ -213,7 +213,7 @@ func (s *requestIndex) followClaim(req Request, c claim, now time.Time) (Result,
 	for i := range req.Items {
 		it := &req.Items[i]
 		if i < len(c.items) && c.items[i].PromoID == it.PromoID && c.items[i].Type == it.Type {
-			it.buckets, it.bucket = max(c.items[i].Buckets, 1), c.items[i].Bucket
+			it.buckets, it.bucket, it.noIP = max(c.items[i].Buckets, 1), c.items[i].Bucket, c.items[i].NoIP
 		}
 		bucketed = bucketed || it.buckets > 1
 	}

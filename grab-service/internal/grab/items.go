@@ -40,7 +40,7 @@ func flowItems(items []Item, gs []group, envs [][]lua.Envelope) []flow.Item {
 		}
 		fi := flow.Item{PromoID: it.PromoID, Type: it.Type, Num: it.Num, Shard: shard[i]}
 		if it.buckets > 1 {
-			fi.Bucket, fi.Buckets = it.bucket, it.buckets
+			fi.Bucket, fi.Buckets, fi.NoIP = it.bucket, it.buckets, it.noIP
 		}
 		if env != nil {
 			fi.Amount, fi.Parts = env[i].Amount, env[i].Parts

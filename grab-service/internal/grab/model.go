@@ -21,6 +21,9 @@ type Item struct {
 	// buckets is the bucket count the grab path believes the promotion has (0 or 1:
 	// an ordinary promotion), bucket the one its units are taken from (buckets.go).
 	buckets, bucket int
+	// noIP: a bucketed item whose grab counts the ip nowhere, as its promotion has
+	// no ip limit (flow.Item.NoIP).
+	noIP bool
 }
 
 // Request is a validated grab.

@@ -572,6 +572,8 @@ func (s *Reconciler) payDebts(ctx context.Context, debts []owed, st *ReconcileSt
 		}
 		item := flow.Item{PromoID: promoID, Type: typ, Num: d.entry.Num, Shard: d.shard}
 		item.Bucket, item.Buckets = s.route.bucketOf(ctx, d.shard, d.key)
+		// Every part of a grab that counted no ip says so (bucket.Plan), the stock's too.
+		item.NoIP = item.Buckets > 1 && strings.Contains(d.entry.Part, promo.PartNoIP)
 		// An entry of an envelope pool names the parts its return gave back.
 		env, err := d.entry.Envelope()
 		if err != nil {

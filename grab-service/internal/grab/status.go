@@ -99,7 +99,7 @@ func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, 
 			return nil, err
 		}
 		if found && h.Buckets > 1 {
-			if h.Remaining, err = s.bucketsRemaining(ctx, key, int(h.Buckets), h.Remaining); err != nil {
+			if h.Remaining, err = s.bucketsRemaining(ctx, key, int(h.Buckets), h.PerIP > 0, h.Remaining); err != nil {
 				return nil, err
 			}
 		}
@@ -130,11 +130,10 @@ func (c cachedStatus) result() (Status, error) {
 
 // bucketsRemaining is the stock left over the k buckets of promotion key, read in
 // parallel: the status of a promotion in buckets is its whole, SOLD_OUT only when
-// every bucket is. first is bucket 0's, read by the caller. The layout is kept for
-// the grabs (buckets.go).
-func (s *Grabber) bucketsRemaining(ctx context.Context, key string, k int, first int64) (int64, error) {
-	l := s.route.layout(key, k)
-	s.route.layouts.Put(key, l, s.Clock()) // read from bucket 0 itself: the grabs need not learn it
+// every bucket is. first is bucket 0's, read by the caller. The layout, and
+// whether the promotion has an ip limit, are kept for the grabs (buckets.go).
+func (s *Grabber) bucketsRemaining(ctx context.Context, key string, k int, ipLimit bool, first int64) (int64, error) {
+	l := s.route.learn(key, k, ipLimit, s.Clock()) // read from bucket 0 itself: the grabs need not learn it
 	rem := make([]int64, k)
 	errs := make([]error, k)
 	rem[0] = first // bucket 0, the promotion key, read already

@@ -8,7 +8,6 @@ import (
 
 	"github.com/flashsale/platform/internal/httpx"
 
-	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
@@ -118,8 +117,11 @@ func (s *Grabber) refuse(req Request, g group, r lua.GrabReply, failedAt int, no
 	base := promo.BucketBase(key) // refusals are cached by promotion, not by bucket
 	switch r.Code {
 	case lua.CodeBucketed: // learned for the next send, which may follow it (buckets.go)
-		s.route.layouts.Put(base, bucket.LayoutOf(s.ring, base, r.Buckets), now)
+		s.route.learn(base, r.Buckets, r.IPLimit, now)
 		return refusal(rid, Unavailable, failedAt, "the promotion is in buckets this send may not move to (another send of the requestId may be at work); nothing was taken by this one; retry with the same requestId"), true, nil
+	case lua.CodeIPPartNeeded: // an ip limit set since it was learned: the next send counts the ip
+		s.route.learn(base, req.Items[failedAt].buckets, true, now)
+		return refusal(rid, Unavailable, failedAt, "the promotion's ip limit changed while this send was at work; nothing was taken by this one; retry with the same requestId"), true, nil
 	case lua.CodeTooMany:
 		return Result{}, true, &httpx.FieldError{Field: fmt.Sprintf("items[%d].num", failedAt), Msg: "above the promotion's maxPerGrab"}
 	case lua.CodeRateLimited:

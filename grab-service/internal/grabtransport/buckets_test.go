@@ -403,3 +403,98 @@ func TestBucketsWithSomeLeftAreNotSoldOut(t *testing.T) {
 		t.Fatalf("remaining %v, want 3 in all", rem)
 	}
 }
+
+// A bucketed promotion without an ip limit: a grab counts the ip nowhere, so one
+// from the pin's home bucket is one part on one shard (no ledger entry, no count
+// on the ip's home), and its GRAB says noIp so a cancel, the reconciler and the
+// rebuild find the same parts. An ip limit set later is learned from the
+// IP_PART_NEEDED the next grab meets: that grab counts the ip, and the limit binds.
+func TestBucketedGrabWithoutAnIPLimitIsOnePart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const k = 4
+	id, l := e.bucketed("bnoip", k, spec{total: 40, perPin: 5, maxPerGrab: 5})
+	pin, ip := "dora", "10.9.0.1"
+	home := bucket.Home(pin, k)
+	for bucket.Home(promo.IPCounterKey(ip), k) == home { // an ip homed elsewhere, so a part there would show
+		ip += "1"
+	}
+	ipHome := bucket.Home(promo.IPCounterKey(ip), k)
+	ctx := context.Background()
+	ledger := func(b int, rid string) bool {
+		return e.shards[l.Shards[b]].HExists(ctx, promo.LedgerKey(l.Keys[b]), e.rid(rid)).Val()
+	}
+
+	// The first grab learns the layout (BUCKETED, no ip limit); the second is known.
+	for n, rid := range []string{"n-1", "n-2"} {
+		if a := e.grab(grabBody(rid, pin, ip, id, 1)); a.res.Result != grab.Granted {
+			t.Fatalf("grab %s: %d %s", rid, a.status, a.raw)
+		}
+		ev := e.pub.Events()[n]
+		if it := ev.Items[0]; !it.NoIP || it.Bucket != home || it.Buckets != k {
+			t.Fatalf("grab %s's event item %+v: want noIp from bucket %d of %d", rid, it, home, k)
+		}
+		if !ledger(home, rid) || ledger(ipHome, rid) {
+			t.Fatalf("grab %s: ledger on the pin's home %v, on the ip's home %v; want the pin's home alone", rid, ledger(home, rid), ledger(ipHome, rid))
+		}
+	}
+	_, pins, ips := e.buckets(id, l)
+	if pins[pin] != 2 || len(ips) != 0 {
+		t.Fatalf("after two grabs: pin %d, ips %v; want 2 and none counted", pins[pin], ips)
+	}
+	if a := e.cancel("n-1", pin); a.res.Result != grab.Returned {
+		t.Fatalf("cancel: %d %s", a.status, a.raw)
+	}
+	if _, pins, _ = e.buckets(id, l); pins[pin] != 1 {
+		t.Fatalf("after the cancel: pin %d, want 1", pins[pin])
+	}
+
+	// An ip limit of 2 set on every bucket, as a PATCH does.
+	for b, bk := range l.Keys {
+		if err := e.shards[l.Shards[b]].HSet(ctx, bk, "perIp", 2).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := e.grab(grabBody("n-3", "ed", ip, id, 2)); a.res.Result != grab.Granted {
+		t.Fatalf("grab after the limit: %d %s", a.status, a.raw)
+	}
+	if it := e.pub.Events()[len(e.pub.Events())-1].Items[0]; it.NoIP {
+		t.Fatalf("a grab under an ip limit says noIp: %+v", it)
+	}
+	if _, _, ips = e.buckets(id, l); ips[promo.IPCounterKey(ip)] != 2 || !ledger(ipHome, "n-3") {
+		t.Fatalf("after a grab under the limit: ips %v (home %d has its entry: %v); want %s at 2", ips, ipHome, ledger(ipHome, "n-3"), ip)
+	}
+	if a := e.grab(grabBody("n-4", "fay", ip, id, 1)); a.res.Result != grab.IPLimit {
+		t.Fatalf("a third unit from the ip: %d %s, want IP_LIMIT", a.status, a.raw)
+	}
+}
+
+// Killed after the take of a grab that counted its ip nowhere: the reconciler
+// gives its one part back, and the CANCEL it owes says noIp, as the GRAB would
+// have, so the record's ip sums leave both out.
+func TestBucketedCrashWithoutAnIPLimitOwesANoIPCancel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, crashAt("after-take"))
+	id, l := e.bucketed("bcrashn", 8, spec{total: 16, perPin: 5})
+	if r := e.do("GET", "/v1/promotions/"+id+"/1/status", "", nil); r.status != http.StatusOK { // learns the layout, and that there is no ip limit
+		t.Fatalf("status: %d %s", r.status, r.raw)
+	}
+	if r := e.grab(grabBody("kn-1", "gina", "10.5.0.9", id, 2)); r.status != http.StatusInternalServerError {
+		t.Fatalf("the killed grab answered %d %s", r.status, r.raw)
+	}
+	remaining, pins, ips := e.buckets(id, l)
+	if sum(remaining) != 14 || pins["gina"] != 2 || len(ips) != 0 {
+		t.Fatalf("want the part open, the ip counted nowhere: remaining %v, pin %d, ips %v", remaining, pins["gina"], ips)
+	}
+	e.pastDeadline()
+	if st := e.reconcile(); st.Published != 1 {
+		t.Fatalf("reconcile: %+v, want one CANCEL", st)
+	}
+	evs := e.pub.Events()
+	if len(evs) != 1 || evs[0].Kind != flow.Cancel || !evs[0].Items[0].NoIP || evs[0].Items[0].Buckets != 8 {
+		t.Fatalf("events %+v, want one CANCEL of a bucket of 8 saying noIp", evs)
+	}
+	if remaining, pins, _ = e.buckets(id, l); sum(remaining) != 16 || pins["gina"] != 0 {
+		t.Fatalf("after reconcile: remaining %v, pin %d", remaining, pins["gina"])
+	}
+}

@@ -55,7 +55,7 @@ func (t target) part(r store.FlowRow) (letters string, ok, bad bool) {
 	if r.Bucket < 0 || r.Bucket >= t.layout.K {
 		return "", false, true
 	}
-	for _, p := range t.layout.Parts(r.Bucket, r.Pin, r.IP) {
+	for _, p := range t.layout.Parts(r.Bucket, r.Pin, r.IP, r.NoIP) {
 		if p.Bucket == t.bucket {
 			return p.Letters, true, false
 		}

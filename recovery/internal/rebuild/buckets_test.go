@@ -113,7 +113,7 @@ func TestKilledShardBucketsAreRebuiltExactly(t *testing.T) {
 		if g.Stock != bucket.Home(g.Pin, g.K) {
 			donors++
 		}
-		if len(bucket.LayoutOf(ring.Default, g.Key, g.K).Parts(g.Stock, g.Pin, g.IP)) > 1 {
+		if len(bucket.LayoutOf(ring.Default, g.Key, g.K).Parts(g.Stock, g.Pin, g.IP, g.NoIP)) > 1 {
 			parted++
 		}
 	}
@@ -165,7 +165,7 @@ func TestKilledShardBucketsAreRebuiltExactly(t *testing.T) {
 	replayed := false
 	for _, g := range held {
 		l := bucket.LayoutOf(ring.Default, g.Key, g.K)
-		for _, p := range l.Parts(g.Stock, g.Pin, g.IP) {
+		for _, p := range l.Parts(g.Stock, g.Pin, g.IP, g.NoIP) {
 			if p.Shard != lostShard || replayed {
 				continue
 			}

@@ -31,6 +31,9 @@ type Bucketed struct {
 	K                 int
 	Num               int64
 	Stock             int
+	// NoIP: the grab counted the ip nowhere, as grab-service's do while the
+	// promotion has no ip limit (flow.Item.NoIP).
+	NoIP bool
 }
 
 // GrabBucketed grabs num units of the promotion key in k buckets as grab-service
@@ -42,12 +45,16 @@ type Bucketed struct {
 // bucket, and the refusal's code otherwise.
 func (s *Sale) GrabBucketed(ctx context.Context, rid, pin, ip, key string, k int, num int64) (Bucketed, bool, lua.Code, error) {
 	l := bucket.LayoutOf(ring.Default, key, k)
-	g := Bucketed{RID: rid, Pin: pin, IP: ip, Key: key, K: k, Num: num}
+	perIP, err := s.Shards[l.Shards[0]].HGet(ctx, key, "perIp").Int64()
+	if err != nil {
+		return Bucketed{}, false, 0, fmt.Errorf("perIp of %s: %w", key, err)
+	}
+	g := Bucketed{RID: rid, Pin: pin, IP: ip, Key: key, K: k, Num: num, NoIP: perIP == 0}
 	hash := BodyHash(rid, pin, ip, key, num)
 	home := bucket.Home(pin, k)
 	for i := range k {
 		g.Stock = (home + i) % k
-		parts := l.Parts(g.Stock, pin, ip)
+		parts := l.Parts(g.Stock, pin, ip, g.NoIP)
 		now := time.Now()
 		code, err := s.takeParts(ctx, parts, k, lua.GrabCall{NowMs: now.UnixMilli(), DeadlineMs: now.Add(3 * time.Second).UnixMilli(),
 			RequestID: rid, BodyHash: hash, Pin: pin, IP: ip, RateFactorPermille: 1000}, num)
@@ -61,7 +68,7 @@ func (s *Sale) GrabBucketed(ctx context.Context, rid, pin, ip, key string, k int
 			return g, false, code, nil
 		}
 		ev := flow.Event{EventID: eventID(), Kind: flow.Grab, RequestID: rid, Pin: pin, IP: ip,
-			Items: []flow.Item{bucketItem(l, key, g.Stock, num)}, OccurredAt: flow.Stamp(now), BodyHash: hash}
+			Items: []flow.Item{bucketItem(l, g)}, OccurredAt: flow.Stamp(now), BodyHash: hash}
 		if err := s.Publish(ctx, ev); err != nil {
 			return g, false, code, fmt.Errorf("publish %s: %w", rid, err)
 		}
@@ -98,7 +105,7 @@ func (s *Sale) takeParts(ctx context.Context, parts []bucket.PartKey, k int, cal
 // CANCEL published (units back to the stock bucket), then every part finalized.
 func (s *Sale) CancelBucketed(ctx context.Context, g Bucketed, reason string) error {
 	l := bucket.LayoutOf(ring.Default, g.Key, g.K)
-	parts := l.Parts(g.Stock, g.Pin, g.IP)
+	parts := l.Parts(g.Stock, g.Pin, g.IP, g.NoIP)
 	now := time.Now()
 	for _, p := range parts {
 		r, err := lua.Return(ctx, s.Shards[p.Shard], lua.ReturnCall{RequestID: g.RID, Pin: g.Pin, Mode: lua.ReturnCancel, Reason: reason,
@@ -108,7 +115,7 @@ func (s *Sale) CancelBucketed(ctx context.Context, g Bucketed, reason string) er
 		}
 	}
 	ev := flow.Event{EventID: eventID(), Kind: flow.Cancel, RequestID: g.RID, Pin: g.Pin, IP: g.IP,
-		Items: []flow.Item{bucketItem(l, g.Key, g.Stock, g.Num)}, OccurredAt: flow.Stamp(now), Reason: reason}
+		Items: []flow.Item{bucketItem(l, g)}, OccurredAt: flow.Stamp(now), Reason: reason}
 	if err := s.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("publish the cancel of %s: %w", g.RID, err)
 	}
@@ -121,9 +128,9 @@ func (s *Sale) CancelBucketed(ctx context.Context, g Bucketed, reason string) er
 	return nil
 }
 
-// bucketItem is a flow item of a bucketed grab: the stock bucket's shard, the
-// bucket and the bucket count.
-func bucketItem(l bucket.Layout, key string, stock int, num int64) flow.Item {
-	id, typ, _ := promo.ParseKey(key)
-	return flow.Item{PromoID: id, Type: typ, Num: num, Shard: l.Shards[stock], Bucket: stock, Buckets: l.K}
+// bucketItem is the flow item of bucketed grab g: the stock bucket's shard, the
+// bucket, the bucket count and whether the ip was counted.
+func bucketItem(l bucket.Layout, g Bucketed) flow.Item {
+	id, typ, _ := promo.ParseKey(g.Key)
+	return flow.Item{PromoID: id, Type: typ, Num: g.Num, Shard: l.Shards[g.Stock], Bucket: g.Stock, Buckets: l.K, NoIP: g.NoIP}
 }
