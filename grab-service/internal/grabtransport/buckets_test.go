@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flashsale/platform/grab-service/internal/grab"
 	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/flow"
@@ -496,5 +498,37 @@ func TestBucketedCrashWithoutAnIPLimitOwesANoIPCancel(t *testing.T) {
 	}
 	if remaining, pins, _ = e.buckets(id, l); sum(remaining) != 16 || pins["gina"] != 0 {
 		t.Fatalf("after reconcile: remaining %v, pin %d", remaining, pins["gina"])
+	}
+}
+
+// Redis calls per grant of a promotion in 8 buckets, with and without an ip limit
+// (one too high to bind): without one a grab from its pin's home is one take, so
+// it costs fewer calls than one whose ip is homed on another bucket. Calls are
+// counted by the service's own metric, not timed.
+func TestBucketedGrabWithoutAnIPLimitCostsFewerCalls(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(_ *grab.Config, d *grab.Deps) { d.Metrics = grab.NewMetrics(reg) })
+	const k, grants = 8, 64
+	perGrant := map[string]float64{}
+	for _, c := range []struct {
+		name  string
+		perIP int64
+	}{{"limited", 1_000}, {"free", 0}} {
+		id, _ := e.bucketed("bcalls-"+c.name, k, spec{total: 1_000, perIP: c.perIP})
+		if a := e.grab(grabBody("bc-learn-"+c.name, "learner", "10.20.0.1", id, 1)); a.res.Result != grab.Granted {
+			t.Fatalf("%s: the first grab: %d %s", c.name, a.status, a.raw)
+		}
+		before := redisCalls(t, reg)
+		for n := range grants {
+			if a := e.grab(grabBody(fmt.Sprintf("bc-%s-%d", c.name, n), fmt.Sprintf("buyer-%d", n), fmt.Sprintf("10.20.1.%d", n), id, 1)); a.res.Result != grab.Granted {
+				t.Fatalf("%s grab %d: %d %s", c.name, n, a.status, a.raw)
+			}
+		}
+		perGrant[c.name] = (redisCalls(t, reg) - before) / grants
+	}
+	t.Logf("Redis calls per grant at %d buckets: ip limit %.2f, none %.2f", k, perGrant["limited"], perGrant["free"])
+	if perGrant["free"] >= perGrant["limited"] {
+		t.Fatalf("calls per grant without an ip limit %.2f, with one %.2f: want fewer without", perGrant["free"], perGrant["limited"])
 	}
 }
