@@ -125,8 +125,12 @@ func (a *answer) outcome() string {
 func (e *endpoint) do(ctx context.Context, r request) (*answer, int, error) {
 	start := time.Now()
 	var unknown bool
+	var answered *answer // the last send that got an HTTP answer
 	for n := 1; ; n++ {
 		a := e.send(ctx, r, n)
+		if a.status != 0 {
+			answered = a
+		}
 		v, k := r.judge(a, n, r.grabAttempt+n-1 > 1)
 		if v == retry && a.status == http.StatusTooManyRequests && e.policy.NoRateLimitRetry {
 			v = refuse
@@ -144,12 +148,24 @@ func (e *endpoint) do(ctx context.Context, r request) (*answer, int, error) {
 		}
 		var err error
 		if v != success {
-			err = e.errorOf(ctx, r, a, n, unknown)
+			err = e.errorOf(ctx, r, lastWord(ctx, a, answered), n, unknown)
 		}
 		e.obs.OnResult(CallInfo{Op: r.op, RequestID: r.rid, Attempts: n, StatusCode: a.status, Outcome: a.outcome(),
 			Duration: time.Since(start), Err: err})
 		return a, n, err
 	}
+}
+
+// lastWord is the answer a call that ends on a describes: a, unless the caller's
+// context cut a send short after an earlier one was answered; then that answer,
+// with the context's error.
+func lastWord(ctx context.Context, a, answered *answer) *answer {
+	if a.status != 0 || answered == nil || ctx.Err() == nil {
+		return a
+	}
+	w := *answered
+	w.err = ctx.Err()
+	return &w
 }
 
 func (e *endpoint) errorOf(ctx context.Context, r request, a *answer, n int, unknown bool) *Error {

@@ -57,7 +57,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTeapot)
 		return
 	}
-	rep := s.replies[0]
+	rep, n := s.replies[0], len(s.got)
 	if len(s.replies) > 1 {
 		s.replies = s.replies[1:]
 	}
@@ -73,7 +73,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rep.retryAfter != "" {
 		w.Header().Set("Retry-After", rep.retryAfter)
 	}
-	w.Header().Set("X-Request-Id", "xr-"+strconv.Itoa(len(s.got)))
+	w.Header().Set("X-Request-Id", "xr-"+strconv.Itoa(n))
 	w.WriteHeader(rep.status)
 	_, _ = io.WriteString(w, rep.body)
 }
@@ -224,6 +224,21 @@ func TestGrabDoesNotWaitPastTheDeadline(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("returned after %s", took)
+	}
+}
+
+// A send the caller's deadline cuts short leaves the call described by the last
+// answer that came, with the context's error.
+func TestDeadlineCuttingASendKeepsTheLastAnswer(t *testing.T) {
+	t.Parallel()
+	_, srv := serve(t, reply{status: 503, body: `{"requestId":"order-1","result":"UNAVAILABLE","message":"shard 3 is being rebuilt"}`},
+		reply{delay: time.Second, status: 200, body: granted})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := newClient(t, srv, fast, nil).Grab(ctx, buyer)
+	var e *Error
+	if !errors.As(err, &e) || e.StatusCode != 503 || e.Result != ResultUnavailable || e.Attempts != 2 || !errors.Is(err, context.DeadlineExceeded) || !e.Unknown {
+		t.Fatalf("err %+v", err)
 	}
 }
 

@@ -84,13 +84,14 @@ func TestClientOnLocalStack(t *testing.T) {
 	spec := PromotionSpec{PromoID: run, Type: 1, Title: "client component test", Total: 5, PerPinLimit: 1, MaxPerGrab: 1,
 		StartAt: now.Add(-time.Second), EndAt: now.Add(time.Hour)}
 
-	p := stackCreate(ctx, t, admin, spec)
+	stackCreate(ctx, t, admin, spec)
 	rid := stackGrants(ctx, t, grab, admin, run)
 	stackCancels(ctx, t, grab, run, rid)
 	stackHolds(ctx, t, grab, run)
 
 	total := int64(10)
-	if p, err = admin.Patch(ctx, run, 1, PromotionPatch{Total: &total}); err != nil || p.Total != 10 || p.Remaining != 9 {
+	p, err := admin.Patch(ctx, run, 1, PromotionPatch{Total: &total})
+	if err != nil || p.Total != 10 || p.Remaining != 9 {
 		t.Fatalf("patch total to 10: %+v %v", p, err)
 	}
 	if page, err := admin.List(ctx, ListOptions{Limit: 5}); err != nil || len(page.Items) == 0 {
