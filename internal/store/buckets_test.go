@@ -115,3 +115,35 @@ func TestFlowCountersByBucket(t *testing.T) {
 		}
 	}
 }
+
+// A grab that counted its ip nowhere (noIp) keeps the flag through the record: the
+// ips' sums leave it and its CANCEL out, the pins' keep them, and the items read
+// back for a cancel or the request index say noIp as the producer did.
+func TestFlowsKeepNoIP(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t)
+	item := func(kind flow.Kind, rid string, num int64, noIP bool) flow.Event {
+		e := flowEvent(kind, rid, "nip", num)
+		e.Items[0].Bucket, e.Items[0].Buckets, e.Items[0].NoIP = 1, 4, noIP
+		return e
+	}
+	events := []flow.Event{item(flow.Grab, "nip-1", 3, true), item(flow.Grab, "nip-2", 2, false),
+		item(flow.Grab, "nip-3", 1, true), item(flow.Cancel, "nip-3", 1, true)}
+	if _, err := s.Flows.InsertFlows(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	fc, err := s.Rebuild.FlowCounters(ctx, store.ID{PromoID: "nip", Type: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc.IPs["10.0.0.1"] != 2 || fc.Pins["pin-nip-1"] != 3 || fc.Pins["pin-nip-2"] != 2 || fc.Net() != 5 {
+		t.Errorf("counters %+v: want the ip at 2 (nip-2 alone), pins nip-1 3 and nip-2 2, net 5", fc)
+	}
+	for rid, want := range map[string]bool{"nip-1": true, "nip-2": false} {
+		_, _, items, err := s.Flows.GrabItems(ctx, rid)
+		if err != nil || len(items) != 1 || items[0].NoIP != want || items[0].Buckets != 4 {
+			t.Errorf("GrabItems(%s): %+v %v; want one item of 4 buckets, noIp %v", rid, items, err, want)
+		}
+	}
+}
