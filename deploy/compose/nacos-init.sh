@@ -2,8 +2,9 @@
 # nacos-init.sh BASE SWITCHES: sets up the users of a Nacos with auth on and publishes
 # the switches document once. BASE is Nacos' URL (http://nacos:8848/nacos), SWITCHES the
 # seed document. Environment: NACOS_ADMIN_PASSWORD (user nacos), NACOS_PASSWORD (user
-# flashsale: the services, read only) and NACOS_CONFIGCTL_PASSWORD (user configctl:
-# on-call, read and write). Idempotent: an existing admin, user, role or document is
+# flashsale: the services, read only), NACOS_CONFIGCTL_PASSWORD (user configctl:
+# on-call, read and write) and NACOS_PROMO_ADMIN_PASSWORD (user promo-admin: publishes
+# on-call's changes, PUT /v1/switches, read and write). Idempotent: an existing admin, user, role or document is
 # left as it is, so a rerun never undoes an on-call change or a rotated password.
 # Passwords and the access token reach curl on stdin or in files, never in its argv.
 # Used by compose (nacos-init) and Kubernetes (Job nacos-seed).
@@ -38,6 +39,7 @@ user() {
 }
 user flashsale "$NACOS_PASSWORD" flashsale-reader r
 user configctl "$NACOS_CONFIGCTL_PASSWORD" flashsale-operator rw
+user promo-admin "$NACOS_PROMO_ADMIN_PASSWORD" flashsale-publisher rw
 
 url="$base/v1/cs/configs"
 if curl -sf -G "$url" --data-urlencode accessToken@"$tmp/token" \
