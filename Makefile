@@ -23,7 +23,7 @@ ARGS ?=
 export FUZZ_TARGETS FUZZTIME ARGS
 
 # Every module of go.work; in workspace mode one go command takes them all.
-GO_PKGS := ./... ./promo-admin/... ./grab-service/... ./recovery/...
+GO_PKGS := ./... ./promo-admin/... ./grab-service/... ./recovery/... ./client/...
 
 .PHONY: build up down status test demo bench drill fmt vet vulncheck clean
 

@@ -69,7 +69,7 @@ scan() {
 
 # The workspace's modules, each in workspace mode: the versions go.work selects are
 # the ones the binaries are built with.
-for mod in . grab-service promo-admin recovery; do
+for mod in . client grab-service promo-admin recovery; do
 	scan "$mod (go.work)" "$ROOT/$mod" env
 done
 scan "deploy/validate (GOWORK=off)" "$ROOT/deploy/validate" env GOWORK=off

@@ -3,10 +3,12 @@
 package stack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 )
 
@@ -75,4 +77,17 @@ func Load(path string) (File, error) {
 		return f, fmt.Errorf("stack file %s lists %d redis shards, want 16", path, len(f.Redis))
 	}
 	return f, nil
+}
+
+// DevOnCallToken is the local stack's on-call token (promo-admin --local).
+const DevOnCallToken = "dev-oncall-token"
+
+// Configctl is bin/configctl under root, run with args as on-call runs it on the
+// local stack: against its switches file, through promo-admin (--api) under the
+// development on-call token, so the change is validated and recorded by name.
+func (f File) Configctl(ctx context.Context, root string, args ...string) *exec.Cmd {
+	all := append([]string{"--file", f.SwitchesFile, "--api", f.Admin}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "bin", "configctl"), all...)
+	cmd.Env = append(os.Environ(), "FLASHSALE_ONCALL_TOKEN="+DevOnCallToken)
+	return cmd
 }

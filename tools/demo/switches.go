@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -23,9 +22,10 @@ func showSwitchFlip(ctx context.Context, st stack.File, pf platform, promoID str
 		return err
 	}
 	configctl := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, filepath.Join(root, "bin/configctl"), append([]string{"--file", st.SwitchesFile}, args...)...)
+		args = append([]string{"--reason", "demo: a sale paused"}, args...)
+		cmd := st.Configctl(ctx, root, args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		fmt.Printf("$ bin/configctl --file %s %v\n", filepath.Base(st.SwitchesFile), args)
+		fmt.Printf("$ FLASHSALE_ONCALL_TOKEN=%s bin/configctl --file %s --api %s %v\n", stack.DevOnCallToken, filepath.Base(st.SwitchesFile), st.Admin, args)
 		return cmd.Run()
 	}
 	grab := func(n int) (told, int) {

@@ -66,8 +66,7 @@ func replicaDrill(ctx context.Context, d *drillEnv, rd *round, out *outcome) {
 // configctl command, checks grab-service fences it, rebuilds it on the server it
 // now names (c) with `recovery rebuild --missing`, and checks it whole there.
 func (d *drillEnv) moveShard(ctx context.Context, shard int, addr, what string, c redis.UniversalClient, out *outcome) bool {
-	cmd := exec.CommandContext(ctx, filepath.Join(d.o.root, "bin", "configctl"), "--file", d.ctl.st.SwitchesFile,
-		"set", fmt.Sprintf("shardAddrs.%d", shard), addr)
+	cmd := d.ctl.st.Configctl(ctx, d.o.root, "--reason", "drill: "+what, "set", fmt.Sprintf("shardAddrs.%d", shard), addr)
 	if outb, err := cmd.CombinedOutput(); err != nil {
 		out.fail("configctl set shardAddrs.%d %s: %v: %s", shard, addr, err, outb)
 		return false
