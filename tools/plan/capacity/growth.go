@@ -70,7 +70,7 @@ func Flat(points []GrowthPoint) (bool, string) {
 		for _, r := range []struct {
 			v    float64
 			than string
-		}{{g.VsOnePromotion, "1 promotion"}, {g.VsTopConcurrent, fmt.Sprintf("that of %d promotions at the highest concurrency", g.Promotions)}} {
+		}{{g.VsOnePromotion, "1 promotion"}, {g.VsTopConcurrent, "that of as many promotions at the highest concurrency"}} {
 			if r.v == 0 {
 				continue
 			}

@@ -179,3 +179,17 @@ func TestGrowthAgainstItsReferences(t *testing.T) {
 		t.Fatalf("1.15× called not flat: %s", why)
 	}
 }
+
+// The hot phase stands in the growth table as 1 promotion at its concurrency,
+// unless the scaling runs measured that point themselves.
+func TestWithHotAddsTheFeedingPoint(t *testing.T) {
+	m := &Machine{Concurrency: 64, PerGrant: map[string]float64{"a": 200}, GrantCores: 1.6}
+	pts := []GrowthPoint{{Promotions: 1, Concurrency: 16, PerGrant: map[string]float64{"a": 300}}}
+	got := WithHot(pts, m)
+	if len(got) != 2 || got[1].Concurrency != 64 || !near(got[1].Granted, 8000) || len(pts) != 1 {
+		t.Fatalf("%+v", got)
+	}
+	if len(WithHot(got, m)) != 2 || len(WithHot(pts, nil)) != 1 {
+		t.Fatal("the hot point was added twice, or without a machine")
+	}
+}
