@@ -132,27 +132,46 @@ func (s *router) nextBucket(l bucket.Layout, first int, tried uint32, now time.T
 // own (a shard that lost it), not a stale layout, and ends the grab.
 const learnedHere = 1 << 31
 
+// move is what fallOver does with one item: learn its layout (learned > 0), take
+// the same bucket again counting the ip (countIP), or try another bucket after
+// soldOutFrom answered SOLD_OUT with left units.
+type move struct {
+	item        int
+	learned     int  // the bucket count q.lua answered, 0 if none
+	ipLimit     bool // with learned: the promotion has an ip limit
+	countIP     bool // IP_PART_NEEDED: an ip limit set since the layout was learned
+	soldOutFrom int  // the bucket that answered SOLD_OUT, -1 if none
+	left        int64
+}
+
 // fallOver decides, from a grab's takes that did not all succeed, whether it
-// goes on: an item's promotion turned out bucketed (or no longer so), or an
-// item's stock bucket is sold out while others may not be. It re-routes those
-// items and reports true; the caller undoes the takes and tries again. tried
-// holds, by item, the buckets already tried. Any other refusal, a replay, or a
-// failed shard ends the grab as it is (settleTakes).
+// goes on: an item's promotion turned out bucketed (or no longer so, or now with an
+// ip limit), or an item's stock bucket is sold out while others may not be. It
+// re-routes those items and reports true; the caller undoes the takes and tries
+// again. tried holds, by item, the buckets already tried. Any other refusal, a
+// replay, or a failed shard ends the grab as it is (settleTakes).
 func (s *router) fallOver(req Request, gs []group, replies []lua.GrabReply, errs []error, tried []uint32, now time.Time) bool {
-	type move struct {
-		item        int
-		learned     int   // the bucket count q.lua answered, 0 if none
-		ipLimit     bool  // with learned: the promotion has an ip limit
-		soldOutFrom int   // the bucket that answered SOLD_OUT, -1 if none
-		left        int64 // what that bucket has left (below num)
-		countIP     bool  // IP_PART_NEEDED: the same bucket again, counting the ip
+	moves, ok := movesOf(req, gs, replies, errs, tried)
+	if !ok || len(moves) == 0 {
+		return false
 	}
+	for _, m := range moves {
+		if !s.reroute(req, m, tried, now) {
+			return false // every bucket is sold out: the SOLD_OUT stands
+		}
+	}
+	return true
+}
+
+// movesOf reads the takes' replies: the moves they call for, or false when one
+// ends the grab.
+func movesOf(req Request, gs []group, replies []lua.GrabReply, errs []error, tried []uint32) ([]move, bool) {
 	var moves []move
 	for i, g := range gs {
 		r := replies[i]
 		switch {
 		case errs[i] != nil:
-			return false
+			return nil, false
 		case r.Code == lua.CodeOK:
 			continue
 		}
@@ -168,42 +187,38 @@ func (s *router) fallOver(req Request, gs []group, replies []lua.GrabReply, errs
 		case r.Code == lua.CodeIPPartNeeded && it.noIP:
 			moves = append(moves, move{item: item, soldOutFrom: -1, countIP: true})
 		default:
-			return false
+			return nil, false
 		}
 	}
-	if len(moves) == 0 {
-		return false
-	}
-	for _, m := range moves {
-		it := &req.Items[m.item]
-		key := promo.Key(it.PromoID, it.Type)
-		switch {
-		case m.countIP: // an ip limit set since this instance learned the layout
-			s.learn(key, it.buckets, true, now)
-			it.noIP = false
-			continue
-		case m.learned > 0:
-			it.buckets, it.bucket, it.noIP, tried[m.item] = m.learned, 0, false, learnedHere
-			if m.learned == 1 {
-				s.layouts.Forget(key)
-				continue
-			}
-			l := s.learn(key, m.learned, m.ipLimit, now)
-			it.noIP = !m.ipLimit
-			it.bucket = s.nextBucket(l, bucket.Home(req.Pin, l.K), 0, now)
-		default:
-			l := s.layout(key, it.buckets)
-			if m.left == 0 { // a bucket with fewer units than asked may serve a smaller grab
-				s.empty.Put(l.Keys[m.soldOutFrom], struct{}{}, now)
-			}
-			tried[m.item] |= 1 << m.soldOutFrom
-			it.bucket = s.nextBucket(l, -1, tried[m.item], now)
+	return moves, true
+}
+
+// reroute applies m to its item; false when no bucket is left to take from.
+func (s *router) reroute(req Request, m move, tried []uint32, now time.Time) bool {
+	it := &req.Items[m.item]
+	key := promo.Key(it.PromoID, it.Type)
+	switch {
+	case m.countIP: // the same bucket again, counting the ip
+		s.learn(key, it.buckets, true, now)
+		it.noIP = false
+		return true
+	case m.learned == 1:
+		it.buckets, it.bucket, it.noIP, tried[m.item] = 1, 0, false, learnedHere
+		s.layouts.Forget(key)
+		return true
+	case m.learned > 1:
+		l := s.learn(key, m.learned, m.ipLimit, now)
+		it.buckets, it.noIP, tried[m.item] = m.learned, !m.ipLimit, learnedHere
+		it.bucket = s.nextBucket(l, bucket.Home(req.Pin, l.K), 0, now)
+	default:
+		l := s.layout(key, it.buckets)
+		if m.left == 0 { // a bucket with fewer units than asked may serve a smaller grab
+			s.empty.Put(l.Keys[m.soldOutFrom], struct{}{}, now)
 		}
-		if it.bucket < 0 {
-			return false // every bucket is sold out: the SOLD_OUT stands
-		}
+		tried[m.item] |= 1 << m.soldOutFrom
+		it.bucket = s.nextBucket(l, -1, tried[m.item], now)
 	}
-	return true
+	return it.bucket >= 0
 }
 
 // takesOfItem is where an item of a request index entry (or of the record) was
