@@ -37,6 +37,9 @@ func newAdmin(base, token string, timeout time.Duration) (*admin, error) {
 	if token == "" {
 		return nil, fmt.Errorf("--api needs on-call's token in %s", OnCallTokenEnv)
 	}
+	if strings.Contains(token, ",") { // promo-admin's variable may list several: configctl sends one
+		return nil, fmt.Errorf("%s holds a list; set it to your one token (or name:token)", OnCallTokenEnv)
+	}
 	if _, t, ok := strings.Cut(token, ":"); ok && t != "" {
 		token = t // the name:token form of promo-admin's variable
 	}
