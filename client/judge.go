@@ -62,7 +62,10 @@ func judgeGrab(a *answer, _ int, replay bool) (verdict, knowledge) {
 		a.status == http.StatusForbidden && a.body.Result == ResultBlocked:
 		return refuse, settled
 	case a.status == http.StatusTooManyRequests:
-		return retry, unchanged
+		// The limits and the degrade cap refuse only sends that hold no claim (a
+		// resend of a claimed requestId passes them to its first answer), so a 429
+		// says nothing is held under the requestId.
+		return retry, settled
 	case a.status == http.StatusServiceUnavailable && a.body.Result == ResultDegraded:
 		return refuse, unchanged
 	case a.status == http.StatusServiceUnavailable && a.body.Result == ResultUnavailable:
@@ -112,7 +115,10 @@ func judgeReturn(a *answer, _ int, _ bool) (verdict, knowledge) {
 	case a.status == http.StatusConflict && a.body.Result != "":
 		return refuse, settled
 	case a.status == http.StatusTooManyRequests:
-		return retry, unchanged
+		// The limits and the degrade cap refuse only sends that hold no claim (a
+		// resend of a claimed requestId passes them to its first answer), so a 429
+		// says nothing is held under the requestId.
+		return retry, settled
 	case a.status >= 500:
 		return retry, uncertain
 	}

@@ -209,6 +209,19 @@ func TestNoRateLimitRetry(t *testing.T) {
 	}
 }
 
+// A 429 after a lost answer settles it: the limits refuse only sends that hold no
+// claim, so nothing is held under the requestId (the crash drill found a grab
+// counted unknown on this).
+func TestRateLimitedAfterALostAnswerIsKnown(t *testing.T) {
+	t.Parallel()
+	_, srv := serve(t, reply{lose: true}, reply{status: 429, retryAfter: "1", body: `{"requestId":"order-1","result":"RATE_LIMITED","failedItem":0}`})
+	_, err := newClient(t, srv, RetryPolicy{NoRateLimitRetry: true, MinBackoff: time.Millisecond}, nil).Grab(context.Background(), buyer)
+	var e *Error
+	if !errors.As(err, &e) || e.Result != ResultRateLimited || e.Unknown || e.Attempts != 2 {
+		t.Fatalf("err %+v, want RATE_LIMITED known after two sends", err)
+	}
+}
+
 // A Retry-After that ends after the caller's deadline is not waited: the call
 // returns the 429 at once, with it, outcome known (nothing taken).
 func TestGrabDoesNotWaitPastTheDeadline(t *testing.T) {
