@@ -44,6 +44,7 @@ GRANT SELECT, INSERT, DELETE ON `${MYSQL_DATABASE}`.`promotion_envelope` TO 'fla
 GRANT SELECT ON `${MYSQL_DATABASE}`.`grab_flow` TO 'flashsale_admin'@'%';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`grab_flow_archive` TO 'flashsale_admin'@'%';
 GRANT SELECT, INSERT, UPDATE (`outcome`) ON `${MYSQL_DATABASE}`.`switch_history` TO 'flashsale_admin'@'%';
+GRANT SELECT, INSERT, UPDATE (`status`, `decided_by`, `decided_role`, `decided_at`, `reason`) ON `${MYSQL_DATABASE}`.`proposals` TO 'flashsale_admin'@'%';
 
 CREATE USER IF NOT EXISTS 'flashsale_sink'@'%' IDENTIFIED BY '${MYSQL_SINK_PASSWORD}';
 GRANT SELECT ON `${MYSQL_DATABASE}`.`schema_migrations` TO 'flashsale_sink'@'%';

@@ -1,0 +1,202 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// What a proposal asks for (proposals.kind).
+const (
+	ProposeCreate = "CREATE"
+	ProposePatch  = "PATCH"
+)
+
+// Where a proposal stands (proposals.status).
+const (
+	ProposalPending  = "PENDING"
+	ProposalApproved = "APPROVED"
+	ProposalRejected = "REJECTED"
+)
+
+// Proposal queue limits.
+const (
+	DefaultProposalPage = 20
+	MaxProposalPage     = 100
+)
+
+// Errors of the proposal queue.
+var (
+	// ErrProposalsFull is a proposal refused: the promotion, or the queue in all,
+	// holds as many pending proposals as it may.
+	ErrProposalsFull = errors.New("too many pending proposals")
+	// ErrProposalNotFound is a proposal id the record does not hold.
+	ErrProposalNotFound = errors.New("proposal not found")
+	// ErrProposalDecided is a decision on a proposal already approved or rejected.
+	ErrProposalDecided = errors.New("proposal already decided")
+)
+
+// Proposals is the approval queue (proposals): changes of a promotion recorded,
+// not applied, until an approver decides them.
+type Proposals struct {
+	db *sqlx.DB
+}
+
+// NewProposals is the approval queue of the record db holds (Store.DB).
+func NewProposals(db *sqlx.DB) *Proposals { return &Proposals{db: db} }
+
+// Proposal is one recorded proposal.
+type Proposal struct {
+	ID          int64      `json:"id"`
+	PromoID     string     `json:"promoId"`
+	Type        int        `json:"type"`
+	Kind        string     `json:"kind"`
+	BaseVersion int64      `json:"baseVersion"`
+	Body        string     `json:"body"`
+	Proposer    Actor      `json:"proposer"`
+	ProposedAt  time.Time  `json:"proposedAt"`
+	Status      string     `json:"status"`
+	DecidedBy   *Actor     `json:"decidedBy,omitempty"`
+	DecidedAt   *time.Time `json:"decidedAt,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+}
+
+// Bounds caps the pending proposals per promotion and in all.
+type Bounds struct {
+	PerPromotion, Total int
+}
+
+// Propose records p as PENDING when the bounds leave room (ErrProposalsFull
+// otherwise) and returns its id. Proposers take turns under a named lock, so
+// two at once cannot both take the last place.
+func (q *Proposals) Propose(ctx context.Context, p Proposal, b Bounds) (int64, error) {
+	conn, err := q.db.Connx(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
+	}
+	defer conn.Close()
+	var got *int
+	if err := conn.QueryRowxContext(ctx, "SELECT GET_LOCK(CONCAT('flashsale.proposals.', DATABASE()), 10)").Scan(&got); err != nil || got == nil || *got != 1 {
+		return 0, fmt.Errorf("store: propose %s: lock not granted: %v", p.PromoID, err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK(CONCAT('flashsale.proposals.', DATABASE()))") //nolint:errcheck // closing the connection releases it too
+	var total, mine int
+	if err := conn.QueryRowxContext(ctx, `SELECT COUNT(*), COALESCE(SUM(promo_id = ? AND type = ?), 0)
+ FROM proposals WHERE status = ?`, p.PromoID, p.Type, ProposalPending).Scan(&total, &mine); err != nil {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
+	}
+	if total >= b.Total || mine >= b.PerPromotion {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, ErrProposalsFull)
+	}
+	r, err := conn.ExecContext(ctx, `INSERT INTO proposals
+ (promo_id, type, kind, base_version, body_json, proposer, proposer_role, proposed_at, status)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.PromoID, p.Type, p.Kind, p.BaseVersion, p.Body,
+		p.Proposer.Name, p.Proposer.Role, ms(p.ProposedAt), ProposalPending)
+	if err != nil {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
+	}
+	return r.LastInsertId()
+}
+
+type proposalRow struct {
+	ID          int64        `db:"id"`
+	PromoID     string       `db:"promo_id"`
+	Type        int          `db:"type"`
+	Kind        string       `db:"kind"`
+	BaseVersion int64        `db:"base_version"`
+	Body        string       `db:"body_json"`
+	Proposer    string       `db:"proposer"`
+	Role        string       `db:"proposer_role"`
+	ProposedAt  time.Time    `db:"proposed_at"`
+	Status      string       `db:"status"`
+	DecidedBy   string       `db:"decided_by"`
+	DecidedRole string       `db:"decided_role"`
+	DecidedAt   sql.NullTime `db:"decided_at"`
+	Reason      string       `db:"reason"`
+}
+
+const proposalCols = `id, promo_id, type, kind, base_version, body_json, proposer, proposer_role, proposed_at,
+ status, decided_by, decided_role, decided_at, reason`
+
+func (r proposalRow) proposal() Proposal {
+	p := Proposal{ID: r.ID, PromoID: r.PromoID, Type: r.Type, Kind: r.Kind, BaseVersion: r.BaseVersion, Body: r.Body,
+		Proposer: Actor{Name: r.Proposer, Role: r.Role}, ProposedAt: r.ProposedAt.UTC(), Status: r.Status, Reason: r.Reason}
+	if r.DecidedAt.Valid {
+		at := r.DecidedAt.Time.UTC()
+		p.DecidedAt, p.DecidedBy = &at, &Actor{Name: r.DecidedBy, Role: r.DecidedRole}
+	}
+	return p
+}
+
+// Get reads proposal id (ErrProposalNotFound when the record has none).
+func (q *Proposals) Get(ctx context.Context, id int64) (Proposal, error) {
+	var r proposalRow
+	err := q.db.GetContext(ctx, &r, `SELECT `+proposalCols+` FROM proposals WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Proposal{}, fmt.Errorf("store: proposal %d: %w", id, ErrProposalNotFound)
+	}
+	if err != nil {
+		return Proposal{}, fmt.Errorf("store: proposal %d: %w", id, err)
+	}
+	return r.proposal(), nil
+}
+
+// Decide sets a PENDING proposal to status (APPROVED or REJECTED) under who's
+// name; one decided already is left as it is (ErrProposalDecided).
+func (q *Proposals) Decide(ctx context.Context, id int64, status string, who Actor, reason string, at time.Time) error {
+	if status != ProposalApproved && status != ProposalRejected {
+		return fmt.Errorf("store: decide proposal %d: status %q", id, status)
+	}
+	r, err := q.db.ExecContext(ctx, `UPDATE proposals SET status = ?, decided_by = ?, decided_role = ?, decided_at = ?, reason = ?
+ WHERE id = ? AND status = ?`, status, who.Name, who.Role, ms(at), reason, id, ProposalPending)
+	if err != nil {
+		return fmt.Errorf("store: decide proposal %d: %w", id, err)
+	}
+	if n, _ := r.RowsAffected(); n == 0 {
+		if _, err := q.Get(ctx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("store: decide proposal %d: %w", id, ErrProposalDecided)
+	}
+	return nil
+}
+
+// ProposalPage is one page of the queue, newest first; NextCursor is "" on the last.
+type ProposalPage struct {
+	Proposals  []Proposal `json:"proposals"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// Page reads up to limit (1..MaxProposalPage) proposals of status ("" for every
+// status), newest first, after cursor (the NextCursor of the page before).
+func (q *Proposals) Page(ctx context.Context, status, cursor string, limit int) (ProposalPage, error) {
+	if limit < 1 || limit > MaxProposalPage {
+		return ProposalPage{}, fmt.Errorf("store: proposals: limit %d outside 1..%d", limit, MaxProposalPage)
+	}
+	before := int64(1<<63 - 1)
+	if cursor != "" {
+		if !ValidSwitchCursor(cursor) {
+			return ProposalPage{}, fmt.Errorf("store: proposals: %w", ErrBadCursor)
+		}
+		before, _ = strconv.ParseInt(cursor, 10, 64)
+	}
+	var rows []proposalRow
+	if err := q.db.SelectContext(ctx, &rows, `SELECT `+proposalCols+` FROM proposals
+ WHERE id < ? AND (? = '' OR status = ?) ORDER BY id DESC LIMIT ?`, before, status, status, limit+1); err != nil {
+		return ProposalPage{}, fmt.Errorf("store: proposals: %w", err)
+	}
+	page := ProposalPage{Proposals: make([]Proposal, 0, min(len(rows), limit))}
+	if len(rows) > limit {
+		rows = rows[:limit]
+		page.NextCursor = strconv.FormatInt(rows[limit-1].ID, 10)
+	}
+	for _, r := range rows {
+		page.Proposals = append(page.Proposals, r.proposal())
+	}
+	return page, nil
+}

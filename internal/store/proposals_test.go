@@ -1,0 +1,109 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flashsale/platform/internal/store"
+)
+
+// A proposal is recorded PENDING, decided once, and paged newest first with a cursor.
+func TestProposalsRecordDecideAndPage(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	q := store.NewProposals(s.DB())
+	ctx, now := context.Background(), time.Now()
+	b := store.Bounds{PerPromotion: 5, Total: 10}
+	alice := store.Actor{Name: "alice", Role: "merchandiser"}
+	var ids []int64
+	for _, id := range []string{"P1", "P2", "P3"} {
+		n, err := q.Propose(ctx, store.Proposal{PromoID: id, Type: 1, Kind: store.ProposeCreate, Body: `{"promoId":"` + id + `"}`,
+			Proposer: alice, ProposedAt: now}, b)
+		must(t, err)
+		ids = append(ids, n)
+	}
+	bob := store.Actor{Name: "bob", Role: "approver"}
+	must(t, q.Decide(ctx, ids[0], store.ProposalRejected, bob, "wrong price", now))
+	if err := q.Decide(ctx, ids[0], store.ProposalApproved, bob, "", now); !errors.Is(err, store.ErrProposalDecided) {
+		t.Fatalf("a second decision: %v", err)
+	}
+	if err := q.Decide(ctx, 1<<40, store.ProposalApproved, bob, "", now); !errors.Is(err, store.ErrProposalNotFound) {
+		t.Fatalf("a decision on no proposal: %v", err)
+	}
+	if err := q.Decide(ctx, ids[1], "MAYBE", bob, "", now); err == nil {
+		t.Fatal("an unknown status was taken")
+	}
+	got, err := q.Get(ctx, ids[0])
+	if err != nil || got.Status != store.ProposalRejected || got.Reason != "wrong price" || got.DecidedBy == nil ||
+		got.DecidedBy.Name != "bob" || got.Proposer != alice || got.Body != `{"promoId":"P1"}` {
+		t.Fatalf("the rejected proposal: %+v %v", got, err)
+	}
+	page, err := q.Page(ctx, store.ProposalPending, "", 1)
+	if err != nil || len(page.Proposals) != 1 || page.Proposals[0].ID != ids[2] || page.NextCursor == "" {
+		t.Fatalf("first pending page: %+v %v", page, err)
+	}
+	next, err := q.Page(ctx, store.ProposalPending, page.NextCursor, 1)
+	if err != nil || len(next.Proposals) != 1 || next.Proposals[0].ID != ids[1] || next.NextCursor != "" {
+		t.Fatalf("second pending page: %+v %v", next, err)
+	}
+	all, err := q.Page(ctx, "", "", store.MaxProposalPage)
+	if err != nil || len(all.Proposals) != 3 {
+		t.Fatalf("every status: %+v %v", all, err)
+	}
+	if _, err := q.Page(ctx, "", "x", 1); !errors.Is(err, store.ErrBadCursor) {
+		t.Errorf("a bad cursor: %v", err)
+	}
+	if _, err := q.Page(ctx, "", "", store.MaxProposalPage+1); err == nil {
+		t.Error("a page above the bound was read")
+	}
+}
+
+// The queue is bounded per promotion and in all, also under concurrent proposers;
+// a decided proposal frees its place.
+func TestProposalsBounded(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	q := store.NewProposals(s.DB())
+	ctx, now := context.Background(), time.Now()
+	b := store.Bounds{PerPromotion: 2, Total: 3}
+	p := func(id string) store.Proposal {
+		return store.Proposal{PromoID: id, Type: 1, Kind: store.ProposePatch, BaseVersion: 1, Body: `{}`,
+			Proposer: store.Actor{Name: "alice", Role: "merchandiser"}, ProposedAt: now}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok, full int
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := q.Propose(ctx, p("A"), b)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, store.ErrProposalsFull):
+				full++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 2 || full != 4 {
+		t.Fatalf("per promotion: %d taken, %d refused; want 2 and 4", ok, full)
+	}
+	first, err := q.Propose(ctx, p("B"), b)
+	must(t, err)
+	if _, err := q.Propose(ctx, p("C"), b); !errors.Is(err, store.ErrProposalsFull) {
+		t.Fatalf("above the total: %v", err)
+	}
+	must(t, q.Decide(ctx, first, store.ProposalApproved, store.Actor{Name: "bob", Role: "approver"}, "", now))
+	if _, err := q.Propose(ctx, p("C"), b); err != nil {
+		t.Fatalf("a decided proposal's place: %v", err)
+	}
+}
