@@ -143,7 +143,10 @@ func snapshotSwitches(t *testing.T, e *admintest.Env, file string) string {
 func TestSwitchHistoryPagesAndRefusesBadPaging(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "switches.json")
-	e := admintest.Start(t, admintest.Options{Switches: configcenter.FileSource{Path: file, Interval: 20 * time.Millisecond}})
+	// The file is not watched here: this test pages the API's own entries, and a
+	// watch seeing versions as they go by may add DETECTED ones (see the session
+	// notes: an out-of-order DETECTED entry was seen once under load).
+	e := admintest.Start(t, admintest.Options{Switches: configcenter.FileSource{Path: file, Interval: time.Hour}})
 	md5 := ""
 	for i := range 3 {
 		doc := fmt.Sprintf(`{"methodLimits": {"grab": %d}}`, 100+i)
