@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +31,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/client"
+	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/stack"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/tools/checker"
@@ -194,7 +196,9 @@ type drillEnv struct {
 	adm                     *client.Admin // promo-admin, with the admin token
 	proxy                   *proxy
 	load                    *load
-	shards                  []redis.UniversalClient
+	shards                  []redis.UniversalClient // the pool's clients, by logical shard
+	pool                    *shardpool.Pool
+	stopFollow              context.CancelFunc
 	db                      *store.Store
 	src                     checker.Sources
 	rounds                  []*round
@@ -234,8 +238,9 @@ func newDrillEnv(ctx context.Context, o options, ctl *stackCtl, log io.Writer) (
 		d.close()
 		return nil, err
 	}
-	for _, a := range ctl.st.Redis {
-		d.shards = append(d.shards, redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}))
+	if err := d.openShards(ctx); err != nil {
+		d.close()
+		return nil, err
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -268,12 +273,35 @@ func (d *drillEnv) close() {
 	if d.proxy != nil {
 		d.proxy.close()
 	}
-	for _, c := range d.shards {
-		c.Close()
+	if d.stopFollow != nil {
+		d.stopFollow()
+	}
+	if d.pool != nil {
+		d.pool.Close()
 	}
 	if d.db != nil {
 		d.db.Close()
 	}
+}
+
+// openShards connects to every shard the way the services do: on a stack under
+// Redis Sentinel the clients follow the elected masters, so after a failover the
+// checker reads the promoted server, not the dead master come back (stale, from
+// its own disk, until the sentinels make it a replica).
+func (d *drillEnv) openShards(ctx context.Context) error {
+	p, err := shardpool.New(d.ctl.st.Redis, redis.Options{DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	d.pool = p
+	for i := range d.ctl.st.Redis {
+		d.shards = append(d.shards, p.Client(i))
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.stopFollow = cancel
+	follow := shardpool.FollowSentinels(fctx, p, d.ctl.st.Sentinels, d.ctl.st.SentinelPrefix, redis.Options{}, slog.New(slog.NewTextHandler(d.log, nil)), nil)
+	go func() { _ = follow(fctx) }()
+	return nil
 }
 
 func (d *drillEnv) logf(format string, args ...any) {
