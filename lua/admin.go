@@ -22,6 +22,9 @@ type AdminSpec struct {
 	// Envelope is an envelope pool's parts, their amounts in the order they are
 	// handed out, Total of them (create only; empty: no pool).
 	Envelope []int64
+	// Channels are the channels the promotion is sold on (the hash's field
+	// channels, a promo.Channels bitmask; 0 = every channel, no field).
+	Channels promo.Channels
 }
 
 // AdminReply is an admin script's answer: for patch.lua, Remaining for OK and
@@ -49,6 +52,9 @@ func (s AdminSpec) check(op, key string) error {
 	}
 	if s.RateLimit > 0 && s.RateWindowMs < 1 {
 		return fmt.Errorf("%s %s: rate limit without a window", op, key)
+	}
+	if !s.Channels.Valid() {
+		return fmt.Errorf("%s %s: channels %#x beyond the contract's", op, key, uint8(s.Channels))
 	}
 	return nil
 }
@@ -104,7 +110,7 @@ func Create(ctx context.Context, c redis.Cmdable, shard int, key string, s Admin
 	}
 	ks := promo.Keys(key)
 	keys := append(ks[:], promo.FenceKey(shard))
-	args := append(s.args(), s.State)
+	args := append(s.args(), s.State, int64(s.Channels))
 	if s.Buckets > 1 {
 		args = append(args, s.Buckets)
 	}
@@ -117,7 +123,7 @@ func Create(ctx context.Context, c redis.Cmdable, shard int, key string, s Admin
 			return 0, err
 		}
 		keys = append(keys, promo.EnvelopeStagingKey(key))
-		args = append(s.args(), s.State, 1, amount, EnvelopeDigest(s.Envelope))
+		args = append(s.args(), s.State, int64(s.Channels), 1, amount, EnvelopeDigest(s.Envelope))
 	}
 	_, out, err := adminReply(createScript.Run(ctx, c, keys, args...), "create.lua")
 	if err != nil {
@@ -132,7 +138,7 @@ func Patch(ctx context.Context, c redis.Scripter, shard int, key string, s Admin
 	if err := s.check("patch", key); err != nil {
 		return AdminReply{}, err
 	}
-	return patch(ctx, c, shard, key, s, append(s.args(), nowMs))
+	return patch(ctx, c, shard, key, s, append(s.args(), nowMs, int64(s.Channels)))
 }
 
 // PatchFrom is Patch applied only to a hash at version fromVer: it takes a hash
@@ -146,7 +152,7 @@ func PatchFrom(ctx context.Context, c redis.Scripter, shard int, key string, s A
 	if fromVer < 0 {
 		return AdminReply{}, fmt.Errorf("patch %s: negative fromVer %d", key, fromVer)
 	}
-	return patch(ctx, c, shard, key, s, append(s.args(), nowMs, fromVer))
+	return patch(ctx, c, shard, key, s, append(s.args(), nowMs, int64(s.Channels), fromVer))
 }
 
 func patch(ctx context.Context, c redis.Scripter, shard int, key string, s AdminSpec, args []interface{}) (AdminReply, error) {

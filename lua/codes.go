@@ -27,10 +27,13 @@ const (
 	// CodeClaimed: a call that claims (GrabCall.Claim) found the requestId's index
 	// entry already there; it checked, charged and wrote nothing.
 	CodeClaimed Code = 14
+	// CodeChannelNotAllowed: the item's promotion is not sold on the grab's
+	// channel (or the grab named none and the promotion has channels).
+	CodeChannelNotAllowed Code = 15
 )
 
 var codeNames = [...]string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED",
-	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED", "CLAIMED"}
+	"NOT_STARTED", "ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED", "CLAIMED", "CHANNEL_NOT_ALLOWED"}
 
 // String gives the contract name of the code.
 func (c Code) String() string {

@@ -100,7 +100,7 @@ func TestCreateRefusesAPoolStagedIncompletely(t *testing.T) {
 	ks := promo.Keys(key)
 	staging := promo.EnvelopeStagingKey(key)
 	rdb.ZAdd(ctx, staging, redis.Z{Score: 0, Member: EnvelopeMember(0, 30)})
-	args := append(s.args(), s.State, 1, int64(100), EnvelopeDigest(poolParts))
+	args := append(s.args(), s.State, int64(0), 1, int64(100), EnvelopeDigest(poolParts))
 	if _, err := createScript.Run(ctx, rdb, append(ks[:], promo.FenceKey(onShard), staging), args...).Result(); err == nil {
 		t.Fatal("create.lua accepted a staging of 1 part for total 5")
 	}

@@ -33,6 +33,9 @@ type GrabCall struct {
 	// IPKey is the ip's field in {..}:ips, what its per-ip limit counts; empty is
 	// promo.IPCounterKey(IP), the process's rule, which every caller should keep.
 	IPKey string
+	// Channel is the grab's channel (promo.NoChannel when it names none): an
+	// item of a promotion not sold on it is refused CodeChannelNotAllowed.
+	Channel promo.Channel
 	// RateFactorPermille scales the promotion rate limits: 1000 is normal. Zero is a
 	// legal factor (every limit then floors to 1 attempt per window), so set it.
 	RateFactorPermille int64
@@ -88,8 +91,11 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	if ipKey == "" {
 		ipKey = promo.IPCounterKey(c.IP)
 	}
-	args := make([]interface{}, 0, 8+2*len(c.Items))
-	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille, ipKey)
+	if c.Channel != promo.NoChannel && c.Channel.String() == "" {
+		return nil, nil, fmt.Errorf("grab %s: channel %d is no channel of the contract", c.RequestID, c.Channel)
+	}
+	args := make([]interface{}, 0, 9+2*len(c.Items))
+	args = append(args, c.NowMs, c.RequestID, c.BodyHash, c.Pin, c.IP, c.DeadlineMs, c.RateFactorPermille, ipKey, int64(c.Channel))
 	for i, it := range c.Items {
 		if it.Num < 1 {
 			return nil, nil, fmt.Errorf("grab %s: item %s: num %d < 1", c.RequestID, it.Key, it.Num)
@@ -200,7 +206,7 @@ func (r *GrabReply) readRest(cmd *redis.Cmd, vals []interface{}) error {
 		} else {
 			r.IPLimit = true
 		}
-	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded, CodeClaimed:
+	case CodeRequestIDReused, CodeNotFound, CodeStopped, CodePinLimit, CodeIPLimit, CodeTooMany, CodeIPPartNeeded, CodeClaimed, CodeChannelNotAllowed:
 	default:
 		return errors.New("q.lua: unknown code " + strconv.FormatInt(int64(r.Code), 10))
 	}

@@ -30,6 +30,9 @@ type HashState struct {
 	EnvAmount, EnvLeft int64
 	// EnvDigest is the pool's split fingerprint (field envDigest, EnvelopeDigest).
 	EnvDigest string
+	// Channels are the channels the promotion is sold on (field channels; 0 when
+	// absent: every channel).
+	Channels promo.Channels
 }
 
 // IsPool reports whether the hash is of an envelope pool.
@@ -66,6 +69,13 @@ func ReadHash(ctx context.Context, c redis.Cmdable, key string) (HashState, bool
 		*dst = n
 	}
 	h.Buckets = max(h.Buckets, 1)
+	if v, ok := m["channels"]; ok {
+		n, err := strconv.ParseUint(v, 10, 8)
+		if err != nil || !promo.Channels(n).Valid() {
+			return HashState{}, true, fmt.Errorf("read %s: field channels %q is no channel bitmask", key, v)
+		}
+		h.Channels = promo.Channels(n)
+	}
 	return h, true, nil
 }
 

@@ -135,7 +135,7 @@ func TestGrabPartsInvalid(t *testing.T) {
 	}
 	// One part for two items: the raw script call, as build always writes all or none.
 	a, b := promo.Keys(k1), promo.Keys(k2)
-	err := qScript.Run(ctx, rdb, append(a[:], b[:]...), now, "r-short", "h", "p1", "ip", now+5000, 1000, "ip", 1, 1, "s").Err()
+	err := qScript.Run(ctx, rdb, append(a[:], b[:]...), now, "r-short", "h", "p1", "ip", now+5000, 1000, "ip", 0, 1, 1, "s").Err()
 	if err == nil {
 		t.Fatal("parts for some items only accepted")
 	}

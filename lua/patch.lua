@@ -5,7 +5,9 @@
 --       [3] the shard's state outbox (state.lua, lua.StateOutboxKey)
 -- ARGV: [1] ver  [2] total  [3] perPin  [4] perIp  [5] maxPerGrab  [6] rateLimit
 --       [7] rateWindowMs  [8] startMs  [9] endMs  [10] nowMs
---       [11] optional: fromVer. The patch then applies only to a hash at version
+--       [11] channels: the bitmask of the channels the promotion is sold on (as
+--            create.lua's; 0 = every channel, the field removed)
+--       [12] optional: fromVer. The patch then applies only to a hash at version
 --            fromVer (a compare-and-set that may set ver lower): the admin uses it
 --            to take a bucket back to the committed spec when a change of a
 --            promotion in buckets is undone (promo-admin's journal)
@@ -28,8 +30,8 @@
 -- A hash of a promotion in buckets (field buckets > 1) announces no SOLD_OUT or
 -- RESTOCKED: its stock is a share, not its promotion's (state.lua's announce).
 
-if #KEYS ~= 3 or (#ARGV ~= 10 and #ARGV ~= 11) then
-  error('patch.lua: want 3 KEYS and 10 or 11 ARGV')
+if #KEYS ~= 3 or (#ARGV ~= 11 and #ARGV ~= 12) then
+  error('patch.lua: want 3 KEYS and 11 or 12 ARGV')
 end
 local v = {}
 for i = 1, #ARGV do
@@ -38,7 +40,10 @@ for i = 1, #ARGV do
     error('patch.lua: ARGV[' .. i .. '] must be a non-negative integer')
   end
 end
-local ver, total, now = v[1], v[2], v[10]
+local ver, total, now, channels = v[1], v[2], v[10], v[11]
+if channels > 15 then
+  error('patch.lua: channels must be a bitmask 0..15')
+end
 
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return {7}
@@ -53,7 +58,7 @@ local granted = (tonumber(h[3]) or 0) - (tonumber(h[4]) or 0)
 if cur == ver then
   return {1, tonumber(h[4]), granted}
 end
-if (v[11] and cur ~= v[11]) or (not v[11] and cur > ver) then
+if (v[12] and cur ~= v[12]) or (not v[12] and cur > ver) then
   return {4}
 end
 if h[2] == 'STOPPED' then
@@ -68,6 +73,11 @@ local wasLive, before = saleLive(KEYS[1], now), tonumber(h[4]) or 0
 redis.call('HSET', KEYS[1], 'ver', ARGV[1], 'total', ARGV[2], 'remaining', remaining,
   'perPin', ARGV[3], 'perIp', ARGV[4], 'maxPerGrab', ARGV[5], 'rateLimit', ARGV[6],
   'rateWindowMs', ARGV[7], 'startMs', ARGV[8], 'endMs', ARGV[9])
+if channels > 0 then
+  redis.call('HSET', KEYS[1], 'channels', channels)
+else
+  redis.call('HDEL', KEYS[1], 'channels')
+end
 if tonumber(h[5]) ~= v[6] or tonumber(h[6]) ~= v[7] then
   redis.call('HSET', KEYS[1], 'winCount', 0, 'winStart', 0)
 end

@@ -18,8 +18,10 @@
 --   [8] ipKey: the ip's field in {..}:ips, what the per-ip limit counts (promo.IPKey:
 --       the ip itself, or an IPv6 address's prefix); the ledger keeps it as j
 --       when it is not the ip, so a return releases what the take counted
---   [8+i] num of item i, i = 1..n
---   [8+n+i] optional, all items or none: the part item i is of a bucketed grab, the
+--   [9] channel: the grab's channel bit (APP 1, WECHAT 2, QQ 4, WEB 8), 0 for a
+--       grab that names none; checked against each hash's field channels
+--   [9+i] num of item i, i = 1..n
+--   [9+n+i] optional, all items or none: the part item i is of a bucketed grab, the
 --           letters of what it checks and takes: s stock, p the pin's limit, i the
 --           ip's limit (README "A hot promotion beyond one shard"), then the number
 --           of buckets the caller believes the promotion has ("sp8"; "spi1" is an
@@ -68,6 +70,9 @@
 --   {14 CLAIMED, 0}                    with the index key only: the requestId holds
 --                                      an index entry already; nothing was checked,
 --                                      charged or written (claim it the usual way)
+--   {15 CHANNEL_NOT_ALLOWED, index}    the hash's channels (0 or absent: every
+--                                      channel) do not hold the grab's channel (a
+--                                      grab of none is allowed only on every channel)
 -- With the index key, the entry is written (SET EX) only with the take (OK), or
 -- with a DUPLICATE (the index had lost it), as a claim made apart would be: a
 -- refused grab leaves no claim behind.
@@ -85,8 +90,8 @@ if nk % 6 == 2 then
   end
 end
 local n = (nk - 1) / 6
-if nk < 7 or nk % 6 ~= 1 or (na ~= 8 + n and na ~= 8 + 2 * n) then
-  error('q.lua: want 6 KEYS per item, then the outbox (then the index key), and ARGV 8 + one num per item (+ one part per item) (+ the claim)')
+if nk < 7 or nk % 6 ~= 1 or (na ~= 9 + n and na ~= 9 + 2 * n) then
+  error('q.lua: want 6 KEYS per item, then the outbox (then the index key), and ARGV 9 + one num per item (+ one part per item) (+ the claim)')
 end
 local outbox = KEYS[nk]
 local now = tonumber(ARGV[1])
@@ -94,8 +99,12 @@ local rid, bodyHash, pin, ip = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local deadline = tonumber(ARGV[6])
 local factor = tonumber(ARGV[7])
 local ipKey = ARGV[8]
+local channel = tonumber(ARGV[9])
 if not now or not deadline or not factor or factor < 0 or rid == '' or ipKey == '' then
   error('q.lua: bad nowMs, deadlineMs, rateFactorPermille, requestId or ipKey')
+end
+if channel ~= 0 and channel ~= 1 and channel ~= 2 and channel ~= 4 and channel ~= 8 then
+  error('q.lua: channel must be 0, 1, 2, 4 or 8')
 end
 
 local function int(v)
@@ -107,14 +116,14 @@ end
 -- wantK is the bucket count the caller believes the item's promotion has (nil:
 -- not checked); whole is true for an ordinary item ("spi" of one bucket).
 local stock, pins, ips, noIP, wantK, letters = {}, {}, {}, {}, {}, {}
-if na == 8 + n then
+if na == 9 + n then
   for i = 1, n do
     stock[i], pins[i], ips[i], noIP[i], wantK[i], letters[i] = true, true, true, false, 1, 'spi'
   end
 else
   local PARTS = {spi = true, sp = true, si = true, pi = true, s = true, p = true, i = true, spn = true, pn = true, sn = true}
   for i = 1, n do
-    local part, k = string.match(ARGV[8 + n + i], '^(%l+)(%d*)$')
+    local part, k = string.match(ARGV[9 + n + i], '^(%l+)(%d*)$')
     if not part or not PARTS[part] or (k ~= '' and (tonumber(k) < 1 or tonumber(k) > 16)) then
       error('q.lua: a part is one of spi sp si pi s p i spn pn sn, then optionally 1..16')
     end
@@ -125,7 +134,7 @@ end
 
 local nums, seen = {}, {}
 for i = 1, n do
-  local num = tonumber(ARGV[8 + i])
+  local num = tonumber(ARGV[9 + i])
   if not num or num < 1 or num % 1 ~= 0 then
     error('q.lua: num must be a positive integer')
   end
@@ -189,7 +198,8 @@ for i = 1, n do
   local b = 6 * (i - 1)
   local key, num = KEYS[b + 1], nums[i]
   local h = redis.call('HMGET', key, 'remaining', 'perPin', 'perIp', 'maxPerGrab',
-    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended', 'buckets', 'envAmount')
+    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended', 'buckets', 'envAmount',
+    'channels')
   if not h[1] then
     return {3, i - 1}
   end
@@ -217,6 +227,12 @@ for i = 1, n do
   end
   if stock[i] and remaining <= 0 then
     return {7, i - 1, remaining}
+  end
+  -- The channel after the sale-wide answers (every buyer gets those, and
+  -- grab-service caches them by promotion), before anything the grab charges.
+  local channels = int(h[15])
+  if channels ~= 0 and (channel == 0 or math.floor(channels / channel) % 2 == 0) then
+    return {15, i - 1}
   end
   if num > int(h[4]) then
     return {11, i - 1}

@@ -283,11 +283,11 @@ func TestGrabInvalidCalls(t *testing.T) {
 	// The script refuses a malformed call on its own too, before any write.
 	ks := promo.Keys(k)
 	keys := append(ks[:], ks[:]...)
-	err := qScript.Run(context.Background(), rdb, keys, now, "r1", "h", "p", "ip", now, 1000, "ip", 1, 1).Err()
+	err := qScript.Run(context.Background(), rdb, keys, now, "r1", "h", "p", "ip", now, 1000, "ip", 0, 1, 1).Err()
 	if err == nil {
 		t.Error("script accepted a promotion listed twice")
 	}
-	err = qScript.Run(context.Background(), rdb, ks[:], now, "r1", "h", "p", "ip", now, 1000, "ip", -1).Err()
+	err = qScript.Run(context.Background(), rdb, ks[:], now, "r1", "h", "p", "ip", now, 1000, "ip", 0, -1).Err()
 	if err == nil {
 		t.Error("script accepted num -1")
 	}
@@ -404,7 +404,7 @@ func TestCodeStrings(t *testing.T) {
 		}
 	}
 	check("Code", []string{"OK", "DUPLICATE", "REQUEST_ID_REUSED", "NOT_FOUND", "STOPPED", "NOT_STARTED",
-		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED", "CLAIMED"}, func(i int) string { return Code(i).String() })
+		"ENDED", "SOLD_OUT", "RATE_LIMITED", "PIN_LIMIT", "IP_LIMIT", "TOO_MANY", "IP_PART_NEEDED", "BUCKETED", "CLAIMED", "CHANNEL_NOT_ALLOWED"}, func(i int) string { return Code(i).String() })
 	check("AdminCode", []string{"OK", "ALREADY_APPLIED", "EXISTS", "NOT_FOUND", "STALE", "STOPPED", "BELOW_GRANTED", "FENCED"},
 		func(i int) string { return AdminCode(i).String() })
 	check("CommitCode", []string{"COMMITTED", "NOT_FOUND", "RETURNED"}, func(i int) string { return CommitCode(i).String() })

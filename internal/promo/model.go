@@ -128,6 +128,9 @@ type Spec struct {
 	// Envelope makes the promotion an envelope pool (envelope.go); nil for an
 	// ordinary one. Fixed at create.
 	Envelope *Envelope `json:"envelope,omitempty"`
+	// Channels are the sales channels the promotion is sold on (channel.go):
+	// empty, left out of the JSON, is every channel.
+	Channels Channels `json:"channels,omitempty"`
 }
 
 // MaxBuckets is the most buckets a promotion may have: one per shard.
