@@ -40,6 +40,8 @@ func decodeJSON(b []byte, e *Event) bool {
 			return d.str(&e.BodyHash)
 		case "holdUntil":
 			return d.int64(&e.HoldUntil)
+		case "channel":
+			return d.str(&e.Channel)
 		}
 		return false
 	}) {

@@ -19,6 +19,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	pool.Items = []Item{{PromoID: "P", Type: 1, Num: 2, Shard: 3, Amount: 250, Parts: []int{7, 12}}}
 	held := grab
 	held.HoldUntil = 1_796_306_597_636
+	held.Channel = "APP"
 	confirm := Event{EventID: "e3", Kind: Confirm, RequestID: "r-1", Pin: "alice", IP: "10.0.0.1",
 		Items: grab.Items, OccurredAt: "2026-11-11T12:00:02.000Z"}
 	for _, e := range []Event{grab, cancel, pool, held, confirm, {}, {Items: []Item{}}} {
@@ -130,6 +131,21 @@ func TestDecodeChecksAnEnvelopePoolsItem(t *testing.T) {
 	} {
 		if _, err := Decode(ev(it)); err == nil {
 			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+// A GRAB's channel round-trips; one outside the contract is no event of ours.
+func TestDecodeChecksTheChannel(t *testing.T) {
+	ev := Event{EventID: "e", Kind: Grab, RequestID: "r", Pin: "p", IP: "10.0.0.1",
+		Items: []Item{{PromoID: "P", Type: 1, Num: 1}}, OccurredAt: "2026-12-01T16:30:00.123Z", Channel: "WECHAT"}
+	if e, err := Decode(ev.AppendJSON(nil)); err != nil || e.Channel != "WECHAT" {
+		t.Fatalf("a GRAB on WECHAT: %+v %v", e, err)
+	}
+	for _, bad := range []string{"wechat", "SMS", "APP,WEB"} {
+		ev.Channel = bad
+		if _, err := Decode(ev.AppendJSON(nil)); err == nil {
+			t.Errorf("channel %q decoded", bad)
 		}
 	}
 }

@@ -68,6 +68,10 @@ type Event struct {
 	// with holdSeconds): unless a CONFIRM of the request comes first, the platform
 	// returns it then. Left out for a grant without a hold.
 	HoldUntil int64 `json:"holdUntil,omitempty"`
+	// Channel is the sales channel the grab came through (APP, WECHAT, QQ, WEB;
+	// promo.Channel): set on the GRAB of a grab that named one, left out otherwise
+	// (a CANCEL or CONFIRM names the channel through its request's GRAB).
+	Channel string `json:"channel,omitempty"`
 }
 
 // MaxHoldSpan bounds a GRAB's holdUntil after its occurredAt: a hold lasts at most

@@ -36,6 +36,10 @@ func (e Event) AppendJSON(b []byte) []byte {
 		b = append(b, `,"holdUntil":`...)
 		b = strconv.AppendInt(b, e.HoldUntil, 10)
 	}
+	if e.Channel != "" {
+		b = append(b, `,"channel":`...)
+		b = jsonx.AppendString(b, e.Channel)
+	}
 	return append(b, '}')
 }
 

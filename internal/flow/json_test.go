@@ -34,6 +34,7 @@ func FuzzFlowJSON(f *testing.F) {
 		}
 		if shape&8 != 0 {
 			e.BodyHash = promoID
+			e.Channel = s // the grab's channel (any string: the encoding is what is held here)
 		}
 		x := RequestIndex{BodyHash: s, Pin: promoID, IP: s, Items: items}
 		if shape&16 != 0 { // a held grab's deadline, and its claim's time

@@ -36,6 +36,8 @@ func (e Event) validate() error {
 		return errors.New("pin must be 1 to 128 printable characters")
 	case e.IP == "" || len(e.IP) > maxIP:
 		return fmt.Errorf("ip must be 1 to %d bytes", maxIP)
+	case e.Channel != "" && !validChannel(e.Channel):
+		return fmt.Errorf("channel must be one of %s", promo.ChannelNamesText)
 	}
 	at, _ := time.Parse(time.RFC3339, e.OccurredAt)
 	if at.Before(minOccurred) || at.After(maxOccurred) {
@@ -89,4 +91,10 @@ func (it Item) validate() error {
 		}
 	}
 	return nil
+}
+
+// validChannel reports whether name is a channel of the contract.
+func validChannel(name string) bool {
+	_, ok := promo.ParseChannel(name)
+	return ok
 }

@@ -198,8 +198,8 @@ const (
 // flowColumns are grab_flow's columns as InsertFlows writes them: the event's
 // first (eventColumns of them, the same for each of its items), then the item's.
 const (
-	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, promo_id, promo_type, num, shard, bucket, buckets, no_ip, amount, parts"
-	eventColumns = 9
+	flowColumns  = "event_id, kind, request_id, pin, ip, occurred_at, body_hash, reason, index_shard, channel, promo_id, promo_type, num, shard, bucket, buckets, no_ip, amount, parts"
+	eventColumns = 10
 	rowColumns   = eventColumns + 9
 )
 
@@ -362,6 +362,27 @@ func (f *flowStmts) release(w *flowBatch) {
 // Boxed once: the kinds as grab_flow's ENUM takes them.
 var kindArg = map[flow.Kind]any{flow.Grab: string(flow.Grab), flow.Cancel: string(flow.Cancel)}
 
+// channelArg is a GRAB's channel as grab_flow.channel takes it (migration 0016):
+// NULL when the grab named none, the name boxed once otherwise. Only a GRAB
+// carries one; Decode has checked it is a channel of the contract.
+func channelArg(e *flow.Event) any {
+	if e.Kind != flow.Grab || e.Channel == "" {
+		return nil
+	}
+	if v, ok := channelArgs[e.Channel]; ok {
+		return v
+	}
+	return e.Channel // MySQL refuses it, as it should
+}
+
+var channelArgs = func() map[string]any {
+	m := map[string]any{}
+	for _, n := range promo.AllChannels() {
+		m[n] = n
+	}
+	return m
+}()
+
 // rowsOf makes the batch's rows (an event's items, in order) and the request ids to
 // look up.
 func (w *flowBatch) rowsOf(events []flow.Event) error {
@@ -391,7 +412,7 @@ func (w *flowBatch) rowsOf(events []flow.Event) error {
 			reason = e.Reason
 		}
 		requestID := any(e.RequestID)
-		w.events = append(w.events, [eventColumns]any{e.EventID, kind, requestID, e.Pin, e.IP, at.UTC(), hash, reason, int64(indexShard)})
+		w.events = append(w.events, [eventColumns]any{e.EventID, kind, requestID, e.Pin, e.IP, at.UTC(), hash, reason, int64(indexShard), channelArg(e)})
 		if _, ok := w.seen[e.RequestID]; !ok {
 			w.seen[e.RequestID] = e.RequestID
 			w.ids = append(w.ids, requestID)

@@ -38,6 +38,8 @@ type promotionRow struct {
 	EnvelopeAmount    sql.NullInt64  `db:"envelope_amount"`
 	EnvelopeMin       sql.NullInt64  `db:"envelope_min"`
 	ArchivedAt        sql.NullTime   `db:"archived_at"`
+	// Channels are the channels sold on, names joined by commas (a SET; '' = every).
+	Channels string `db:"channels"`
 	// RemainingAmount is a pool's amount left by the record (remainingAmountColumn),
 	// selected by the reads that do not lock the row.
 	RemainingAmount sql.NullInt64 `db:"remaining_amount"`
@@ -45,9 +47,13 @@ type promotionRow struct {
 
 const promotionColumns = `promo_id, promo_type, title, total, per_pin_limit, per_ip_limit,
  max_per_grab, rate_limit, rate_window_seconds, buckets, start_at, end_at, state, version, remaining,
- pending, pending_version, pending_at, created_at, updated_at, envelope_amount, envelope_min, archived_at`
+ pending, pending_version, pending_at, created_at, updated_at, envelope_amount, envelope_min, archived_at, channels`
 
 func (r promotionRow) promotion() (Promotion, error) {
+	channels, err := promo.ParseChannelsColumn(r.Channels)
+	if err != nil {
+		return Promotion{}, fmt.Errorf("channels of %s/%d: %w", r.PromoID, r.PromoType, err)
+	}
 	p := Promotion{
 		Spec: promo.Spec{
 			PromoID:     r.PromoID,
@@ -60,6 +66,7 @@ func (r promotionRow) promotion() (Promotion, error) {
 			Buckets:     promo.BucketsOf(r.Buckets),
 			StartAt:     r.StartAt.UTC(),
 			EndAt:       r.EndAt.UTC(),
+			Channels:    channels,
 		},
 		State:     promo.State(r.State),
 		Version:   r.Version,
@@ -94,6 +101,7 @@ func rowOf(p Promotion) (promotionRow, error) {
 		PerPinLimit: s.PerPinLimit, PerIPLimit: s.PerIPLimit, MaxPerGrab: s.MaxPerGrab,
 		Buckets: max(s.Buckets, 1), StartAt: s.StartAt, EndAt: s.EndAt, State: string(p.State), Version: p.Version,
 		Remaining: p.Remaining, CreatedAt: ms(p.CreatedAt), UpdatedAt: ms(p.UpdatedAt),
+		Channels: s.Channels.String(),
 	}
 	if s.RateLimit != nil {
 		r.RateLimit, r.RateWindowSeconds = s.RateLimit.Limit, s.RateLimit.WindowSeconds
@@ -148,7 +156,7 @@ func (s *Promotions) InsertPool(ctx context.Context, p Promotion, parts []int64)
 	_, err = tx.NamedExecContext(ctx, `INSERT INTO promotion (`+promotionColumns+`) VALUES (
  :promo_id, :promo_type, :title, :total, :per_pin_limit, :per_ip_limit, :max_per_grab,
  :rate_limit, :rate_window_seconds, :buckets, :start_at, :end_at, :state, :version, :remaining,
- :pending, :pending_version, :pending_at, :created_at, :updated_at, :envelope_amount, :envelope_min, :archived_at)`, r)
+ :pending, :pending_version, :pending_at, :created_at, :updated_at, :envelope_amount, :envelope_min, :archived_at, :channels)`, r)
 	switch {
 	case isDuplicate(err):
 		return fmt.Errorf("store: insert %s: %w", p.ID(), ErrExists)
@@ -217,6 +225,7 @@ func (s *Promotions) update(ctx context.Context, id ID, fn func(tx *sqlx.Tx, p *
  title = :title, total = :total, per_pin_limit = :per_pin_limit, per_ip_limit = :per_ip_limit,
  max_per_grab = :max_per_grab, rate_limit = :rate_limit, rate_window_seconds = :rate_window_seconds,
  start_at = :start_at, end_at = :end_at, state = :state, version = :version, remaining = :remaining,
+ channels = :channels,
  pending = :pending, pending_version = :pending_version, pending_at = :pending_at,
  updated_at = :updated_at
  WHERE promo_id = :promo_id AND promo_type = :promo_type`, r); err != nil {
