@@ -306,6 +306,7 @@ func (r *grabRun) publishStep(ctx context.Context) (Result, bool, error) {
 	ev := newEvent(flow.Grab, req.RequestID, req.Pin, req.IP, r.items, r.now, "")
 	ev.BodyHash = r.hash // the record keeps the ledger's body hash, for an exact rebuild
 	ev.HoldUntil = r.c.holdUntilMs
+	ev.Channel = req.Channel.String() // "" (left out) for a grab naming none
 	if err := s.settle.publish(ctx, ev); err != nil {
 		s.logErr("grab event not acknowledged; rolling back", err, "requestId", req.RequestID)
 		return rolledBack(req.RequestID, s.settle.abort(req, r.gs, r.taken, false)), true, nil

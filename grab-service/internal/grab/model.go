@@ -11,6 +11,7 @@ import (
 
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/jsonx"
+	"github.com/flashsale/platform/internal/promo"
 )
 
 // Item is one promotion of a grab.
@@ -36,6 +37,9 @@ type Request struct {
 	// (POST /v1/grab/{requestId}/confirm) within it, the platform returns it
 	// (holds.go).
 	HoldSeconds int `json:"holdSeconds,omitempty"`
+	// Channel is the sales channel the grab comes through (promo.NoChannel when
+	// it names none): q.lua refuses an item of a promotion not sold on it.
+	Channel promo.Channel `json:"-"`
 	// FirstAttempt is the caller's word that it has never sent this requestId
 	// before (the X-Grab-Attempt header at 1), so the requestId holds nothing: a
 	// refusal the local cache knows is answered without looking it up in the
@@ -57,6 +61,9 @@ func (r Request) bodyHash() string {
 	if r.HoldSeconds > 0 { // only then, so the hashes of grabs without a hold stay as they were
 		h.Write([]byte("hold\x00" + strconv.Itoa(r.HoldSeconds)))
 	}
+	if r.Channel != promo.NoChannel { // likewise: a resend on another channel is another body
+		h.Write([]byte("channel\x00" + r.Channel.String()))
+	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
@@ -64,22 +71,25 @@ func (r Request) bodyHash() string {
 type Outcome string
 
 const (
-	Granted           Outcome = "GRANTED"
-	SoldOut           Outcome = "SOLD_OUT"
-	PinLimit          Outcome = "PIN_LIMIT"
-	IPLimit           Outcome = "IP_LIMIT"
-	NotStarted        Outcome = "NOT_STARTED"
-	Ended             Outcome = "ENDED"
-	Stopped           Outcome = "STOPPED"
-	NotFound          Outcome = "NOT_FOUND"
-	RateLimited       Outcome = "RATE_LIMITED"
-	RequestIDReused   Outcome = "REQUEST_ID_REUSED"
-	Degraded          Outcome = "DEGRADED"
-	Unavailable       Outcome = "UNAVAILABLE"
-	Returned          Outcome = "RETURNED"
-	AlreadyReturned   Outcome = "ALREADY_RETURNED"
-	Blocked           Outcome = "BLOCKED"     // the buyer's pin or ip is blocked by on-call
-	Confirmed         Outcome = "CONFIRMED"   // a held grant confirmed (holds.go)
+	Granted         Outcome = "GRANTED"
+	SoldOut         Outcome = "SOLD_OUT"
+	PinLimit        Outcome = "PIN_LIMIT"
+	IPLimit         Outcome = "IP_LIMIT"
+	NotStarted      Outcome = "NOT_STARTED"
+	Ended           Outcome = "ENDED"
+	Stopped         Outcome = "STOPPED"
+	NotFound        Outcome = "NOT_FOUND"
+	RateLimited     Outcome = "RATE_LIMITED"
+	RequestIDReused Outcome = "REQUEST_ID_REUSED"
+	Degraded        Outcome = "DEGRADED"
+	Unavailable     Outcome = "UNAVAILABLE"
+	Returned        Outcome = "RETURNED"
+	AlreadyReturned Outcome = "ALREADY_RETURNED"
+	Blocked         Outcome = "BLOCKED"   // the buyer's pin or ip is blocked by on-call
+	Confirmed       Outcome = "CONFIRMED" // a held grant confirmed (holds.go)
+	// ChannelNotAllowed: an item's promotion is not sold on the grab's channel
+	// (q.lua decides, from the promotion hash).
+	ChannelNotAllowed Outcome = "CHANNEL_NOT_ALLOWED"
 	invalidNumOutcome Outcome = "INVALID_NUM" // num above maxPerGrab: a 400, never sent as a result
 )
 

@@ -25,6 +25,9 @@ type Status struct {
 	RemainingAmount *int64    `json:"remainingAmount,omitempty"`
 	StartAt         time.Time `json:"startAt"`
 	EndAt           time.Time `json:"endAt"`
+	// Channels are the channels the promotion is sold on (the hash's field):
+	// left out for a promotion sold on every channel.
+	Channels promo.Channels `json:"channels,omitempty"`
 }
 
 // statusCache keeps each promotion's status for StatusTTL and lets one request per
@@ -107,7 +110,7 @@ func (s *Grabber) Status(ctx context.Context, promoID string, typ int) (Status, 
 		if found {
 			start, end := time.UnixMilli(h.StartMs).UTC(), time.UnixMilli(h.EndMs).UTC()
 			c.st = Status{PromoID: promoID, Type: typ, Remaining: h.Remaining, StartAt: start, EndAt: end,
-				State: promo.DeriveState(promo.State(h.State), start, end, h.Remaining, now)}
+				State: promo.DeriveState(promo.State(h.State), start, end, h.Remaining, now), Channels: h.Channels}
 			if h.IsPool() { // one bucket only: the hash holds the whole pool
 				c.st.RemainingAmount = &h.EnvLeft
 			}

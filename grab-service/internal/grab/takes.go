@@ -23,7 +23,7 @@ func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group
 		call := lua.GrabCall{
 			NowMs: now.UnixMilli(), DeadlineMs: deadline.UnixMilli(),
 			RequestID: req.RequestID, BodyHash: hash, Pin: req.Pin, IP: req.IP,
-			RateFactorPermille: factor, Outbox: s.cfg.StateOutboxKey, Claim: fold,
+			RateFactorPermille: factor, Outbox: s.cfg.StateOutboxKey, Claim: fold, Channel: req.Channel,
 		}
 		for k, key := range g.keys {
 			it := req.Items[g.idx[k]]
@@ -209,6 +209,8 @@ func outcomeOf(c lua.Code) Outcome {
 		return IPLimit
 	case lua.CodeRateLimited:
 		return RateLimited
+	case lua.CodeChannelNotAllowed:
+		return ChannelNotAllowed
 	}
 	return Unavailable
 }

@@ -31,7 +31,7 @@ func (e *env) bucketed(name string, k int, s spec) (string, bucket.Layout) {
 	clients := e.clients()
 	err := lua.CreateBuckets(context.Background(), clients, ring.Default, key, k, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
 		PerIP: s.perIP, MaxPerGrab: s.maxPerGrab, RateLimit: s.rateLimit, RateWindowMs: 60_000,
-		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE"})
+		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE", Channels: s.channels})
 	if err != nil {
 		e.t.Fatal(err)
 	}

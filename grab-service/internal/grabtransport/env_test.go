@@ -158,6 +158,7 @@ type spec struct {
 	total, perPin, perIP, maxPerGrab, rateLimit int64
 	start, end                                  time.Time
 	envelope                                    []int64 // an envelope pool's parts in hand-out order (pool)
+	channels                                    promo.Channels
 }
 
 // promotion creates a promotion directly on its shard and returns its id.
@@ -168,7 +169,7 @@ func (e *env) promotion(name string, s spec) string {
 	key := promo.Key(id, 1)
 	code, err := lua.Create(context.Background(), e.shard(key), ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: s.total, PerPin: s.perPin,
 		PerIP: s.perIP, MaxPerGrab: s.maxPerGrab, RateLimit: s.rateLimit, RateWindowMs: 60_000,
-		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE", Envelope: s.envelope})
+		StartMs: s.start.UnixMilli(), EndMs: s.end.UnixMilli(), State: "ACTIVE", Envelope: s.envelope, Channels: s.channels})
 	if err != nil || code != lua.AdminOK {
 		e.t.Fatalf("create %s: %v %v", key, code, err)
 	}

@@ -24,6 +24,9 @@ func scanGrab(body []byte) (w wireGrab, items []wireItem, ok bool) {
 		case key == "ip" && w.IP == nil:
 			w.IP = s.strPtr()
 			return w.IP != nil
+		case key == "channel" && w.Channel == nil:
+			w.Channel = s.strPtr()
+			return w.Channel != nil
 		case key == "holdSeconds" && w.HoldSeconds == nil:
 			n, ok := s.integer()
 			w.HoldSeconds = &n

@@ -48,6 +48,8 @@ type wireGrab struct {
 	IP        *string `json:"ip"`
 	// HoldSeconds, when present, is how long the grant waits for its confirm.
 	HoldSeconds *int64 `json:"holdSeconds"`
+	// Channel, when present, is the sales channel the grab comes through.
+	Channel *string `json:"channel"`
 	// Items are decoded one by one so an error can name its index (items[3].num).
 	Items []json.RawMessage `json:"items"`
 }
@@ -156,6 +158,13 @@ func parseGrab(w wireGrab, n int, item func(i int) (wireItem, error)) (grab.Requ
 	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: ip.Unmap().String(), Items: make([]grab.Item, 0, n)}
 	if w.HoldSeconds != nil {
 		req.HoldSeconds = int(*w.HoldSeconds)
+	}
+	if w.Channel != nil {
+		c, ok := promo.ParseChannel(*w.Channel)
+		if !ok {
+			return req, httpx.Invalid("channel", "must be one of "+promo.ChannelNamesText)
+		}
+		req.Channel = c
 	}
 	for i := range n {
 		it, err := item(i)
