@@ -170,6 +170,9 @@ func patched(s promo.Spec, patch Patch) promo.Spec {
 	if patch.EndAt != nil {
 		s.EndAt = patch.EndAt.UTC().Truncate(time.Millisecond)
 	}
+	if patch.Channels != nil {
+		s.Channels = *patch.Channels
+	}
 	return s
 }
 

@@ -54,10 +54,12 @@ type Patch struct {
 	EndAt       *time.Time
 	// Buckets is fixed at create: a patch may name it only with the promotion's own count.
 	Buckets *int
+	// Channels, when set, are the channels sold on from now (promo.EveryChannel: every one).
+	Channels *promo.Channels
 }
 
 func (p Patch) empty() bool {
-	return p.Total == nil && p.PerPinLimit == nil && p.PerIPLimit == nil && p.RateLimit == nil && p.EndAt == nil
+	return p.Total == nil && p.PerPinLimit == nil && p.PerIPLimit == nil && p.RateLimit == nil && p.EndAt == nil && p.Channels == nil
 }
 
 // Sentinel errors; the transport maps each to its status in one place.
