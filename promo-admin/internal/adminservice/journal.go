@@ -317,7 +317,7 @@ func adminSpec(ch store.Change) lua.AdminSpec {
 	out := lua.AdminSpec{
 		Ver: ch.Version, Total: s.Total, PerPin: s.PerPinLimit, PerIP: s.PerIPLimit,
 		MaxPerGrab: s.MaxPerGrab, StartMs: s.StartAt.UnixMilli(), EndMs: s.EndAt.UnixMilli(),
-		State: string(ch.State), Buckets: s.Buckets,
+		State: string(ch.State), Buckets: s.Buckets, Channels: s.Channels,
 	}
 	if s.RateLimit != nil {
 		out.RateLimit, out.RateWindowMs = s.RateLimit.Limit, s.RateLimit.WindowSeconds*1000

@@ -52,6 +52,9 @@ func validateSpec(s promo.Spec, now time.Time) error {
 	if err := validateEnvelope(s); err != nil {
 		return err
 	}
+	if !s.Channels.Valid() {
+		return invalid("channels", "must be a list of %s", promo.ChannelNamesText)
+	}
 	if s.StartAt.IsZero() {
 		return invalid("startAt", "is required")
 	}
@@ -130,7 +133,7 @@ func validateEnd(start, end, now time.Time) error {
 	return nil
 }
 
-var errPatchEmpty = invalid("body", "the patch changes nothing: give at least one of total, perPinLimit, perIpLimit, rateLimit, endAt")
+var errPatchEmpty = invalid("body", "the patch changes nothing: give at least one of total, perPinLimit, perIpLimit, rateLimit, endAt, channels")
 
 // validatePatch checks a patch on its own; the end time is checked against the
 // stored start once the row is read.
@@ -153,6 +156,9 @@ func validatePatch(p Patch) error {
 	}
 	if p.PerIPLimit != nil && *p.PerIPLimit < 0 {
 		return invalid("perIpLimit", "must not be negative (0 = unlimited)")
+	}
+	if p.Channels != nil && !p.Channels.Valid() {
+		return invalid("channels", "must be a list of %s", promo.ChannelNamesText)
 	}
 	return validateRateLimit(p.RateLimit)
 }

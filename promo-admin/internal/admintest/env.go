@@ -435,10 +435,10 @@ func (e *Env) Agree(id string, typ int) {
 	if s.RateLimit != nil {
 		rl, win = s.RateLimit.Limit, s.RateLimit.WindowSeconds*1000
 	}
-	want := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s",
-		row.Version, s.Total, s.PerPinLimit, s.PerIPLimit, s.MaxPerGrab, rl, win, s.StartAt.UnixMilli(), s.EndAt.UnixMilli(), row.State)
-	have := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s",
-		h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State)
+	want := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s channels=%q",
+		row.Version, s.Total, s.PerPinLimit, s.PerIPLimit, s.MaxPerGrab, rl, win, s.StartAt.UnixMilli(), s.EndAt.UnixMilli(), row.State, s.Channels)
+	have := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s channels=%q",
+		h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State, h.Channels)
 	if want != have {
 		e.t.Errorf("%s/%d: row and hash disagree:\n row:  %s\n hash: %s", id, typ, want, have)
 	}
@@ -525,10 +525,10 @@ func (e *Env) agreeBuckets(row store.Promotion, k int) {
 			e.t.Errorf("%s: row version %d exists but bucket %d's hash does not", id, row.Version, b)
 			continue
 		}
-		want := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s buckets=%d",
-			row.Version, shares[b], s.PerPinLimit, s.PerIPLimit, s.MaxPerGrab, rl, win, s.StartAt.UnixMilli(), s.EndAt.UnixMilli(), row.State, k)
-		have := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s buckets=%d",
-			h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State, h.Buckets)
+		want := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s buckets=%d channels=%q",
+			row.Version, shares[b], s.PerPinLimit, s.PerIPLimit, s.MaxPerGrab, rl, win, s.StartAt.UnixMilli(), s.EndAt.UnixMilli(), row.State, k, s.Channels)
+		have := fmt.Sprintf("ver=%d total=%d perPin=%d perIp=%d maxPerGrab=%d rate=%d/%d start=%d end=%d state=%s buckets=%d channels=%q",
+			h.Ver, h.Total, h.PerPin, h.PerIP, h.MaxPerGrab, h.RateLimit, h.RateWindowMs, h.StartMs, h.EndMs, h.State, h.Buckets, h.Channels)
 		if want != have {
 			e.t.Errorf("%s: row and bucket %d disagree:\n row:  %s\n hash: %s", id, b, want, have)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,6 +62,34 @@ type createBody struct {
 	// Envelope is decoded on its own (envelopeModel) so that its errors name
 	// envelope.<field>.
 	Envelope json.RawMessage `json:"envelope"`
+	// Channels likewise (channelsModel): its errors name channels[i].
+	Channels json.RawMessage `json:"channels"`
+}
+
+// channelsModel reads a channel list: absent is (every channel, false); [] is
+// every channel named; anything but a list of the contract's names, each at most
+// once, is a 400 naming channels or channels[i].
+func channelsModel(raw json.RawMessage) (promo.Channels, bool, error) {
+	if raw == nil {
+		return promo.EveryChannel, false, nil
+	}
+	listErr := httpx.Invalid("channels", "must be a list of "+promo.ChannelNamesText+" ([] = every channel)")
+	var elems []json.RawMessage
+	if strings.TrimSpace(string(raw)) == "null" || json.Unmarshal(raw, &elems) != nil {
+		return 0, false, listErr
+	}
+	names := make([]string, len(elems))
+	for i, el := range elems {
+		if json.Unmarshal(el, &names[i]) != nil {
+			return 0, false, httpx.Invalid(fmt.Sprintf("channels[%d]", i), "must be one of "+promo.ChannelNamesText)
+		}
+	}
+	cs, err := promo.ParseChannelList(names)
+	var le *promo.ChannelListError
+	if errors.As(err, &le) {
+		return 0, false, httpx.Invalid(fmt.Sprintf("channels[%d]", le.Index), le.Msg)
+	}
+	return cs, true, err
 }
 
 // envelopeBody is a create's envelope: a closed object (remainingAmount is shown,
@@ -141,6 +170,9 @@ func decodeCreate(_ context.Context, r *http.Request) (interface{}, error) {
 	if s.Envelope, err = envelopeModel(b.Envelope); err != nil {
 		return nil, err
 	}
+	if s.Channels, _, err = channelsModel(b.Channels); err != nil {
+		return nil, err
+	}
 	if s.StartAt, err = parseTime("startAt", *b.StartAt); err != nil {
 		return nil, err
 	}
@@ -158,6 +190,8 @@ type patchBody struct {
 	EndAt       *string        `json:"endAt"`
 	// Buckets is fixed at create; the service refuses any other count than the promotion's.
 	Buckets *int `json:"buckets"`
+	// Channels: absent leaves them, [] is every channel again (channelsModel).
+	Channels json.RawMessage `json:"channels"`
 }
 
 func decodePatch(_ context.Context, r *http.Request) (interface{}, error) {
@@ -172,6 +206,11 @@ func decodePatch(_ context.Context, r *http.Request) (interface{}, error) {
 	p := adminservice.Patch{Total: b.Total, PerPinLimit: b.PerPinLimit, PerIPLimit: b.PerIPLimit, Buckets: b.Buckets}
 	if p.RateLimit, err = b.RateLimit.model(); err != nil {
 		return nil, err
+	}
+	if cs, present, err := channelsModel(b.Channels); err != nil {
+		return nil, err
+	} else if present {
+		p.Channels = &cs
 	}
 	if b.EndAt != nil {
 		end, err := parseTime("endAt", *b.EndAt)

@@ -439,6 +439,7 @@ function paintDetail(row) {
     ['Per-buyer limit', p.perPinLimit ? fmtInt(p.perPinLimit) : 'unlimited'],
     ['Per-IP limit', p.perIpLimit ? fmtInt(p.perIpLimit) : 'unlimited'],
     ['Most per grab', fmtInt(p.maxPerGrab)], ['Rate limit', rl],
+    ['Channels', p.channels ? p.channels.join(', ') : 'every channel'],
     ['Created', fmtTime(p.createdAt)], ['Updated', fmtTime(p.updatedAt)],
   ];
   // A promotion in buckets keeps its stock on several shards: one line per bucket,
@@ -465,10 +466,11 @@ function paintDetail(row) {
 }
 
 // The audit trail, newest first: who changed what, from what to what.
-const historyFields = ['state', 'total', 'perPinLimit', 'perIpLimit', 'maxPerGrab', 'rateLimit', 'startAt', 'endAt', 'title'];
+const historyFields = ['state', 'total', 'perPinLimit', 'perIpLimit', 'maxPerGrab', 'rateLimit', 'startAt', 'endAt', 'title', 'channels'];
 
 function historyLine(e) {
-  const show = (v) => (v === undefined || v === null ? '—' : typeof v === 'object' ? `${v.limit} per ${v.windowSeconds} s` : String(v));
+  const show = (v) => (v === undefined || v === null ? '—' : Array.isArray(v) ? v.join(', ') || 'every channel'
+    : typeof v === 'object' ? `${v.limit} per ${v.windowSeconds} s` : String(v));
   const changes = e.before
     ? historyFields.filter((f) => JSON.stringify(e.before[f]) !== JSON.stringify(e.after[f]))
       .map((f) => `${f} ${show(e.before[f])} → ${show(e.after[f])}`)
@@ -660,6 +662,9 @@ async function submitCreate(ev) {
   const amount = number(v('envelope.amount'));
   const minAmount = number(v('envelope.minAmount'));
   if (amount !== undefined || minAmount !== undefined) body.envelope = { amount, minAmount };
+  // The channels ticked; none is every channel (the field left out).
+  const channels = [...form.querySelectorAll('input[name="channel"]:checked')].map((c) => c.value);
+  if (channels.length) body.channels = channels;
   await submitting(form, async () => {
     try {
       const p = await api('POST', '/v1/promotions', body);
@@ -673,7 +678,11 @@ async function submitCreate(ev) {
     } catch (e) {
       // A refusal of the pool as a whole (its budget too small for total envelopes
       // of its least amount, or with buckets) is shown by the budget.
-      if (e.code !== 'SIGNED_OUT') showError(form, e.field === 'envelope' ? Object.assign(e, { field: 'envelope.amount' }) : e);
+      // A refusal of one channel (channels[i]) is shown by the channels.
+      if (e.code === 'SIGNED_OUT') return;
+      if (e.field === 'envelope') e.field = 'envelope.amount';
+      if (e.field && e.field.startsWith('channels[')) e.field = 'channels';
+      showError(form, e);
     }
   });
 }
