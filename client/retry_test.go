@@ -161,6 +161,7 @@ func TestGrabRefusalsAreFinal(t *testing.T) {
 	}{
 		{409, `{"requestId":"order-1","result":"SOLD_OUT","failedItem":0}`, ResultSoldOut, "", true, 0},
 		{409, `{"requestId":"order-1","result":"REQUEST_ID_REUSED","message":"another body"}`, ResultRequestIDReused, "", true, -1},
+		{409, `{"requestId":"order-1","result":"CHANNEL_NOT_ALLOWED","failedItem":1}`, ResultChannelNotAllowed, "", true, 1},
 		{403, `{"requestId":"order-1","result":"BLOCKED"}`, ResultBlocked, "", true, -1},
 		{503, `{"requestId":"order-1","result":"DEGRADED","message":"grabs are switched off by on-call; retry later"}`, ResultDegraded, "", true, -1},
 		{400, `{"code":"INVALID_REQUEST","message":"too many","field":"items[0].num"}`, "", CodeInvalidRequest, false, -1},

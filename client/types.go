@@ -24,6 +24,20 @@ const (
 	ResultAlreadyReturned Result = "ALREADY_RETURNED"  // cancel: 200; grab replay and confirm: 409
 	ResultBlocked         Result = "BLOCKED"           // grab: 403 (the buyer's pin or ip is blocked)
 	ResultConfirmed       Result = "CONFIRMED"         // confirm: 200
+	// ResultChannelNotAllowed: grab, 409: an item's promotion is not sold on the
+	// grab's Channel (or the grab named none and the promotion has channels).
+	ResultChannelNotAllowed Result = "CHANNEL_NOT_ALLOWED"
+)
+
+// Channel is a sales channel (api/openapi.yaml, Channel).
+type Channel string
+
+// The channels of api/openapi.yaml's Channel.
+const (
+	ChannelApp    Channel = "APP" // the mobile app
+	ChannelWeChat Channel = "WECHAT"
+	ChannelQQ     Channel = "QQ"
+	ChannelWeb    Channel = "WEB" // the main site
 )
 
 // Code is an Error's code (api/openapi.yaml, Error.code): why a request was not
@@ -88,6 +102,9 @@ type GrabRequest struct {
 	IP          string `json:"ip"`
 	Items       []Item `json:"items"`
 	HoldSeconds int    `json:"holdSeconds,omitempty"`
+	// Channel is the sales channel the grab comes through; empty names none,
+	// which only promotions sold on every channel take. Part of the body.
+	Channel Channel `json:"channel,omitempty"`
 
 	// Resend says this requestId may have been sent before (by an earlier Grab
 	// call, another process, before a crash): the first send is then numbered as
@@ -145,6 +162,8 @@ type PromotionStatus struct {
 	RemainingAmount *int64    `json:"remainingAmount,omitempty"`
 	StartAt         time.Time `json:"startAt"`
 	EndAt           time.Time `json:"endAt"`
+	// Channels are the channels it is sold on; nil: every channel.
+	Channels []Channel `json:"channels,omitempty"`
 }
 
 // RateLimit is a promotion's grab attempts allowed per window.
@@ -174,6 +193,8 @@ type PromotionSpec struct {
 	EndAt       time.Time     `json:"endAt"`
 	Buckets     int           `json:"buckets,omitempty"`
 	Envelope    *EnvelopeSpec `json:"envelope,omitempty"`
+	// Channels are the channels it is sold on, each at most once; none: every channel.
+	Channels []Channel `json:"channels,omitempty"`
 }
 
 // PromotionPatch is the body of PATCH /v1/promotions/{promoId}/{type}: the fields
@@ -184,7 +205,13 @@ type PromotionPatch struct {
 	PerIPLimit  *int64     `json:"perIpLimit,omitempty"`
 	RateLimit   *RateLimit `json:"rateLimit,omitempty"` // replaces the promotion's as a whole
 	EndAt       *time.Time `json:"endAt,omitempty"`
+	// Channels, when set, are the channels sold on from now; a set empty list is
+	// every channel again (EveryChannel).
+	Channels *[]Channel `json:"channels,omitempty"`
 }
+
+// EveryChannel is a PromotionPatch's Channels that sells on every channel again.
+func EveryChannel() *[]Channel { return &[]Channel{} }
 
 // EnvelopeView is an envelope pool as it stands.
 type EnvelopeView struct {
@@ -216,8 +243,10 @@ type Promotion struct {
 	BucketShards    []int         `json:"bucketShards,omitempty"`
 	BucketRemaining []int64       `json:"bucketRemaining,omitempty"`
 	Envelope        *EnvelopeView `json:"envelope,omitempty"`
-	CreatedAt       time.Time     `json:"createdAt"`
-	UpdatedAt       time.Time     `json:"updatedAt"`
+	// Channels are the channels it is sold on; nil: every channel.
+	Channels  []Channel `json:"channels,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // PromotionPage is one page of GET /v1/promotions, newest first.
