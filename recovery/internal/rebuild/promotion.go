@@ -402,6 +402,9 @@ func hashFields(tg target, remaining int64, pool *store.EnvelopePool) []any {
 	if k > 1 { // create.lua writes it only above 1
 		fields = append(fields, "buckets", k)
 	}
+	if s.Channels != promo.EveryChannel { // likewise only when it names some: every bucket has it
+		fields = append(fields, "channels", int64(s.Channels))
+	}
 	if pool != nil {
 		fields = append(fields, "envAmount", pool.Amount, "envLeft", pool.LeftAmount(), "envDigest", lua.EnvelopeDigest(pool.Parts))
 	}

@@ -24,6 +24,8 @@ type Spec struct {
 	RateLimit            int64
 	Buckets              int
 	Envelope             []int64
+	// Channels are the channels it is sold on (0: every channel).
+	Channels promo.Channels
 }
 
 // Create makes the promotion as promo-admin does: the MySQL row with the create
@@ -35,9 +37,9 @@ func Create(t testing.TB, db *store.Promotions, shards []redis.UniversalClient, 
 	now := time.Now()
 	spec := promo.Spec{PromoID: s.PromoID, Type: 1, Title: "recovery test", Total: s.Total,
 		PerPinLimit: s.PerPin, PerIPLimit: s.PerIP, MaxPerGrab: 5,
-		StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), Buckets: s.Buckets}
+		StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), Buckets: s.Buckets, Channels: s.Channels}
 	admin := lua.AdminSpec{Ver: 1, Total: s.Total, PerPin: s.PerPin, PerIP: s.PerIP, MaxPerGrab: 5,
-		StartMs: spec.StartAt.UnixMilli(), EndMs: spec.EndAt.UnixMilli(), State: "ACTIVE"}
+		StartMs: spec.StartAt.UnixMilli(), EndMs: spec.EndAt.UnixMilli(), State: "ACTIVE", Channels: s.Channels}
 	if s.RateLimit > 0 {
 		spec.RateLimit = &promo.RateLimit{Limit: s.RateLimit, WindowSeconds: 60}
 		admin.RateLimit, admin.RateWindowMs = s.RateLimit, 60_000
