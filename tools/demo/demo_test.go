@@ -53,7 +53,7 @@ func TestDemoRunsShort(t *testing.T) {
 // checkDemoOutput holds the demo's report to what it promises.
 func checkDemoOutput(t *testing.T, out string) {
 	t.Helper()
-	for _, section := range []string{"== promotions", "== switches", "== flash sale: 1500 buyers, 150 units", "== the hot sale in 4 buckets",
+	for _, section := range []string{"== promotions", "== channels", "== switches", "== flash sale: 1500 buyers, 150 units", "== the hot sale in 4 buckets",
 		"== an envelope pool", "== invariants", "== recovery"} {
 		if !strings.Contains(out, section) {
 			t.Errorf("no section %q in the demo's output", section)
@@ -67,6 +67,10 @@ func checkDemoOutput(t *testing.T, out string) {
 	}
 	if !regexp.MustCompile(`(?m)^promo-state  SOLD_OUT`).MatchString(out) {
 		t.Errorf("the bucketed sale's SOLD_OUT event is not shown")
+	}
+	if !regexp.MustCompile(`(?m)^grab on WEB\s+CHANNEL_NOT_ALLOWED$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^grab on APP\s+GRANTED$`).MatchString(out) {
+		t.Errorf("the app-only promotion's grabs (refused on WEB, granted on APP) are not shown")
 	}
 	if !regexp.MustCompile(`(?m)^GRANTED\s+150$`).MatchString(out) {
 		t.Errorf("the sale did not grant its 150 units")

@@ -1,7 +1,9 @@
 // Command demo runs a flash sale against the local stack: it creates promotions
 // through promo-admin, sends 20,000 buyers at a 1,000-unit promotion through
 // grab-service, cancels a few orders, runs an envelope pool beside it (700 fans for
-// 500 red envelopes sharing a budget), and prints the outcome and the invariant checks.
+// 500 red envelopes sharing a budget), shows a promotion sold on the app only
+// refusing a grab through the main site, and prints the outcome and the invariant
+// checks.
 package main
 
 import (
@@ -76,6 +78,11 @@ func run(stackFile string, buyers int, total int64, concurrency, cancels int) er
 		}
 	}
 	if err := showPromotions(ctx, pf.admin, run); err != nil {
+		return err
+	}
+
+	section("channels: a promotion sold on the app only")
+	if err := showChannels(ctx, pf, run); err != nil {
 		return err
 	}
 
