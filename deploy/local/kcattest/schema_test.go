@@ -65,6 +65,14 @@ func checkFlowEvent(t *testing.T, m message, id string) {
 	if _, ok := v["holdUntil"]; ok {
 		t.Errorf("holdUntil on an event of a grab without holdSeconds: %s", m.Payload)
 	}
+	// channel: a GRAB's, one of the contract's names, left out when the grab named
+	// none (these grabs name none); never on a CANCEL or CONFIRM.
+	if c, ok := v["channel"]; ok {
+		k, _ := str(v, "kind")
+		if s, _ := c.(string); k != "GRAB" || !slices.Contains([]string{"APP", "WECHAT", "QQ", "WEB"}, s) {
+			t.Errorf("flow event channel %v: %s", c, m.Payload)
+		}
+	}
 	if m.Key == nil || *m.Key == "" {
 		t.Errorf("flow event without a message key: %s", m.Payload)
 	}
