@@ -17,12 +17,24 @@ const (
 	ProposePatch  = "PATCH"
 )
 
-// Where a proposal stands (proposals.status).
+// Where a proposal stands (proposals.status): PENDING, then REJECTED, or
+// APPLYING (claimed by one approver, being applied) and then APPROVED or FAILED.
 const (
 	ProposalPending  = "PENDING"
+	ProposalApplying = "APPLYING"
 	ProposalApproved = "APPROVED"
 	ProposalRejected = "REJECTED"
+	ProposalFailed   = "FAILED"
 )
+
+// ValidProposalStatus tells whether s is one of the statuses above.
+func ValidProposalStatus(s string) bool {
+	switch s {
+	case ProposalPending, ProposalApplying, ProposalApproved, ProposalRejected, ProposalFailed:
+		return true
+	}
+	return false
+}
 
 // Proposal queue limits.
 const (
@@ -37,7 +49,8 @@ var (
 	ErrProposalsFull = errors.New("too many pending proposals")
 	// ErrProposalNotFound is a proposal id the record does not hold.
 	ErrProposalNotFound = errors.New("proposal not found")
-	// ErrProposalDecided is a decision on a proposal already approved or rejected.
+	// ErrProposalDecided is a decision on a proposal already approved or rejected
+	// (or claimed by another approver: APPLYING).
 	ErrProposalDecided = errors.New("proposal already decided")
 )
 
@@ -72,8 +85,9 @@ type Bounds struct {
 }
 
 // Propose records p as PENDING when the bounds leave room (ErrProposalsFull
-// otherwise) and returns its id. Proposers take turns under a named lock, so
-// two at once cannot both take the last place.
+// otherwise) and returns its id, with its PROPOSED audit entry in the same
+// transaction. Proposers take turns under a named lock, so two at once cannot
+// both take the last place. A proposal being applied (APPLYING) holds its place.
 func (q *Proposals) Propose(ctx context.Context, p Proposal, b Bounds) (int64, error) {
 	conn, err := q.db.Connx(ctx)
 	if err != nil {
@@ -87,20 +101,35 @@ func (q *Proposals) Propose(ctx context.Context, p Proposal, b Bounds) (int64, e
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK(CONCAT('flashsale.proposals.', DATABASE()))") //nolint:errcheck // closing the connection releases it too
 	var total, mine int
 	if err := conn.QueryRowxContext(ctx, `SELECT COUNT(*), COALESCE(SUM(promo_id = ? AND type = ?), 0)
- FROM proposals WHERE status = ?`, p.PromoID, p.Type, ProposalPending).Scan(&total, &mine); err != nil {
+ FROM proposals WHERE status IN (?, ?)`, p.PromoID, p.Type, ProposalPending, ProposalApplying).Scan(&total, &mine); err != nil {
 		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
 	}
 	if total >= b.Total || mine >= b.PerPromotion {
 		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, ErrProposalsFull)
 	}
-	r, err := conn.ExecContext(ctx, `INSERT INTO proposals
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it changes nothing
+	r, err := tx.ExecContext(ctx, `INSERT INTO proposals
  (promo_id, type, kind, base_version, body_json, proposer, proposer_role, proposed_at, status)
  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.PromoID, p.Type, p.Kind, p.BaseVersion, p.Body,
 		p.Proposer.Name, p.Proposer.Role, ms(p.ProposedAt), ProposalPending)
 	if err != nil {
 		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
 	}
-	return r.LastInsertId()
+	if p.ID, err = r.LastInsertId(); err != nil {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
+	}
+	p.Status = ProposalPending
+	if err := auditProposal(ctx, tx, p, AuditProposed, p.Proposer, p.ProposedAt); err != nil {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: propose %s: %w", p.PromoID, err)
+	}
+	return p.ID, nil
 }
 
 type proposalRow struct {
@@ -147,23 +176,22 @@ func (q *Proposals) Get(ctx context.Context, id int64) (Proposal, error) {
 }
 
 // Decide sets a PENDING proposal to status (APPROVED or REJECTED) under who's
-// name; one decided already is left as it is (ErrProposalDecided).
+// name, with its audit entry; one decided already, or being applied, is left as it
+// is (ErrProposalDecided). An approval that applies a change goes through Claim and
+// Finish instead (proposals_apply.go).
 func (q *Proposals) Decide(ctx context.Context, id int64, status string, who Actor, reason string, at time.Time) error {
 	if status != ProposalApproved && status != ProposalRejected {
 		return fmt.Errorf("store: decide proposal %d: status %q", id, status)
 	}
-	r, err := q.db.ExecContext(ctx, `UPDATE proposals SET status = ?, decided_by = ?, decided_role = ?, decided_at = ?, reason = ?
- WHERE id = ? AND status = ?`, status, who.Name, who.Role, ms(at), reason, id, ProposalPending)
-	if err != nil {
-		return fmt.Errorf("store: decide proposal %d: %w", id, err)
-	}
-	if n, _ := r.RowsAffected(); n == 0 {
-		if _, err := q.Get(ctx, id); err != nil {
+	return q.move(ctx, id, ProposalPending, nil, func(tx *sqlx.Tx, p *Proposal) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE proposals SET status = ?, decided_by = ?, decided_role = ?, decided_at = ?, reason = ?
+ WHERE id = ?`, status, who.Name, who.Role, ms(at), reason, id); err != nil {
 			return err
 		}
-		return fmt.Errorf("store: decide proposal %d: %w", id, ErrProposalDecided)
-	}
-	return nil
+		p.Status, p.Reason = status, reason
+		action := map[string]string{ProposalApproved: AuditApproved, ProposalRejected: AuditRejected}[status]
+		return auditProposal(ctx, tx, *p, action, who, at)
+	})
 }
 
 // ProposalPage is one page of the queue, newest first; NextCursor is "" on the last.

@@ -107,3 +107,60 @@ func TestProposalsBounded(t *testing.T) {
 		t.Fatalf("a decided proposal's place: %v", err)
 	}
 }
+
+// An approval claims a proposal once (two approvers at once: one wins), finishes
+// it APPROVED or FAILED with its audit entries, and a step of a claim taken over
+// changes nothing.
+func TestProposalsClaimFinishRelease(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	q := store.NewProposals(s.DB())
+	ctx, now := context.Background(), time.Now().UTC().Truncate(time.Millisecond)
+	b := store.Bounds{PerPromotion: 5, Total: 10}
+	alice := store.Actor{Name: "alice", Role: "merchandiser"}
+	bob, carol := store.Actor{Name: "bob", Role: "approver"}, store.Actor{Name: "carol", Role: "approver"}
+	id, err := q.Propose(ctx, store.Proposal{PromoID: "CL", Type: 1, Kind: store.ProposeCreate, Body: `{"promoId":"CL"}`,
+		Proposer: alice, ProposedAt: now}, b)
+	must(t, err)
+	var wg sync.WaitGroup
+	claims := make([]error, 2)
+	for i, who := range []store.Actor{bob, carol} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, claims[i] = q.Claim(ctx, id, who, now.Add(time.Second))
+		}()
+	}
+	wg.Wait()
+	if (claims[0] == nil) == (claims[1] == nil) || !(errors.Is(claims[0], store.ErrProposalDecided) || errors.Is(claims[1], store.ErrProposalDecided)) {
+		t.Fatalf("two claims at once: %v, %v; want exactly one", claims[0], claims[1])
+	}
+	claimedAt := now.Add(time.Second)
+	if err := q.Decide(ctx, id, store.ProposalRejected, bob, "late", now); !errors.Is(err, store.ErrProposalDecided) {
+		t.Fatalf("a rejection of a proposal being applied: %v", err)
+	}
+	if _, err := q.Finish(ctx, id, claimedAt.Add(time.Millisecond), store.ProposalApproved, "", now); !errors.Is(err, store.ErrProposalDecided) {
+		t.Fatalf("a finish of another claim: %v", err)
+	}
+	must(t, q.Release(ctx, id, claimedAt))
+	if got, _ := q.Get(ctx, id); got.Status != store.ProposalPending || got.DecidedBy != nil {
+		t.Fatalf("released: %+v", got)
+	}
+	c, err := q.Claim(ctx, id, bob, now.Add(2*time.Second))
+	must(t, err)
+	r, err := q.Reclaim(ctx, id, *c.DecidedAt, carol, now.Add(3*time.Second))
+	must(t, err)
+	if _, err := q.Finish(ctx, id, *c.DecidedAt, store.ProposalApproved, "", now); !errors.Is(err, store.ErrProposalDecided) {
+		t.Fatalf("the first claim's finish after a reclaim: %v", err)
+	}
+	got, err := q.Finish(ctx, id, *r.DecidedAt, store.ProposalFailed, "the key is taken", now.Add(4*time.Second))
+	must(t, err)
+	if got.Status != store.ProposalFailed || got.DecidedBy.Name != "carol" || got.Reason != "the key is taken" {
+		t.Fatalf("finished: %+v", got)
+	}
+	h, err := s.Promotions.History(ctx, store.ID{PromoID: "CL", Type: 1}, 10)
+	must(t, err)
+	if len(h) != 2 || h[0].Action != store.AuditFailed || h[0].Actor != carol || h[1].Action != store.AuditProposed || h[1].Actor != alice {
+		t.Fatalf("audit: %+v", h)
+	}
+}
