@@ -25,7 +25,7 @@ func (r Report) Print(w io.Writer, verbose bool) {
 		}
 		if p.Open > 0 {
 			inFlight++
-			fmt.Fprintf(w, "IN-FLIGHT  %s  shard %d  %d takes open; not compared\n", p.Key, p.Shard, p.Open)
+			fmt.Fprintf(w, "IN-FLIGHT  %s  shard %d  %d takes open; counters not compared\n", p.Key, p.Shard, p.Open)
 		}
 		ds := append([]Drift(nil), p.Drifts...)
 		sort.Slice(ds, func(i, j int) bool {

@@ -1,11 +1,12 @@
 // Package verify compares every live promotion's Redis counters with the system of
 // record (invariant 4): remaining, every per-pin and per-ip counter, bucket by
 // bucket for a bucketed promotion, and an envelope pool's amounts, digest and
-// parts left (store.EnvelopePool). Fit to run as a periodic job: one summary line
-// and exit 0 when clean, one line per drift and exit 1 otherwise. A live sale
-// raises no false alarm: a promotion with takes open is "in flight" and not
-// compared, the flow sink's catch-up is awaited first, and a promotion that
-// differs is checked again (Rechecks) before it is reported.
+// parts left (store.EnvelopePool); and each bucket's channels with the row's. Fit
+// to run as a periodic job: one summary line and exit 0 when clean, one line per
+// drift and exit 1 otherwise. A live sale raises no false alarm: a promotion with
+// takes open is "in flight" and its counters not compared, the flow sink's
+// catch-up is awaited first, and a promotion that differs is checked again
+// (Rechecks) before it is reported.
 package verify
 
 import (
@@ -66,7 +67,9 @@ type Deps struct {
 // "remaining", "pin" or "ip", Who the pin or ip; or "request index", Redis and Record
 // the entries present and due on the shard, Who one of the missing keys; or, of an
 // envelope pool, "envAmount" or "envLeft", "envDigest" (Who the two digests), or
-// "envelopes" (Redis and Record the parts left, Who the first part that differs).
+// "envelopes" (Redis and Record the parts left, Who the first part that differs);
+// or "channels" (Redis and Record the bitmasks, -1 for a field that is none; Who
+// the two sets by name).
 type Drift struct {
 	Key           string
 	Shard         int
@@ -82,6 +85,8 @@ func (d Drift) String() string {
 		return fmt.Sprintf("DRIFT  %s  shard %d  %s  redis=%d  record=%d", d.Key, d.Shard, d.What, d.Redis, d.Record)
 	case "envDigest":
 		return fmt.Sprintf("DRIFT  %s  shard %d  envDigest  %s (the hash's split is not the record's)", d.Key, d.Shard, d.Who)
+	case "channels":
+		return fmt.Sprintf("DRIFT  %s  shard %d  channels  %s (q.lua allows grabs by the hash's)", d.Key, d.Shard, d.Who)
 	case "envelopes":
 		return fmt.Sprintf("DRIFT  %s  shard %d  envelopes left  redis=%d  record=%d  (first difference: %s)", d.Key, d.Shard, d.Redis, d.Record, d.Who)
 	case "dead letters":
@@ -325,8 +330,53 @@ func check(ctx context.Context, shards []redis.UniversalClient, rec Record, p st
 	out := make([]Checked, len(buckets))
 	for i, b := range buckets {
 		out[i] = compareBucket(l, b, shares[b], sides[i], counters, pool)
+		out[i].Drifts = append(out[i].Drifts, compareChannels(l.Keys[b], l.Shards[b], sides[i].hash, p)...)
 	}
 	return out, nil
+}
+
+// compareChannels compares a bucket's field channels (absent or 0: every
+// channel) with the record's promotion.channels. q.lua decides
+// CHANNEL_NOT_ALLOWED from each bucket's own field, so every bucket is held to
+// it, takes in flight or not (they change counters, never the channels). A
+// patch written to Redis and not promoted yet is no drift: the pending change's
+// channels pass too. A missing hash is reported as such (compareBucket).
+func compareChannels(key string, shard int, hash map[string]string, p store.Promotion) []Drift {
+	if len(hash) == 0 {
+		return nil
+	}
+	raw, want := hash["channels"], p.Spec.Channels
+	have, ok := parseChannels(raw)
+	if ok && (have == want || (p.Pending != nil && have == p.Pending.Spec.Channels)) {
+		return nil
+	}
+	d := Drift{Key: key, Shard: shard, What: "channels", Redis: int64(have), Record: int64(want),
+		Who: fmt.Sprintf("redis=%s  record=%s", channelsText(have), channelsText(want))}
+	if !ok {
+		d.Redis, d.Who = -1, fmt.Sprintf("redis=%q (no channel bitmask)  record=%s", raw, channelsText(want))
+	}
+	return []Drift{d}
+}
+
+// parseChannels reads the hash's field channels as q.lua does: absent is every
+// channel, else a bitmask of the contract's channels.
+func parseChannels(raw string) (promo.Channels, bool) {
+	if raw == "" {
+		return promo.EveryChannel, true
+	}
+	n, err := strconv.ParseUint(raw, 10, 8)
+	if err != nil || !promo.Channels(n).Valid() {
+		return 0, false
+	}
+	return promo.Channels(n), true
+}
+
+// channelsText names a set of channels for a drift line.
+func channelsText(cs promo.Channels) string {
+	if cs == promo.EveryChannel {
+		return "every channel"
+	}
+	return cs.String()
 }
 
 // comparePool compares an envelope pool's Redis side with the record: envAmount
