@@ -328,14 +328,9 @@ func parseInt(s string) int64 {
 // with its shard and, once read live, its stock.
 func TestConsoleBuckets(t *testing.T) {
 	t.Parallel()
-	e := admintest.Start(t, admintest.Options{})
-	b := startBrowser(t, screenshotDir(t))
-	id := "console-k-" + testenv.Suffix()
+	e, b, id := startSignedIn(t, admintest.Options{}, "console-k-")
 
-	b.signInAsAdmin(e.Server.URL)
-
-	b.fill(`#create-form [name="promoId"]`, id)
-	b.fill(`#create-form [name="total"]`, "10")
+	b.fillCreate(id, "10")
 	b.fill(`#create-form [name="buckets"]`, "17")
 	b.click(`#create-form button[type="submit"]`)
 	b.waitTextIs(15*time.Second, `#create-form [data-error-for="buckets"]`, "must be an integer from 1 to 16")
@@ -363,14 +358,9 @@ func TestConsoleBuckets(t *testing.T) {
 // the budget, the least envelope and the budget left, live from the shard.
 func TestConsoleEnvelopePool(t *testing.T) {
 	t.Parallel()
-	e := admintest.Start(t, admintest.Options{})
-	b := startBrowser(t, screenshotDir(t))
-	id := "console-pool-" + testenv.Suffix()
+	e, b, id := startSignedIn(t, admintest.Options{}, "console-pool-")
 
-	b.signInAsAdmin(e.Server.URL)
-
-	b.fill(`#create-form [name="promoId"]`, id)
-	b.fill(`#create-form [name="total"]`, "10")
+	b.fillCreate(id, "10")
 	b.fill(`#create-form [name="envelope.amount"]`, "99")
 	b.fill(`#create-form [name="envelope.minAmount"]`, "10")
 	b.click(`#create-form button[type="submit"]`)
@@ -407,11 +397,30 @@ func fmtInt(n int64) string {
 	return s
 }
 
-// signInAsAdmin opens the console at base and signs in with the admin token.
-func (b *browser) signInAsAdmin(base string) {
+// startSignedIn is the set-up of a console test of one feature: an in-process
+// promo-admin shaped by o, a headless browser signed in to its console as the
+// merchandiser, and a fresh promotion id beginning with prefix.
+func startSignedIn(t *testing.T, o admintest.Options, prefix string) (*admintest.Env, *browser, string) {
+	t.Helper()
+	e := admintest.Start(t, o)
+	b := startBrowser(t, screenshotDir(t))
+	b.signIn(e.Server.URL, admintest.AdminToken)
+	return e, b, prefix + testenv.Suffix()
+}
+
+// signIn opens the console at base and signs in with token.
+func (b *browser) signIn(base, token string) {
+	b.t.Helper()
 	b.run("open the console", chromedp.Navigate(base+"/console/"))
 	b.waitFor(30*time.Second, "the sign-in form", func() bool { return b.visible("#sign-in") })
-	b.fill("#token", admintest.AdminToken)
+	b.fill("#token", token)
 	b.click(`#sign-in button[type="submit"]`)
 	b.waitFor(15*time.Second, "the console after sign-in", func() bool { return b.visible("#app") })
+}
+
+// fillCreate types a promotion id and its total into the create form.
+func (b *browser) fillCreate(id, total string) {
+	b.t.Helper()
+	b.fill(`#create-form [name="promoId"]`, id)
+	b.fill(`#create-form [name="total"]`, total)
 }

@@ -262,6 +262,7 @@ function rowFor(p) {
   const tr = el('tr', { 'data-key': key });
   const open = el('button', { type: 'button', class: 'link', text: `${p.promoId} / ${p.type}`, onclick: () => select(key) });
   const title = el('span', { class: 'sub' });
+  const channels = el('span', { class: 'sub channels', 'data-cell': 'channels' });
   const badge = el('span', { class: 'badge', 'data-cell': 'state' });
   const remaining = el('span', { 'data-cell': 'remaining' });
   const bar = el('span', { class: 'bar', 'aria-hidden': 'true' }, el('span'));
@@ -271,7 +272,7 @@ function rowFor(p) {
   const manage = el('button', { type: 'button', class: 'ghost', text: 'Manage', onclick: () => select(key) });
   manage.setAttribute('aria-label', `Manage ${p.promoId} / ${p.type}`);
   tr.append(
-    el('td', {}, open, title),
+    el('td', {}, open, title, channels),
     el('td', {}, badge),
     el('td', { class: 'num' }, remaining, bar),
     el('td', { class: 'num' }, granted),
@@ -279,7 +280,7 @@ function rowFor(p) {
     el('td', { class: 'num', 'data-cell': 'shard' }),
     el('td', {}, manage),
   );
-  row = { key, p, live: false, readings: [], rates: [], error: '', tr, cells: { title, badge, remaining, bar, granted, spark, rate } };
+  row = { key, p, live: false, readings: [], rates: [], error: '', tr, cells: { title, channels, badge, remaining, bar, granted, spark, rate } };
   state.rows.set(key, row);
   return row;
 }
@@ -310,6 +311,8 @@ function paintRow(row) {
   const { p, cells } = row;
   cells.title.textContent = p.title || '';
   cells.title.title = p.title || '';
+  // Only a promotion sold on some channels says so in the list.
+  cells.channels.textContent = p.channels ? `Sold on ${channelsText(p.channels)}` : '';
   cells.badge.textContent = p.state;
   cells.badge.className = `badge ${p.state}`;
   cells.remaining.textContent = fmtInt(p.remaining);
@@ -439,7 +442,7 @@ function paintDetail(row) {
     ['Per-buyer limit', p.perPinLimit ? fmtInt(p.perPinLimit) : 'unlimited'],
     ['Per-IP limit', p.perIpLimit ? fmtInt(p.perIpLimit) : 'unlimited'],
     ['Most per grab', fmtInt(p.maxPerGrab)], ['Rate limit', rl],
-    ['Channels', p.channels ? p.channels.join(', ') : 'every channel'],
+    ['Channels', channelsText(p.channels)],
     ['Created', fmtTime(p.createdAt)], ['Updated', fmtTime(p.updatedAt)],
   ];
   // A promotion in buckets keeps its stock on several shards: one line per bucket,
@@ -465,15 +468,25 @@ function paintDetail(row) {
   $('#delete-open').disabled = p.state === 'DELETED';
 }
 
+// channelsText shows a promotion's channels; absent or none is every channel.
+const channelsText = (cs) => (cs && cs.length ? cs.join(', ') : 'every channel');
+
+// showValue shows a field's value in a history line or a proposal's change.
+function showValue(field, v) {
+  if (field === 'channels') return channelsText(v);
+  if (v === undefined || v === null) return '—';
+  if (typeof v === 'object') return `${v.limit} per ${v.windowSeconds} s`;
+  if (field === 'startAt' || field === 'endAt') return fmtTime(v);
+  return String(v);
+}
+
 // The audit trail, newest first: who changed what, from what to what.
 const historyFields = ['state', 'total', 'perPinLimit', 'perIpLimit', 'maxPerGrab', 'rateLimit', 'startAt', 'endAt', 'title', 'channels'];
 
 function historyLine(e) {
-  const show = (v) => (v === undefined || v === null ? '—' : Array.isArray(v) ? v.join(', ') || 'every channel'
-    : typeof v === 'object' ? `${v.limit} per ${v.windowSeconds} s` : String(v));
   const changes = e.before
     ? historyFields.filter((f) => JSON.stringify(e.before[f]) !== JSON.stringify(e.after[f]))
-      .map((f) => `${f} ${show(e.before[f])} → ${show(e.after[f])}`)
+      .map((f) => `${f} ${showValue(f, e.before[f])} → ${showValue(f, e.after[f])}`)
     : [`total ${e.after.total}`, ...(e.after.envelope ? [`pool budget ${e.after.envelope.amount}, least envelope ${e.after.envelope.minAmount}`] : [])];
   const who = e.actor.name ? `${e.actor.name} (${e.actor.role})` : 'unknown';
   return `${fmtTime(e.at)} · ${e.action} by ${who}${changes.length ? ': ' + changes.join(', ') : ''}`;
@@ -540,14 +553,37 @@ function patchValues(p) {
     'rateLimit.limit': p.rateLimit ? String(p.rateLimit.limit) : '',
     'rateLimit.windowSeconds': p.rateLimit ? String(p.rateLimit.windowSeconds) : '',
     endAt: p.endAt ? toLocalInput(new Date(p.endAt)) : '',
+    channels: (p.channels || []).join(','),
   };
 }
 
 function fillPatchForm(p) {
   const form = $('#patch-form');
   const values = patchValues(p);
-  for (const [name, v] of Object.entries(values)) form.elements.namedItem(name).value = v;
+  for (const [name, v] of Object.entries(values)) if (name !== 'channels') form.elements.namedItem(name).value = v;
+  setChannels(form, p.channels || []);
   form.dataset.base = JSON.stringify(values);
+}
+
+// The patch form's channels: the ticked names in the contract's order (APP,
+// WECHAT, QQ, WEB, as the boxes stand); none ticked is every channel, which the
+// "Every channel" box says and restores.
+function tickedChannels(form) {
+  return [...form.querySelectorAll('input[name="channel"]:checked')].map((c) => c.value);
+}
+
+function setChannels(form, names) {
+  for (const c of form.querySelectorAll('input[name="channel"]')) c.checked = names.includes(c.value);
+  form.elements.namedItem('every-channel').checked = names.length === 0;
+}
+
+// A tick of "Every channel" clears the others; a tick of one channel clears it;
+// clearing the last channel ticks it again.
+function channelTicked(ev) {
+  const form = ev.currentTarget.form;
+  const box = ev.target;
+  if (box.name === 'every-channel') setChannels(form, []);
+  else setChannels(form, tickedChannels(form));
 }
 
 async function submitPatch(ev) {
@@ -564,6 +600,9 @@ async function submitPatch(ev) {
     body.rateLimit = { limit: number(v('rateLimit.limit')), windowSeconds: number(v('rateLimit.windowSeconds')) };
   }
   if (changed('endAt')) body.endAt = fromLocalInput(v('endAt'));
+  // Channels only when the ticks differ from the promotion's; [] is every channel again.
+  const channels = tickedChannels(form);
+  if (channels.join(',') !== base.channels) body.channels = channels;
   await submitting(form, async () => {
     try {
       const p = await api('PATCH', promoPath(row.p), body);
@@ -574,7 +613,9 @@ async function submitPatch(ev) {
       loadHistory(p);
       say(`Changed ${keyOf(p)}.`);
     } catch (e) {
-      if (e.code !== 'SIGNED_OUT') showError(form, e, { BELOW_GRANTED: 'total', ENVELOPE_FIXED: 'total' });
+      if (e.code === 'SIGNED_OUT') return;
+      if (e.field && e.field.startsWith('channels[')) e.field = 'channels';
+      showError(form, e, { BELOW_GRANTED: 'total', ENVELOPE_FIXED: 'total' });
     }
   });
 }
@@ -810,6 +851,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('#sign-out').addEventListener('click', () => signOut());
   $('#create-form').addEventListener('submit', submitCreate);
   $('#patch-form').addEventListener('submit', submitPatch);
+  $('#patch-form fieldset[name="channels"]').addEventListener('change', channelTicked);
   $('#stop-form').addEventListener('submit', submitStop);
   $('#delete-form').addEventListener('submit', submitDelete);
   $('#stop-open').addEventListener('click', () => openDialog('#stop-dialog'));
