@@ -17,16 +17,14 @@ import (
 func TestLagCountsWhatTheGroupHasNotCommitted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
+	brokers := rt.Kafka(t).ListenAddrs()
 	m := flowlag.NewMeter(brokers, kafkaauth.Auth{}, flow.Topic, "lag-test")
 
 	// Nothing held: caught up at once (the bound is on the wait, not its speed).
 	if err := m.WaitCaughtUp(ctx, 30*time.Second, 50*time.Millisecond); err != nil {
 		t.Fatalf("empty topic: %v", err)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
-	defer w.Close()
+	w := rt.FlowWriter(t, brokers)
 	msgs := []kafka.Message{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}, {Key: []byte("c"), Value: []byte("3")}}
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)

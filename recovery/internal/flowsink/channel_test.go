@@ -21,9 +21,7 @@ import (
 func TestSinkStoresTheChannel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
-	db := rt.OpenStore(t)
+	brokers, db := rt.KafkaAndStore(t)
 	id := "sinkch-" + testenv.Suffix()
 	rt.Create(t, db.Promotions, rt.Shards(t, nil), rt.Spec{PromoID: id, Total: 10, Channels: promo.Channels(promo.ChannelAPP | promo.ChannelQQ)})
 	event := func(kind flow.Kind, rid, channel string) kafka.Message {
@@ -36,9 +34,7 @@ func TestSinkStoresTheChannel(t *testing.T) {
 		}
 		return kafka.Message{Key: []byte(e.RequestID), Value: e.AppendJSON(nil)}
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Balancer: &kafka.Hash{}}
-	defer w.Close()
-	if err := w.WriteMessages(ctx, event(flow.Grab, "app", "APP"), event(flow.Grab, "qq", "QQ"), event(flow.Cancel, "qq", ""),
+	if err := rt.FlowWriter(t, brokers).WriteMessages(ctx, event(flow.Grab, "app", "APP"), event(flow.Grab, "qq", "QQ"), event(flow.Cancel, "qq", ""),
 		event(flow.Grab, "none", ""), event(flow.Grab, "bad", "SMS")); err != nil {
 		t.Fatal(err)
 	}

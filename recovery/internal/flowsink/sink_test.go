@@ -106,9 +106,7 @@ func readRecord(t *testing.T, db *store.Store) recordState {
 func TestRedeliveredEventsChangeNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
-	db := rt.OpenStore(t)
+	brokers, db := rt.KafkaAndStore(t)
 	shards := rt.Shards(t, nil)
 	suffix := testenv.Suffix()
 	var keys []string
@@ -118,9 +116,7 @@ func TestRedeliveredEventsChangeNothing(t *testing.T) {
 	sale := rt.NewSale(shards, brokers)
 	defer sale.Close()
 	// Two poison messages: not JSON, and JSON that is not a flow event.
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: flow.Topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
-	defer w.Close()
-	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte("x"), Value: []byte("not json")},
+	if err := rt.FlowWriter(t, brokers).WriteMessages(ctx, kafka.Message{Key: []byte("x"), Value: []byte("not json")},
 		kafka.Message{Key: []byte("y"), Value: []byte(`{"eventId":"e1","kind":"REFUND","requestId":"r","items":[{"promoId":"p","type":1,"num":1}],"occurredAt":"2026-01-01T00:00:00.000Z"}`)}); err != nil {
 		t.Fatal(err)
 	}

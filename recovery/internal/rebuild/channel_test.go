@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
@@ -19,26 +17,11 @@ import (
 func TestRebuildRestoresTheChannels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, c := openRecord(t), ownRedis(t)
 	now := time.Now()
-	srv := testenv.StartRedis(t, testenv.Volatile)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer c.Close()
 	create := func(id string, k int, cs promo.Channels) store.Promotion {
-		spec := promo.Spec{PromoID: id + "-" + testenv.Suffix(), Type: 1, Total: 9, MaxPerGrab: 2,
-			StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), Buckets: k, Channels: cs}
-		if err := db.Promotions.Insert(ctx, store.NewPromotion(spec, promo.Active, now)); err != nil {
-			t.Fatal(err)
-		}
-		p, err := db.Promotions.Promote(ctx, store.ID{PromoID: spec.PromoID, Type: 1}, 1, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return promoted(t, db, promo.Spec{PromoID: id + "-" + testenv.Suffix(), Type: 1, Total: 9, MaxPerGrab: 2,
+			StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), Buckets: k, Channels: cs}, nil, now)
 	}
 	appWeb := promo.Channels(promo.ChannelAPP | promo.ChannelWeb)
 	for _, p := range []store.Promotion{create("ch", 1, appWeb), create("ch-k", 3, appWeb), create("ch-all", 1, promo.EveryChannel)} {

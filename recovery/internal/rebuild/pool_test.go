@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
@@ -43,22 +41,12 @@ func (r *lateRows) EachFlow(ctx context.Context, id store.ID, fn func(store.Flow
 func TestRebuiltPoolAgreesWithItsLedgerWhileRowsLand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := store.Open(ctx, testenv.MySQLDSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openRecord(t)
 	now := time.Now()
 	split := []int64{10, 20, 30, 40}
 	spec := promo.Spec{PromoID: "late-" + testenv.Suffix(), Type: 1, Title: "late rows", Total: 4, PerPinLimit: 4, PerIPLimit: 4,
 		MaxPerGrab: 2, StartAt: now.Add(-time.Minute), EndAt: now.Add(time.Hour), Envelope: &promo.Envelope{Amount: 100, MinAmount: 10}}
-	if err := db.Promotions.InsertPool(ctx, store.NewPromotion(spec, promo.Active, now), split); err != nil {
-		t.Fatal(err)
-	}
-	p, err := db.Promotions.Promote(ctx, store.ID{PromoID: spec.PromoID, Type: 1}, 1, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := promoted(t, db, spec, split, now)
 	event := func(kind flow.Kind, rid string, part int) flow.Event {
 		return flow.Event{EventID: string(kind) + "-" + rid, Kind: kind, RequestID: rid, Pin: "pin-" + rid, IP: "10.4.0.1", BodyHash: "h-" + rid,
 			OccurredAt: flow.Stamp(now), Items: []flow.Item{{PromoID: spec.PromoID, Type: 1, Num: 1, Amount: split[part], Parts: []int{part}}}}
@@ -68,9 +56,7 @@ func TestRebuiltPoolAgreesWithItsLedgerWhileRowsLand(t *testing.T) {
 	}
 	rec := &lateRows{Rebuild: db.Rebuild, flows: db.Flows, late: []flow.Event{event(flow.Grab, "r2", 1), event(flow.Cancel, "r1", 0)}}
 
-	srv := testenv.StartRedis(t, testenv.Volatile)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer c.Close()
+	c := ownRedis(t)
 	out, err := restorePromotion(ctx, c, rec, targets(p)[0], 20, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -28,9 +28,7 @@ import (
 func TestVerifyReportsThePlantedDriftAndOnlyIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	kf := rt.Kafka(t)
-	brokers := kf.ListenAddrs()
-	db := rt.OpenStore(t)
+	brokers, db := rt.KafkaAndStore(t)
 	const group = "sink-verify"
 	rt.RunSink(t, brokers, group, db.Flows)
 	shards := rt.Shards(t, nil)
