@@ -14,28 +14,29 @@ func TestChannelsJSON(t *testing.T) {
 		v    any
 		want string
 	}{
-		{GrabRequest{RequestID: "r", Pin: "p", IP: "10.0.0.1", Items: []Item{{PromoID: "a", Type: 1, Num: 1}}, Channel: ChannelApp},
+		{onChannel(order(Item{PromoID: "a", Type: 1, Num: 1}), ChannelApp),
 			`{"requestId":"r","pin":"p","ip":"10.0.0.1","items":[{"promoId":"a","type":1,"num":1}],"channel":"APP"}`},
-		{GrabRequest{RequestID: "r", Pin: "p", IP: "10.0.0.1", Items: []Item{}},
-			`{"requestId":"r","pin":"p","ip":"10.0.0.1","items":[]}`},
+		{order(), `{"requestId":"r","pin":"p","ip":"10.0.0.1","items":[]}`},
 		{PromotionPatch{Channels: EveryChannel()}, `{"channels":[]}`},
 		{PromotionPatch{Channels: &[]Channel{ChannelWeChat, ChannelQQ}}, `{"channels":["WECHAT","QQ"]}`},
 		{PromotionPatch{}, `{}`},
 	} {
-		b, err := json.Marshal(c.v)
-		if err != nil || string(b) != c.want {
-			t.Errorf("%T: %s (%v), want %s", c.v, b, err, c.want)
+		if have := wire(t, c.v); have != c.want {
+			t.Errorf("%T: %s, want %s", c.v, have, c.want)
 		}
 	}
 	spec := PromotionSpec{PromoID: "a", Type: 1, Total: 1, StartAt: time.Unix(0, 0).UTC(), EndAt: time.Unix(60, 0).UTC(), Channels: []Channel{ChannelWeb}}
-	b, _ := json.Marshal(spec)
-	var back map[string]any
-	_ = json.Unmarshal(b, &back)
-	if ch, ok := back["channels"].([]any); !ok || len(ch) != 1 || ch[0] != "WEB" {
-		t.Errorf("spec: %s", b)
+	if ch, ok := wireFields(t, spec)["channels"].([]any); !ok || len(ch) != 1 || ch[0] != "WEB" {
+		t.Errorf("spec: %s", wire(t, spec))
 	}
 	var p Promotion
 	if err := json.Unmarshal([]byte(`{"promoId":"a","type":1,"channels":["APP","WEB"]}`), &p); err != nil || len(p.Channels) != 2 || p.Channels[1] != ChannelWeb {
 		t.Errorf("promotion: %+v %v", p.Channels, err)
 	}
+}
+
+// onChannel is r sent through channel c.
+func onChannel(r GrabRequest, c Channel) GrabRequest {
+	r.Channel = c
+	return r
 }
