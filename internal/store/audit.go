@@ -13,12 +13,26 @@ import (
 
 // AuditEntry is one change of a promotion that landed: who, when, what, and the
 // promotion before and after it (before is null for a create).
+//
+// A step of an approval (PROPOSED, APPROVED, REJECTED, FAILED: proposals_apply.go)
+// changes no promotion: its before and after are null, and Proposal says which
+// proposal, its kind, status, change and reason.
 type AuditEntry struct {
-	At     time.Time       `json:"at"`
-	Actor  Actor           `json:"actor"`
-	Action Op              `json:"action"`
-	Before json.RawMessage `json:"before"`
-	After  json.RawMessage `json:"after"`
+	At       time.Time       `json:"at"`
+	Actor    Actor           `json:"actor"`
+	Action   Op              `json:"action"`
+	Before   json.RawMessage `json:"before"`
+	After    json.RawMessage `json:"after"`
+	Proposal json.RawMessage `json:"proposal,omitempty"`
+}
+
+// proposalStep tells the audit actions of an approval's steps.
+func proposalStep(action string) bool {
+	switch action {
+	case AuditProposed, AuditApproved, AuditRejected, AuditFailed:
+		return true
+	}
+	return false
 }
 
 // auditView is a promotion as its audit rows show it.
@@ -75,6 +89,9 @@ func (s *Promotions) History(ctx context.Context, id ID, limit int) ([]AuditEntr
 	for i, r := range rows {
 		out[i] = AuditEntry{At: r.At.UTC(), Actor: Actor{Name: r.Actor, Role: r.Role}, Action: Op(r.Action),
 			Before: json.RawMessage("null"), After: json.RawMessage(r.After)}
+		if proposalStep(r.Action) {
+			out[i].After, out[i].Proposal = json.RawMessage("null"), json.RawMessage(r.After)
+		}
 		if r.Before != nil {
 			out[i].Before = json.RawMessage(*r.Before)
 		}

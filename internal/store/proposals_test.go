@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -162,5 +163,9 @@ func TestProposalsClaimFinishRelease(t *testing.T) {
 	must(t, err)
 	if len(h) != 2 || h[0].Action != store.AuditFailed || h[0].Actor != carol || h[1].Action != store.AuditProposed || h[1].Actor != alice {
 		t.Fatalf("audit: %+v", h)
+	}
+	want := fmt.Sprintf(`{"proposal":%d,"kind":"CREATE","status":"FAILED","change":{"promoId":"CL"},"reason":"the key is taken"}`, id)
+	if string(h[0].Proposal) != want || string(h[0].After) != "null" || string(h[0].Before) != "null" {
+		t.Errorf("the FAILED entry: before %s after %s proposal %s; want the proposal %s", h[0].Before, h[0].After, h[0].Proposal, want)
 	}
 }

@@ -32,6 +32,12 @@ type Config struct {
 	// (promostate.Announcer.Announce); unset, or failing, they wait in the shard's
 	// outbox for grab-service's reconciler.
 	Announce func(ctx context.Context, c redis.Cmdable, changes []promo.StateChange) error
+	// RequireApproval makes creates and patches proposals an approver applies
+	// (approval.go); off, they apply at once.
+	RequireApproval bool
+	// ProposalsPerPromotion and ProposalsTotal bound the pending proposals of one
+	// promotion (default 10) and of all (default 1000).
+	ProposalsPerPromotion, ProposalsTotal int
 }
 
 func (c Config) withDefaults() Config {
@@ -49,6 +55,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.ProposalsPerPromotion <= 0 {
+		c.ProposalsPerPromotion = 10
+	}
+	if c.ProposalsTotal <= 0 {
+		c.ProposalsTotal = 1000
 	}
 	return c
 }

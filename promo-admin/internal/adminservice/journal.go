@@ -82,7 +82,8 @@ func (j *journal) propose(ctx context.Context, id store.ID, plan func(p *store.P
 			return store.Change{}, fmt.Errorf("%s: %w", id, ErrNotFound)
 		case errors.As(err, &fe):
 			return store.Change{}, fe
-		case errors.Is(err, ErrBusy), errors.Is(err, ErrStopped), errors.Is(err, ErrEnvelopeFixed), errors.Is(err, errNoChange):
+		case errors.Is(err, ErrBusy), errors.Is(err, ErrStopped), errors.Is(err, ErrEnvelopeFixed), errors.Is(err, errNoChange),
+			errors.Is(err, ErrProposalStale):
 			return store.Change{}, err
 		}
 		return store.Change{}, mysqlDown(err)

@@ -1,0 +1,206 @@
+package adminservice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/store"
+)
+
+// approver applies a proposal: claim it (PENDING → APPLYING: one approver wins),
+// carry its change through the journal as the create or patch command would (so
+// it never half-applies), then finish it APPROVED, or FAILED with the reason when
+// the record or the shard refused the change. A change refused before anything
+// was recorded (another change in progress, MySQL down) releases the claim: the
+// proposal is PENDING again. A change whose outcome is unknown (a shard that did
+// not answer) leaves it APPLYING: the journal completes or undoes the change, and
+// a later approval, once retryAfter has passed since the claim, retries it only if
+// the promotion shows nothing of it (still at baseVersion with nothing pending; for
+// a create, no row) — otherwise it stays APPLYING, and the promotion's history
+// says whether the change landed.
+type approver struct {
+	queue      Queue
+	rows       Inserter
+	create     createHandler
+	patch      patchHandler
+	now        clock
+	log        *slog.Logger
+	retryAfter time.Duration // since a claim, before another approval may retry it
+	timeout    time.Duration // of the apply, past the request's end
+}
+
+func (h approver) handle(ctx context.Context, id int64) (Approved, error) {
+	p, err := h.queue.Get(ctx, id)
+	if err != nil {
+		return Approved{}, queueError(err)
+	}
+	who := actorOf(ctx)
+	if who.Name == p.Proposer.Name {
+		return Approved{}, fmt.Errorf("%w: %q proposed it", ErrSelfApproval, p.Proposer.Name)
+	}
+	claimed, err := h.claim(ctx, p, who)
+	if err != nil {
+		return Approved{}, err
+	}
+	// Once claimed, the change is carried to its end whether or not the approver waits.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.timeout)
+	defer cancel()
+	pr, recorded, err := h.apply(ctx, claimed)
+	return h.finish(ctx, claimed, pr, recorded, err)
+}
+
+// claim makes who the approver applying p.
+func (h approver) claim(ctx context.Context, p store.Proposal, who store.Actor) (store.Proposal, error) {
+	switch p.Status {
+	case store.ProposalPending:
+		c, err := h.queue.Claim(ctx, p.ID, who, h.now.now())
+		if errors.Is(err, store.ErrProposalDecided) {
+			return store.Proposal{}, fmt.Errorf("%w (another approver claimed it first)", ErrProposalDecided)
+		}
+		if err != nil {
+			return store.Proposal{}, queueError(err)
+		}
+		return c, nil
+	case store.ProposalApplying:
+		return h.retry(ctx, p, who)
+	}
+	return store.Proposal{}, fmt.Errorf("%w: it is %s", ErrProposalDecided, p.Status)
+}
+
+// retry takes over a claim left APPLYING long enough ago, when nothing of its
+// change reached the promotion.
+func (h approver) retry(ctx context.Context, p store.Proposal, who store.Actor) (store.Proposal, error) {
+	by, at := p.DecidedBy, p.DecidedAt
+	if by == nil || at == nil || h.now.now().Sub(*at) < h.retryAfter {
+		return store.Proposal{}, fmt.Errorf("%w (claimed by %q)", ErrProposalApplying, nameOf(by))
+	}
+	untouched, err := h.untouched(ctx, p)
+	if err != nil {
+		return store.Proposal{}, err
+	}
+	if !untouched {
+		return store.Proposal{}, fmt.Errorf("%w: claimed by %q at %s and not finished, and the promotion has changed since; "+
+			"its history says whether this change landed", ErrProposalApplying, by.Name, at.Format(time.RFC3339Nano))
+	}
+	c, err := h.queue.Reclaim(ctx, p.ID, *at, who, h.now.now())
+	if errors.Is(err, store.ErrProposalDecided) {
+		return store.Proposal{}, fmt.Errorf("%w (another approval took it over first)", ErrProposalApplying)
+	}
+	if err != nil {
+		return store.Proposal{}, queueError(err)
+	}
+	h.log.WarnContext(ctx, "proposal left applying retried", "proposal", p.ID, "claimedBy", by.Name)
+	return c, nil
+}
+
+func nameOf(a *store.Actor) string {
+	if a == nil {
+		return ""
+	}
+	return a.Name
+}
+
+// untouched tells whether the promotion shows nothing of p's change: a PATCH's
+// promotion still at baseVersion with nothing pending, a CREATE's key with no row.
+func (h approver) untouched(ctx context.Context, p store.Proposal) (bool, error) {
+	row, err := h.rows.Row(ctx, store.ID{PromoID: p.PromoID, Type: p.Type})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return p.Kind == store.ProposeCreate, nil
+	case err != nil:
+		return false, mysqlDown(err)
+	}
+	return p.Kind == store.ProposePatch && row.Version == p.BaseVersion && row.Pending == nil, nil
+}
+
+// apply carries p's change through the journal. recorded says whether the
+// journal recorded it as pending (after which only the journal undoes it).
+func (h approver) apply(ctx context.Context, p store.Proposal) (pr promo.Promotion, recorded bool, err error) {
+	id := store.ID{PromoID: p.PromoID, Type: p.Type}
+	switch p.Kind {
+	case store.ProposeCreate:
+		var s promo.Spec
+		if err := json.Unmarshal([]byte(p.Body), &s); err != nil {
+			return pr, false, fmt.Errorf("the recorded create does not read back: %v", err)
+		}
+		return h.applyCreate(ctx, id, s)
+	case store.ProposePatch:
+		var c patchChange
+		if err := json.Unmarshal([]byte(p.Body), &c); err != nil {
+			return pr, false, fmt.Errorf("the recorded patch does not read back: %v", err)
+		}
+		return h.applyPatch(ctx, id, c.patch(), p.BaseVersion)
+	}
+	return pr, false, fmt.Errorf("unknown kind %q", p.Kind)
+}
+
+func (h approver) applyCreate(ctx context.Context, id store.ID, s promo.Spec) (promo.Promotion, bool, error) {
+	if err := validateSpec(s, h.now.now()); err != nil {
+		return promo.Promotion{}, false, err
+	}
+	row, err := h.create.insert(ctx, id, s)
+	if err != nil {
+		return promo.Promotion{}, false, err
+	}
+	p, err := h.create.journal.settle(ctx, id, *row.Pending)
+	if err != nil {
+		return promo.Promotion{}, true, err
+	}
+	return h.create.view.answer(ctx, p), true, nil
+}
+
+// applyPatch proposes the patch only on the row at base: a promotion that moved
+// on since the proposal refuses it (ErrProposalStale).
+func (h approver) applyPatch(ctx context.Context, id store.ID, patch Patch, base int64) (promo.Promotion, bool, error) {
+	ch, err := h.patch.journal.propose(ctx, id, func(p *store.Promotion) (*store.Change, error) {
+		if p.Version != base {
+			return nil, fmt.Errorf("%w: the promotion is at version %d, the proposal was made at version %d", ErrProposalStale, p.Version, base)
+		}
+		return h.patch.plan(id, p, patch)
+	})
+	if err != nil {
+		return promo.Promotion{}, false, err
+	}
+	p, err := h.patch.journal.settle(ctx, id, ch)
+	if err != nil {
+		return promo.Promotion{}, true, err
+	}
+	return h.patch.view.answer(ctx, p), true, nil
+}
+
+// finish records what became of the claimed proposal p and answers the approval.
+func (h approver) finish(ctx context.Context, p store.Proposal, pr promo.Promotion, recorded bool, err error) (Approved, error) {
+	claimedAt := *p.DecidedAt
+	unsure := errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	switch {
+	case err == nil:
+		done, ferr := h.queue.Finish(ctx, p.ID, claimedAt, store.ProposalApproved, "", h.now.now())
+		if ferr != nil {
+			h.log.ErrorContext(ctx, "proposal applied, not marked APPROVED", "proposal", p.ID, "err", ferr)
+			return Approved{}, &UnavailableError{Dependency: "mysql", Msg: "the change is applied, but the proposal could not be marked APPROVED and shows APPLYING", Err: ferr}
+		}
+		return Approved{Proposal: proposalView(done), Promotion: pr}, nil
+	case !recorded && (unsure || errors.Is(err, ErrBusy)):
+		if rerr := h.queue.Release(ctx, p.ID, claimedAt); rerr != nil {
+			h.log.WarnContext(ctx, "proposal claim not released", "proposal", p.ID, "err", rerr)
+		}
+		return Approved{}, err // nothing recorded: PENDING again, to approve later
+	case unsure:
+		h.log.WarnContext(ctx, "proposal left applying", "proposal", p.ID, "err", err)
+		return Approved{}, &UnavailableError{Dependency: "redis", Msg: fmt.Sprintf("proposal %d stays APPLYING: its change is pending "+
+			"and will be completed or undone by the journal; the promotion's history says which", p.ID), Err: err}
+	}
+	stale := errors.Is(err, ErrProposalStale) || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound)
+	if _, ferr := h.queue.Finish(ctx, p.ID, claimedAt, store.ProposalFailed, err.Error(), h.now.now()); ferr != nil {
+		return Approved{}, mysqlDown(ferr)
+	}
+	if stale {
+		return Approved{}, fmt.Errorf("%w; proposal %d is FAILED: %v", ErrProposalStale, p.ID, err)
+	}
+	return Approved{}, fmt.Errorf("%w; proposal %d is FAILED: %v", ErrProposalFailed, p.ID, err)
+}
