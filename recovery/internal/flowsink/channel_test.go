@@ -16,8 +16,9 @@ import (
 )
 
 // The sink stores a GRAB's channel in grab_flow.channel (NULL for a grab that
-// named none and for the CANCEL), so finance counts sales by channel; an event
-// whose channel is no channel of the contract is dead-lettered, not stored.
+// named none and for the CANCEL, even one that carries a channel: a CANCEL's is
+// its GRAB's), so finance counts sales by channel; an event whose channel is no
+// channel of the contract is dead-lettered, not stored.
 func TestSinkStoresTheChannel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -34,7 +35,7 @@ func TestSinkStoresTheChannel(t *testing.T) {
 		}
 		return kafka.Message{Key: []byte(e.RequestID), Value: e.AppendJSON(nil)}
 	}
-	if err := rt.FlowWriter(t, brokers).WriteMessages(ctx, event(flow.Grab, "app", "APP"), event(flow.Grab, "qq", "QQ"), event(flow.Cancel, "qq", ""),
+	if err := rt.FlowWriter(t, brokers).WriteMessages(ctx, event(flow.Grab, "app", "APP"), event(flow.Grab, "qq", "QQ"), event(flow.Cancel, "qq", "QQ"),
 		event(flow.Grab, "none", ""), event(flow.Grab, "bad", "SMS")); err != nil {
 		t.Fatal(err)
 	}
