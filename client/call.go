@@ -100,6 +100,7 @@ type wireBody struct {
 	Items      []AnswerItem `json:"items"`
 	FailedItem *int         `json:"failedItem"`
 	Message    string       `json:"message"`
+	Decision   Decision     `json:"decision"`
 	Code       Code         `json:"code"`
 	Field      string       `json:"field"`
 }
@@ -169,7 +170,7 @@ func lastWord(ctx context.Context, a, answered *answer) *answer {
 }
 
 func (e *endpoint) errorOf(ctx context.Context, r request, a *answer, n int, unknown bool) *Error {
-	err := &Error{Op: r.op, StatusCode: a.status, Result: a.body.Result, Code: a.body.Code, Message: a.body.Message,
+	err := &Error{Op: r.op, StatusCode: a.status, Result: a.body.Result, Code: a.body.Code, Decision: a.body.Decision, Message: a.body.Message,
 		Field: a.body.Field, FailedItem: -1, RetryAfter: retryAfter(a.header), Attempts: n, Unknown: unknown, Err: a.err}
 	if a.body.FailedItem != nil {
 		err.FailedItem = *a.body.FailedItem

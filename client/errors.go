@@ -16,8 +16,11 @@ type Error struct {
 	StatusCode int    // the last answer's HTTP status; 0 when no answer came
 	Result     Result // the last answer's result, when its body was a GrabResult
 	Code       Code   // the last answer's code, when its body was an Error
-	Message    string
-	Field      string // of INVALID_REQUEST: the offending field, parameter or header
+	// Decision tells a grab's UNAVAILABLE apart: ROLLED_BACK means the requestId
+	// holds nothing and a new grab needs a new requestId.
+	Decision Decision
+	Message  string
+	Field    string // of INVALID_REQUEST: the offending field, parameter or header
 	// FailedItem is the index into the grab's items of the first item that
 	// failed, or -1 when the answer names none.
 	FailedItem int

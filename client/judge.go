@@ -2,7 +2,6 @@ package client
 
 import (
 	"net/http"
-	"strings"
 )
 
 // verdict is what a call does after an answer.
@@ -69,35 +68,26 @@ func judgeGrab(a *answer, _ int, replay bool) (verdict, knowledge) {
 	case a.status == http.StatusServiceUnavailable && a.body.Result == ResultDegraded:
 		return refuse, unchanged
 	case a.status == http.StatusServiceUnavailable && a.body.Result == ResultUnavailable:
-		switch {
-		case rolledBack(a.body.Message):
-			return refuse, settled
-		case undecided(a.body.Message):
-			return retry, uncertain
-		case !replay:
-			return retry, settled
-		}
-		return retry, unchanged
+		return judgeUnavailable(a.body.Decision, replay)
 	case a.status >= 500:
 		return retry, uncertain
 	}
 	return refuse, unchanged
 }
 
-// rolledBack and undecided read grab-service's messages, which the contract does
-// not fix: they only save retries (a requestId rolled back answers 503 to every
-// replay, so retrying it until the deadline learns nothing) and keep a grant
-// that may stand from being taken for nothing taken. If the wording changes, a
-// rolled-back requestId is retried until the deadline, as any 503.
-func rolledBack(msg string) bool { return strings.Contains(msg, "was rolled back") }
-
-func undecided(msg string) bool {
-	for _, s := range []string{"for the outcome", "in flight;", "still being committed", "has not finished"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
+// judgeUnavailable reads a grab's UNAVAILABLE by its decision. One without a
+// decision (an older service) is read as UNDECIDED: retried for its outcome,
+// never taken for nothing taken.
+func judgeUnavailable(d Decision, replay bool) (verdict, knowledge) {
+	switch {
+	case d == DecisionRolledBack: // every replay answers the same: retrying learns nothing
+		return refuse, settled
+	case d != DecisionNothingTaken:
+		return retry, uncertain
+	case !replay:
+		return retry, settled
 	}
-	return false
+	return retry, unchanged
 }
 
 // judgeReturn follows the cancel (and, with its 409, the confirm): 200 is the

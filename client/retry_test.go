@@ -309,32 +309,42 @@ func TestGrabToNoServiceIsKnownToHaveTakenNothing(t *testing.T) {
 	}
 }
 
-// A 503 to a replay while the first send is undecided leaves the outcome open;
-// a requestId rolled back is final at once (every replay would answer 503).
+// A 503 UNDECIDED leaves the outcome open until the end; ROLLED_BACK is final at
+// once (every replay would answer it); NOTHING_TAKEN to a first send says nothing
+// stands; a 503 without a decision is read as UNDECIDED.
 func TestGrabUnavailableKinds(t *testing.T) {
 	t.Parallel()
-	inFlight := `{"requestId":"order-1","result":"UNAVAILABLE","message":"another send of this requestId is in flight; retry with the same requestId for its outcome"}`
-	_, srv := serve(t, reply{status: 503, body: inFlight})
-	_, err := newClient(t, srv, RetryPolicy{MaxAttempts: 3, MinBackoff: time.Millisecond}, nil).Grab(context.Background(), buyer)
-	if !OutcomeUnknown(err) {
-		t.Fatalf("in flight until the end: %+v, want the outcome unknown", err)
+	for _, body := range []string{
+		`{"requestId":"order-1","result":"UNAVAILABLE","message":"another send of this requestId is in flight","decision":"UNDECIDED"}`,
+		`{"requestId":"order-1","result":"UNAVAILABLE","message":"shard 3 is being rebuilt; nothing was taken"}`,
+	} {
+		_, srv := serve(t, reply{status: 503, body: body})
+		_, err := newClient(t, srv, RetryPolicy{MaxAttempts: 3, MinBackoff: time.Millisecond}, nil).Grab(context.Background(), buyer)
+		if !OutcomeUnknown(err) {
+			t.Fatalf("%s until the end: %+v, want the outcome unknown", body, err)
+		}
 	}
 
 	s, srv := serve(t,
-		reply{status: 503, body: `{"requestId":"order-1","result":"UNAVAILABLE","message":"the grab could not be committed; nothing was taken"}`},
-		reply{status: 503, body: `{"requestId":"order-1","result":"UNAVAILABLE","message":"this requestId was rolled back; retry with a new requestId"}`})
-	_, err = newClient(t, srv, RetryPolicy{MaxAttempts: 10, MinBackoff: time.Millisecond}, nil).Grab(context.Background(), buyer)
+		reply{status: 503, body: `{"requestId":"order-1","result":"UNAVAILABLE","message":"the grab could not be committed","decision":"ROLLED_BACK"}`},
+		reply{status: 200, body: granted})
+	_, err := newClient(t, srv, RetryPolicy{MaxAttempts: 10, MinBackoff: time.Millisecond}, nil).Grab(context.Background(), buyer)
 	var e *Error
-	if !errors.As(err, &e) || e.Unknown || e.Result != ResultUnavailable || e.Attempts != 2 || len(s.requests()) != 2 {
+	if !errors.As(err, &e) || e.Unknown || e.Result != ResultUnavailable || e.Decision != DecisionRolledBack || e.Attempts != 1 || len(s.requests()) != 1 {
 		t.Fatalf("rolled back: %+v", err)
 	}
 
-	// A first send's 503 took nothing (api/openapi.yaml): spent on it, the call
-	// knows nothing stands.
-	_, srv = serve(t, reply{status: 503, body: `{"requestId":"order-1","result":"UNAVAILABLE","message":"shard 3 is being rebuilt"}`})
+	// A first send's NOTHING_TAKEN: spent on it, the call knows nothing stands;
+	// after a send that may have taken, it does not.
+	_, srv = serve(t, reply{status: 503, body: `{"requestId":"order-1","result":"UNAVAILABLE","message":"shard 3 is being rebuilt","decision":"NOTHING_TAKEN"}`})
 	_, err = newClient(t, srv, RetryPolicy{MaxAttempts: 1}, nil).Grab(context.Background(), buyer)
 	if !errors.As(err, &e) || e.Unknown {
 		t.Fatalf("a first send's 503: %+v", err)
+	}
+	_, srv = serve(t, reply{lose: true}, reply{status: 503, body: `{"requestId":"order-1","result":"UNAVAILABLE","decision":"NOTHING_TAKEN"}`})
+	_, err = newClient(t, srv, RetryPolicy{MaxAttempts: 2, MinBackoff: time.Millisecond}, nil).Grab(context.Background(), buyer)
+	if !OutcomeUnknown(err) {
+		t.Fatalf("NOTHING_TAKEN after a lost answer: %+v, want the outcome unknown", err)
 	}
 }
 

@@ -32,6 +32,16 @@ const (
 // Channel is a sales channel (api/openapi.yaml, Channel).
 type Channel string
 
+// Decision is a grab's UNAVAILABLE told apart (api/openapi.yaml,
+// GrabResult.decision): what a retry with the same requestId can learn.
+type Decision string
+
+const (
+	DecisionNothingTaken Decision = "NOTHING_TAKEN" // this send took nothing; the same requestId may be retried
+	DecisionUndecided    Decision = "UNDECIDED"     // the outcome is not known yet; a grant may stand
+	DecisionRolledBack   Decision = "ROLLED_BACK"   // the requestId holds nothing; a new grab needs a new requestId
+)
+
 // The channels of api/openapi.yaml's Channel.
 const (
 	ChannelApp    Channel = "APP" // the mobile app

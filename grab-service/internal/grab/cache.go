@@ -86,7 +86,7 @@ func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) 
 		switch resend, err := s.Resend(ctx, req); {
 		case err != nil:
 			s.logErr("refusal cache: resend unknown", err, "requestId", req.RequestID)
-			return indexSilent(req.RequestID), true
+			return IndexSilent(req.RequestID), true
 		case resend:
 			return Result{}, false
 		}

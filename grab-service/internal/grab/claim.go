@@ -125,8 +125,11 @@ func (s *requestIndex) inFlight(req Request, c claim, res Result, now time.Time)
 	case Granted, Unavailable, RequestIDReused, AlreadyReturned:
 		return res
 	}
-	return Result{RequestID: req.RequestID, Result: Unavailable,
-		Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}
+	return inFlightAnswer(req.RequestID)
+}
+
+func inFlightAnswer(rid string) Result {
+	return unavailable(rid, Undecided, nil, "another send of this requestId is in flight; retry with the same requestId for its outcome")
 }
 
 // checkClaim answers when the claim failed: REQUEST_ID_REUSED, or UNAVAILABLE when
@@ -137,7 +140,7 @@ func (s *requestIndex) checkClaim(req Request, c claim) (Result, bool) {
 		return Result{RequestID: req.RequestID, Result: RequestIDReused, Message: "requestId already used with another body"}, true
 	case c.err != nil:
 		s.logErr("request index unavailable", c.err, "requestId", req.RequestID)
-		return Result{RequestID: req.RequestID, Result: Unavailable, Message: "the request index shard is unavailable; nothing was taken"}, true
+		return unavailable(req.RequestID, NothingTaken, nil, "the request index shard is unavailable; nothing was taken"), true
 	}
 	return Result{}, false
 }
@@ -151,12 +154,6 @@ func (s *requestIndex) claimed(ctx context.Context, requestID string) (bool, err
 		return false, fmt.Errorf("whether %s holds a claim: %w", requestID, err)
 	}
 	return n > 0, nil
-}
-
-// indexSilent answers a request whose resend the request index could not tell.
-func indexSilent(rid string) Result {
-	return Result{RequestID: rid, Result: Unavailable,
-		Message: "the request index did not answer whether this requestId holds a grant; nothing was taken; retry with the same requestId"}
 }
 
 // releaseClaim removes the index entry this grab created when it ends refused, so a
@@ -218,8 +215,7 @@ func (s *requestIndex) followClaim(req Request, c claim, now time.Time) (Result,
 		bucketed = bucketed || it.buckets > 1
 	}
 	if bucketed && !c.claimedAt.IsZero() && now.Sub(c.claimedAt) <= s.cfg.AnswerTimeout+time.Second {
-		return Result{RequestID: req.RequestID, Result: Unavailable,
-			Message: "another send of this requestId is in flight; retry with the same requestId for its outcome"}, true
+		return inFlightAnswer(req.RequestID), true
 	}
 	return Result{}, false
 }

@@ -102,7 +102,7 @@ func (r *grabRun) place(ctx context.Context, snap *configcenter.Snapshot) (Resul
 			switch resend, err := s.Resend(ctx, *req); {
 			case err != nil:
 				s.logErr("degrade cap: resend unknown", err, "requestId", req.RequestID)
-				return indexSilent(req.RequestID), true
+				return IndexSilent(req.RequestID), true
 			case !resend:
 				s.Metrics.shortCircuit.WithLabelValues("DEGRADE_CAP").Inc()
 				return degradeCapped(req.RequestID, snap.DegradeMaxPerSecond, wait), true
@@ -258,7 +258,7 @@ func (r *grabRun) reclaim(ctx context.Context) (Result, bool) {
 	if r.c.created && err != nil {
 		s.index.releaseClaim(r.req) // this send's claim, and nothing taken: nothing to keep
 	}
-	return refusal(rid, Unavailable, 0, "another send of this requestId is moving its takes, or its index shard did not answer; nothing was taken by this one; retry with the same requestId"), false
+	return notTaken(rid, 0, "another send of this requestId is moving its takes, or its index shard did not answer; nothing was taken by this one; retry with the same requestId"), false
 }
 
 // movedStep undoes the takes when a shard's client moved to another server (a
@@ -269,12 +269,12 @@ func (r *grabRun) movedStep(context.Context) (Result, bool, error) {
 		return Result{}, false, nil
 	}
 	if !s.settle.undo(r.req, took(r.gs, r.replies)) { // left for the reconciler, under the claim
-		return refusal(rid, Unavailable, 0, "a shard moved to another server during the grab and its takes are being undone; retry with the same requestId"), true, nil
+		return unavailable(rid, Undecided, nil, "a shard moved to another server during the grab and its takes are being undone; retry with the same requestId"), true, nil
 	}
 	if r.c.created {
 		s.index.releaseClaim(r.req)
 	}
-	return refusal(rid, Unavailable, 0, "a shard moved to another server during the grab; nothing was taken; retry"), true, nil
+	return notTaken(rid, 0, "a shard moved to another server during the grab; nothing was taken; retry"), true, nil
 }
 
 // settleStep answers a grab not every shard took: a refusal, a replay or a failure.

@@ -46,7 +46,7 @@ func (s *shardGuard) fenceRefusal(rid string, gs []group) (Result, bool) {
 	for _, g := range gs { // groups come in order of their first item
 		if s.Fence.Fenced(g.shard) {
 			s.Fence.refused.WithLabelValues(strconv.Itoa(g.shard), "grab").Inc()
-			return refusal(rid, Unavailable, g.idx[0], fmt.Sprintf("shard %d is being rebuilt; retry shortly", g.shard)), true
+			return notTaken(rid, g.idx[0], fmt.Sprintf("shard %d is being rebuilt; retry shortly", g.shard)), true
 		}
 	}
 	return Result{}, false

@@ -93,6 +93,23 @@ const (
 	invalidNumOutcome Outcome = "INVALID_NUM" // num above maxPerGrab: a 400, never sent as a result
 )
 
+// Decision tells a grab's UNAVAILABLE apart (the contract's GrabResult.decision):
+// what a retry with the same requestId can learn, which the message's words
+// must not be made to carry.
+type Decision string
+
+const (
+	// NothingTaken: this send took nothing; a retry with the same requestId may
+	// be granted.
+	NothingTaken Decision = "NOTHING_TAKEN"
+	// Undecided: the requestId's outcome is not known yet (a send still being
+	// committed or rolled back); a grant may stand: retry with the same requestId.
+	Undecided Decision = "UNDECIDED"
+	// RolledBack: the requestId was rolled back and holds nothing; every replay
+	// answers the same, so another grab needs a new requestId.
+	RolledBack Decision = "ROLLED_BACK"
+)
+
 // ItemResult is one item of an answer.
 type ItemResult struct {
 	PromoID   string `json:"promoId"`
@@ -112,6 +129,7 @@ type Result struct {
 	Items      []ItemResult  `json:"items,omitempty"`
 	FailedItem *int          `json:"failedItem,omitempty"`
 	Message    string        `json:"message,omitempty"`
+	Decision   Decision      `json:"decision,omitempty"` // with Unavailable only
 	RetryAfter time.Duration `json:"-"`
 }
 
@@ -150,9 +168,31 @@ func (r Result) AppendJSON(b []byte) []byte {
 		b = append(b, `,"message":`...)
 		b = jsonx.AppendString(b, r.Message)
 	}
+	if r.Decision != "" {
+		b = append(b, `,"decision":`...)
+		b = jsonx.AppendString(b, string(r.Decision))
+	}
 	return append(b, '}')
 }
 
 func refusal(rid string, o Outcome, failed int, msg string) Result {
 	return Result{RequestID: rid, Result: o, FailedItem: &failed, Message: msg}
+}
+
+// unavailable answers UNAVAILABLE with its decision; failed names the item when
+// one did (nil otherwise).
+func unavailable(rid string, d Decision, failed *int, msg string) Result {
+	return Result{RequestID: rid, Result: Unavailable, FailedItem: failed, Message: msg, Decision: d}
+}
+
+// notTaken answers UNAVAILABLE for a send that took nothing, naming item failed.
+func notTaken(rid string, failed int, msg string) Result {
+	return unavailable(rid, NothingTaken, &failed, msg)
+}
+
+// IndexSilent answers a request whose resend the request index could not tell
+// (fail closed: nothing passes a limit on a guess).
+func IndexSilent(rid string) Result {
+	return unavailable(rid, NothingTaken, nil,
+		"the request index did not answer whether this requestId holds a grant; nothing was taken; retry with the same requestId")
 }

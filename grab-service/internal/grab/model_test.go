@@ -10,7 +10,7 @@ import (
 // escaping off), with and without each optional field, whatever the strings hold.
 func FuzzResultJSON(f *testing.F) {
 	for _, s := range []string{"", "r-1", `q"uote\back`, "ctl\x00\x1f", "<&>", "héllo 世界", "bad\xff\xfe", "ls\u2028"} {
-		for _, present := range []uint8{0x00, 0x07, 0x37, 0x0f, 0x43, 0xf7, 0xff} { // none; 3 items with remaining; those, failedItem and message; empty items; 3 with amount; all but empty; all
+		for _, present := range []uint8{0x00, 0x07, 0x37, 0x0f, 0x43, 0xf7, 0xff} { // none; 3 items with remaining; those, failedItem and message; empty items; 3 with amount; all but empty (decision too); all
 			f.Add(s, s, s, -3, int64(7), present)
 		}
 	}
@@ -35,6 +35,9 @@ func FuzzResultJSON(f *testing.F) {
 		}
 		if present&32 != 0 {
 			r.Message = msg
+		}
+		if present&128 != 0 {
+			r.Decision = Decision(promoID)
 		}
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)

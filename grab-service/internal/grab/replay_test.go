@@ -21,18 +21,19 @@ func TestReplayStatesDecideByPrecedence(t *testing.T) {
 		states []string
 		want   Outcome
 		says   string
+		d      Decision
 	}{
-		{[]string{G, G}, Granted, "replay"},
-		{[]string{R, X}, Unavailable, "rolled back"},
-		{[]string{X, R}, Unavailable, "rolled back"},
-		{[]string{C, A}, Unavailable, "rolled back"},
-		{[]string{R, R}, AlreadyReturned, "since been returned"},
-		{[]string{G, C}, AlreadyReturned, "since been returned"},
-		{[]string{X, P}, Unavailable, "still being committed"},
+		{[]string{G, G}, Granted, "replay", ""},
+		{[]string{R, X}, Unavailable, "rolled back", RolledBack},
+		{[]string{X, R}, Unavailable, "rolled back", RolledBack},
+		{[]string{C, A}, Unavailable, "rolled back", RolledBack},
+		{[]string{R, R}, AlreadyReturned, "since been returned", ""},
+		{[]string{G, C}, AlreadyReturned, "since been returned", ""},
+		{[]string{X, P}, Unavailable, "still being committed", Undecided},
 	} {
 		got := s.replay(req, c.states, nil)
-		if got.Result != c.want || !strings.Contains(got.Message, c.says) {
-			t.Errorf("states %v: %s %q, want %s saying %q", c.states, got.Result, got.Message, c.want, c.says)
+		if got.Result != c.want || !strings.Contains(got.Message, c.says) || got.Decision != c.d {
+			t.Errorf("states %v: %s %q %q, want %s saying %q, decision %q", c.states, got.Result, got.Message, got.Decision, c.want, c.says, c.d)
 		}
 	}
 }

@@ -38,11 +38,10 @@ func (s *settler) undo(req Request, gs []group) bool {
 // by the record, which may hold the GRAB: then the grant stands, so the buyer is
 // told to ask again with the same requestId rather than that nothing was taken.
 func rolledBack(rid string, settled bool) Result {
-	msg := "the grab could not be committed; nothing was taken"
 	if !settled {
-		msg = "the grab could not be committed and its rollback has not finished; retry with the same requestId for the outcome"
+		return unavailable(rid, Undecided, nil, "the grab could not be committed and its rollback has not finished; retry with the same requestId for the outcome")
 	}
-	return Result{RequestID: rid, Result: Unavailable, Message: msg}
+	return unavailable(rid, RolledBack, nil, "the grab could not be committed; nothing was taken")
 }
 
 // abort gives back takes whose GRAB may have been published: stock returns at once

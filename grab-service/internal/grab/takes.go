@@ -58,7 +58,7 @@ func (s *Grabber) settleTakes(req Request, gs []group, replies []lua.GrabReply, 
 	case len(t.dup) > 0:
 		return s.replay(req, t.dup, t.dupEnvs), true, nil
 	case errs[t.failed] != nil:
-		return refusal(rid, Unavailable, t.failedAt, "shard unavailable; nothing was taken"), true, nil
+		return notTaken(rid, t.failedAt, "shard unavailable; nothing was taken"), true, nil
 	}
 	return s.refuse(req, gs[t.failed], replies[t.failed], t.failedAt, now)
 }
@@ -118,10 +118,10 @@ func (s *Grabber) refuse(req Request, g group, r lua.GrabReply, failedAt int, no
 	switch r.Code {
 	case lua.CodeBucketed: // learned for the next send, which may follow it (buckets.go)
 		s.route.learn(base, r.Buckets, r.IPLimit, now)
-		return refusal(rid, Unavailable, failedAt, "the promotion is in buckets this send may not move to (another send of the requestId may be at work); nothing was taken by this one; retry with the same requestId"), true, nil
+		return notTaken(rid, failedAt, "the promotion is in buckets this send may not move to (another send of the requestId may be at work); nothing was taken by this one; retry with the same requestId"), true, nil
 	case lua.CodeIPPartNeeded: // an ip limit set since it was learned: the next send counts the ip
 		s.route.learn(base, req.Items[failedAt].buckets, true, now)
-		return refusal(rid, Unavailable, failedAt, "the promotion's ip limit changed while this send was at work; nothing was taken by this one; retry with the same requestId"), true, nil
+		return notTaken(rid, failedAt, "the promotion's ip limit changed while this send was at work; nothing was taken by this one; retry with the same requestId"), true, nil
 	case lua.CodeTooMany:
 		return Result{}, true, &httpx.FieldError{Field: fmt.Sprintf("items[%d].num", failedAt), Msg: "above the promotion's maxPerGrab"}
 	case lua.CodeRateLimited:
@@ -131,7 +131,7 @@ func (s *Grabber) refuse(req Request, g group, r lua.GrabReply, failedAt int, no
 	}
 	o := outcomeOf(r.Code)
 	if o == NotFound && s.guard.shardLost(g.shard) { // lostshard.go
-		return refusal(rid, Unavailable, failedAt, lostMessage(g.shard)), true, nil
+		return notTaken(rid, failedAt, lostMessage(g.shard)), true, nil
 	}
 	inBuckets := req.Items[failedAt].buckets > 1
 	if cacheable(o) && !(o == NotFound && inBuckets) && (o != SoldOut || s.route.allSoldOut(req.Items[failedAt], key, r.Left, now)) {
@@ -155,9 +155,9 @@ func (s *Grabber) replay(req Request, states []string, envs []lua.Envelope) Resu
 	rid := req.RequestID
 	switch {
 	case slices.Contains(states, lua.LedgerPending):
-		return Result{RequestID: rid, Result: Unavailable, Message: "a grab with this requestId is still being committed; retry"}
+		return unavailable(rid, Undecided, nil, "a grab with this requestId is still being committed; retry")
 	case slices.Contains(states, lua.LedgerAborted) || slices.Contains(states, lua.LedgerAbortRecorded):
-		return Result{RequestID: rid, Result: Unavailable, Message: "this requestId was rolled back; retry with a new requestId"}
+		return unavailable(rid, RolledBack, nil, "this requestId was rolled back; retry with a new requestId")
 	case slices.Contains(states, lua.LedgerCancelled) || slices.Contains(states, lua.LedgerReturned):
 		return Result{RequestID: rid, Result: AlreadyReturned, Message: "this grab was granted and has since been returned"}
 	}

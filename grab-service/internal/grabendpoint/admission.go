@@ -48,7 +48,7 @@ func (a *Admission) middleware(method string, requestID func(any) string) endpoi
 		return func(ctx context.Context, req any) (any, error) {
 			if !a.acquire(ctx) {
 				a.shed.WithLabelValues(method).Inc()
-				return grab.Result{RequestID: requestID(req), Result: grab.Unavailable,
+				return grab.Result{RequestID: requestID(req), Result: grab.Unavailable, Decision: grab.NothingTaken,
 					Message: "this instance is at its bound of requests in flight; nothing was taken, retry", RetryAfter: time.Second}, nil
 			}
 			a.inFlight.Inc()

@@ -108,8 +108,7 @@ func (m *methodLimiter) overLimit(ctx context.Context, req any, rid string, next
 	if m.spare != nil {
 		switch resend, err := m.spare(ctx, req); {
 		case err != nil:
-			return grab.Result{RequestID: rid, Result: grab.Unavailable,
-				Message: "the request index did not answer whether this requestId holds a grant; nothing was taken; retry with the same requestId"}, nil
+			return grab.IndexSilent(rid), nil
 		case resend:
 			return next(ctx, req)
 		}

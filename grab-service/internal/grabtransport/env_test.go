@@ -296,7 +296,21 @@ func (e *env) grabAttempt(body map[string]any, attempt string) answer {
 	if attempt != "" {
 		h = http.Header{grabtransport.AttemptHeader: {attempt}}
 	}
-	return e.send("POST", "/v1/grab", checkoutToken, h, body)
+	a := e.send("POST", "/v1/grab", checkoutToken, h, body)
+	if a.status == http.StatusServiceUnavailable && a.res.Result == grab.Unavailable && !knownDecision(a.res.Decision) {
+		e.t.Errorf("grab %v answered 503 UNAVAILABLE without a decision: %s", body["requestId"], a.raw)
+	}
+	return a
+}
+
+// knownDecision holds every grab's 503 UNAVAILABLE, in every test that grabs
+// through env, to the contract's GrabDecision.
+func knownDecision(d grab.Decision) bool {
+	switch d {
+	case grab.NothingTaken, grab.Undecided, grab.RolledBack:
+		return true
+	}
+	return false
 }
 
 func (e *env) cancel(rid, pin string) answer {

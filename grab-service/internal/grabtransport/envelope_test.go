@@ -329,7 +329,7 @@ func TestPoolRollbackGivesTheEnvelopesBack(t *testing.T) {
 	}
 
 	f.failPublish.Store(true)
-	if a := e.grab(grabBody("rb-1", "dave", "10.43.0.1", id, 2)); a.status != http.StatusServiceUnavailable || a.res.Result != grab.Unavailable {
+	if a := e.grab(grabBody("rb-1", "dave", "10.43.0.1", id, 2)); a.status != http.StatusServiceUnavailable || a.res.Result != grab.Unavailable || a.res.Decision != grab.RolledBack {
 		t.Fatalf("grab with Kafka refusing: %d %s", a.status, a.raw)
 	}
 	whole("after the refused publish")
@@ -408,7 +408,7 @@ func TestPoolRollbackOfAGoneEntryNamesItsEnvelopes(t *testing.T) {
 		d.Publisher = &grabtest.Publisher{Next: d.Publisher, After: forget}
 	})
 	id, parts := e.pool("pool-gone", 4, 400, 5, spec{})
-	if a := e.grab(grabBody("gone-1", "hank", "10.44.0.1", id, 2)); a.status != http.StatusServiceUnavailable || !strings.Contains(a.res.Message, "nothing was taken") {
+	if a := e.grab(grabBody("gone-1", "hank", "10.44.0.1", id, 2)); a.status != http.StatusServiceUnavailable || a.res.Decision != grab.RolledBack {
 		t.Fatalf("grab whose entry went before its commit: %d %s", a.status, a.raw)
 	}
 	cancel := e.eventOf(flow.Cancel, "gone-1")
