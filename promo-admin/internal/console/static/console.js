@@ -8,6 +8,7 @@ const POLL_MS = 1000;          // live counters of each visible promotion
 const SWITCHES_MS = 2000;      // the switches view
 const LIST_MS = 15000;         // the list itself (new promotions, states)
 const TIMELINE_MS = 5000;      // the selected promotion's sale from the record
+const QUEUE_MS = 5000;         // the approval queue
 const WINDOW_MS = 60000;       // the grab-rate chart's span
 const PAGE_SIZE = 20;
 
@@ -22,7 +23,12 @@ const state = {
   selected: '',
   timers: [],
   generation: 0,      // bumped on sign-out so late answers are dropped
+  queue: newQueue(),  // the approval queue's view (see loadProposals)
 };
+
+function newQueue() {
+  return { cursor: '', nextCursor: '', decides: false, errors: new Map() };
+}
 
 // ---------------------------------------------------------------- API
 
@@ -36,6 +42,12 @@ class APIError extends Error {
 }
 
 async function api(method, path, body) {
+  return (await send(method, path, body)).data;
+}
+
+// send is api with the answer's status: a create or a change answered 202 is a
+// proposal waiting for an approver, not applied.
+async function send(method, path, body) {
   const gen = state.generation;
   const init = { method, headers: { Authorization: `Bearer ${state.token}` } };
   if (body !== undefined) {
@@ -58,7 +70,7 @@ async function api(method, path, body) {
     throw new APIError(401, { code: 'SIGNED_OUT', message: 'signed out' });
   }
   if (!res.ok) throw new APIError(res.status, data);
-  return data;
+  return { status: res.status, data };
 }
 
 const promoPath = (p) => `/v1/promotions/${encodeURIComponent(p.promoId)}/${encodeURIComponent(p.type)}`;
@@ -340,9 +352,13 @@ async function loadList(cursor = state.cursor) {
   try {
     page = await api('GET', `/v1/promotions?${q}`);
   } catch (e) {
-    if (e.code !== 'SIGNED_OUT') $('#list-error').textContent = `Could not list promotions: ${e.message}`;
+    if (e.code === 'SIGNED_OUT') return;
+    // A role that reads no promotion (an approver's) sees the queue only.
+    if (e.status === 403) { showPromotions(false); return; }
+    $('#list-error').textContent = `Could not list promotions: ${e.message}`;
     return;
   }
+  showPromotions(true);
   $('#list-error').textContent = '';
   state.cursor = cursor;
   state.nextCursor = page.nextCursor || '';
@@ -484,12 +500,21 @@ function showValue(field, v) {
 const historyFields = ['state', 'total', 'perPinLimit', 'perIpLimit', 'maxPerGrab', 'rateLimit', 'startAt', 'endAt', 'title', 'channels'];
 
 function historyLine(e) {
+  const who = e.actor.name ? `${e.actor.name} (${e.actor.role})` : 'unknown';
+  const head = `${fmtTime(e.at)} · ${e.action} by ${who}`;
+  // A step of an approval (PROPOSED, APPROVED, REJECTED, FAILED) changed no
+  // promotion; it names its proposal.
+  const step = e.proposal || (e.after && e.after.proposal !== undefined && e.after.kind ? e.after : null);
+  if (step) {
+    const what = e.action === 'PROPOSED' ? changeLines({ kind: step.kind, change: step.change }) : [];
+    return `${head}: proposal #${step.proposal} (${step.kind})${what.length ? ' ' + what.join(', ') : ''}${step.reason ? ` — ${step.reason}` : ''}`;
+  }
+  if (!e.after) return head;
   const changes = e.before
     ? historyFields.filter((f) => JSON.stringify(e.before[f]) !== JSON.stringify(e.after[f]))
       .map((f) => `${f} ${showValue(f, e.before[f])} → ${showValue(f, e.after[f])}`)
     : [`total ${e.after.total}`, ...(e.after.envelope ? [`pool budget ${e.after.envelope.amount}, least envelope ${e.after.envelope.minAmount}`] : [])];
-  const who = e.actor.name ? `${e.actor.name} (${e.actor.role})` : 'unknown';
-  return `${fmtTime(e.at)} · ${e.action} by ${who}${changes.length ? ': ' + changes.join(', ') : ''}`;
+  return `${head}${changes.length ? ': ' + changes.join(', ') : ''}`;
 }
 
 async function loadHistory(p) {
@@ -599,14 +624,22 @@ async function submitPatch(ev) {
   if (changed('rateLimit.limit') || changed('rateLimit.windowSeconds')) {
     body.rateLimit = { limit: number(v('rateLimit.limit')), windowSeconds: number(v('rateLimit.windowSeconds')) };
   }
-  if (changed('endAt')) body.endAt = fromLocalInput(v('endAt'));
+  // endAt as an instant: the input may write the same time otherwise (without :00).
+  if (fromLocalInput(v('endAt')) !== fromLocalInput(base.endAt)) body.endAt = fromLocalInput(v('endAt'));
   // Channels only when the ticks differ from the promotion's; [] is every channel again.
   const channels = tickedChannels(form);
   if (channels.join(',') !== base.channels) body.channels = channels;
   await submitting(form, async () => {
     try {
-      const p = await api('PATCH', promoPath(row.p), body);
+      const { status, data: p } = await send('PATCH', promoPath(row.p), body);
       clearErrors(form);
+      if (status === 202) {
+        // Nothing applied yet: the form shows the promotion as it still is.
+        fillPatchForm(row.p);
+        loadHistory(row.p);
+        proposed(p);
+        return;
+      }
       record(row, p, performance.now());
       fillPatchForm(p);
       paintRow(row);
@@ -708,8 +741,12 @@ async function submitCreate(ev) {
   if (channels.length) body.channels = channels;
   await submitting(form, async () => {
     try {
-      const p = await api('POST', '/v1/promotions', body);
+      const { status, data: p } = await send('POST', '/v1/promotions', body);
       resetCreateForm();
+      if (status === 202) {
+        proposed(p);
+        return;
+      }
       say(`Created ${keyOf(p)}.`);
       state.cursor = '';
       $('#state-filter').value = '';
@@ -728,6 +765,181 @@ async function submitCreate(ev) {
   });
 }
 
+// ---------------------------------------------------------------- approval queue
+
+// proposed tells the merchandiser a create or change waits for an approver, and
+// shows the queue with it.
+function proposed(pr) {
+  say(`Sent for approval, proposal #${pr.id}: ${pr.kind === 'CREATE' ? 'create' : 'change'} of ${keyOf(pr)}. Nothing is applied until an approver approves it.`);
+  loadProposals();
+}
+
+// mayDecide asks the service, without deciding anything, whether the token may
+// approve: the approve route checks the role first (403 for every other role),
+// then refuses proposal id 0 as malformed (400).
+async function mayDecide() {
+  try {
+    await api('POST', '/v1/proposals/0/approve');
+  } catch (e) {
+    return e.status === 400;
+  }
+  return false;
+}
+
+// loadProposals shows a page of the queue (newest first) for the filter chosen.
+// The card stays hidden where there is no queue: approval off (409
+// APPROVAL_OFF), a service without it (404), a role that does not read it (403).
+async function loadProposals(cursor = state.queue.cursor) {
+  const q = new URLSearchParams({ limit: String(PAGE_SIZE) });
+  const filter = $('#proposal-filter').value;
+  if (filter) q.set('status', filter);
+  if (cursor) q.set('cursor', cursor);
+  let page;
+  try {
+    page = await api('GET', `/v1/proposals?${q}`);
+  } catch (e) {
+    if (e.code === 'SIGNED_OUT') return;
+    if ([403, 404, 409].includes(e.status)) { $('#approvals').hidden = true; return; }
+    $('#proposals-error').textContent = `Could not read the approval queue: ${e.message}`;
+    return;
+  }
+  $('#approvals').hidden = false;
+  $('#proposals-error').textContent = '';
+  Object.assign(state.queue, { cursor, nextCursor: page.nextCursor || '' });
+  const current = await currentValues(page.items);
+  $('#proposals').replaceChildren(...page.items.map((pr) => proposalItem(pr, current.get(keyOf(pr)))));
+  $('#proposals-empty').hidden = page.items.length > 0;
+  $('#proposals-next').hidden = !state.queue.nextCursor;
+  $('#proposals-first').hidden = !cursor;
+}
+
+// currentValues reads the promotions that pending changes would change, so a
+// change shows from what to what; a promotion the token may not read is left out.
+async function currentValues(items) {
+  const keys = [...new Set(items.filter((pr) => pr.kind === 'PATCH' && pr.status === 'PENDING').map(keyOf))];
+  const out = new Map();
+  await Promise.all(keys.map(async (key) => {
+    const row = state.rows.get(key);
+    if (row && row.live) { out.set(key, row.p); return; }
+    const [promoId, type] = [key.slice(0, key.lastIndexOf('/')), key.slice(key.lastIndexOf('/') + 1)];
+    try { out.set(key, await api('GET', promoPath({ promoId, type }))); } catch { /* shown without the current values */ }
+  }));
+  return out;
+}
+
+// Fields a change may name, in the order shown; channels [] is every channel.
+const changeFields = ['total', 'perPinLimit', 'perIpLimit', 'rateLimit', 'endAt', 'channels'];
+
+// changeLines says what a proposal would do: a create's spec, a change's fields
+// from their current value (when known) to the proposed one.
+function changeLines(pr, now) {
+  const c = pr.change || {};
+  if (pr.kind === 'CREATE') {
+    return [
+      `total ${c.total}`, `perPinLimit ${showValue('perPinLimit', c.perPinLimit || 0)}`, `perIpLimit ${showValue('perIpLimit', c.perIpLimit || 0)}`,
+      `maxPerGrab ${showValue('maxPerGrab', c.maxPerGrab || 1)}`, `rateLimit ${c.rateLimit ? showValue('rateLimit', c.rateLimit) : 'none'}`,
+      `from ${showValue('startAt', c.startAt)} to ${showValue('endAt', c.endAt)}`, `channels ${showValue('channels', c.channels)}`,
+      ...(c.title ? [`title ${c.title}`] : []), ...(c.buckets > 1 ? [`buckets ${c.buckets}`] : []),
+      ...(c.envelope ? [`pool budget ${c.envelope.amount}, least envelope ${c.envelope.minAmount}`] : []),
+    ];
+  }
+  return changeFields.filter((f) => f in c).map((f) => {
+    if (!now) return `${f} → ${showValue(f, c[f])}`;
+    const from = showValue(f, now[f]);
+    const to = showValue(f, c[f]);
+    return from === to ? `${f} ${to} (unchanged)` : `${f} ${from} → ${to}`;
+  });
+}
+
+function decisionText(pr) {
+  const who = pr.decidedBy ? `${pr.decidedBy.name} (${pr.decidedBy.role})` : '';
+  const at = pr.decidedAt ? ` at ${fmtTime(pr.decidedAt)}` : '';
+  const why = pr.reason ? `: ${pr.reason}` : '';
+  switch (pr.status) {
+    case 'APPROVED': return `Approved by ${who}${at}.`;
+    case 'REJECTED': return `Rejected by ${who}${at}${why}`;
+    case 'FAILED': return `Failed${who ? ` on approval by ${who}` : ''}${at}${why}`;
+    case 'APPLYING': return `Being applied${who ? ` on approval by ${who}` : ''}.`;
+    default: return '';
+  }
+}
+
+// proposalItem renders one proposal, with Approve and Reject for an approver.
+function proposalItem(pr, now) {
+  const proposer = pr.proposer && pr.proposer.name ? `${pr.proposer.name} (${pr.proposer.role})` : 'unknown';
+  const li = el('li', { class: `proposal ${pr.status}`, 'data-proposal-id': String(pr.id) },
+    el('div', { class: 'proposal-head' },
+      el('strong', { text: `#${pr.id}` }),
+      el('span', { class: 'badge', text: pr.kind }),
+      el('span', { class: 'proposal-key', text: `${pr.promoId} / ${pr.type}` }),
+      el('span', { class: `badge ${pr.status}`, 'data-cell': 'status', text: pr.status })),
+    el('p', { class: 'muted', text: `Proposed by ${proposer} at ${fmtTime(pr.proposedAt)}` }),
+    el('ul', { class: 'change', 'data-cell': 'change' }, ...changeLines(pr, now).map((line) => el('li', { text: line }))));
+  const decided = decisionText(pr);
+  if (decided) li.append(el('p', { class: 'decision', 'data-cell': 'decision', text: decided }));
+  li.append(el('p', { class: 'error', 'data-cell': 'error', text: state.queue.errors.get(pr.id) || '' }));
+  if (pr.status === 'PENDING' && state.queue.decides) {
+    li.append(el('div', { class: 'actions' },
+      el('button', { type: 'button', class: 'approve', text: 'Approve', onclick: (ev) => approveProposal(pr, ev.currentTarget) }),
+      el('button', { type: 'button', class: 'danger reject', text: 'Reject…', onclick: () => openReject(pr) })));
+  }
+  return li;
+}
+
+async function approveProposal(pr, button) {
+  button.disabled = true;
+  try {
+    const r = await api('POST', `/v1/proposals/${pr.id}/approve`);
+    state.queue.errors.delete(pr.id);
+    say(`Approved proposal #${pr.id}: ${keyOf(r.promotion)} ${pr.kind === 'CREATE' ? 'created' : 'changed'}.`);
+    applied(r.promotion);
+  } catch (e) {
+    if (e.code === 'SIGNED_OUT') return;
+    // By the proposal while it is listed, and in the status line, as a refusal
+    // that decided it (PROPOSAL_STALE: FAILED) takes it out of the pending list.
+    const msg = `${e.code || 'ERROR'}: ${e.message}`;
+    state.queue.errors.set(pr.id, msg);
+    say(`Proposal #${pr.id} not approved: ${msg}`, true);
+  }
+  await loadProposals();
+}
+
+// applied shows a promotion an approval changed, where it is shown.
+function applied(p) {
+  const row = state.rows.get(keyOf(p));
+  if (row) {
+    record(row, p, performance.now());
+    if (row.key === state.selected) { fillPatchForm(p); loadHistory(p); }
+    paintRow(row);
+  }
+  if (!$('#promotions').hidden) loadList();
+}
+
+function openReject(pr) {
+  state.queue.rejecting = pr;
+  $('#reject-what').textContent = `Proposal #${pr.id}: ${pr.kind === 'CREATE' ? 'create' : 'change'} of ${keyOf(pr)} by ${pr.proposer ? pr.proposer.name : 'unknown'}.`;
+  openDialog('#reject-dialog');
+}
+
+// submitReject sends the reason as typed: the service says what a reason must be.
+async function submitReject(ev) {
+  ev.preventDefault();
+  const form = ev.target;
+  const pr = state.queue.rejecting;
+  if (!pr) return;
+  await submitting(form, async () => {
+    try {
+      await api('POST', `/v1/proposals/${pr.id}/reject`, { reason: form.elements.namedItem('reason').value });
+      state.queue.errors.delete(pr.id);
+      $('#reject-dialog').close();
+      say(`Rejected proposal #${pr.id}.`);
+      await loadProposals();
+    } catch (e) {
+      if (e.code !== 'SIGNED_OUT') showError(form, e);
+    }
+  });
+}
+
 // ---------------------------------------------------------------- switches
 
 async function loadSwitches() {
@@ -735,9 +947,12 @@ async function loadSwitches() {
   try {
     v = await api('GET', '/v1/switches');
   } catch (e) {
-    if (e.code !== 'SIGNED_OUT') $('#switches-error').textContent = `Could not read the switches: ${e.message}`;
+    if (e.code === 'SIGNED_OUT') return;
+    if (e.status === 403) { $('#switches').hidden = true; return; }
+    $('#switches-error').textContent = `Could not read the switches: ${e.message}`;
     return;
   }
+  $('#switches').hidden = false;
   $('#switches-error').textContent = '';
   const s = v.switches;
   const onOff = (on, yes, no, bad) => el('span', { class: `badge ${on === bad ? 'off' : 'on'}`, text: on ? yes : no });
@@ -786,7 +1001,14 @@ async function loadSwitchHistory() {
 
 // ---------------------------------------------------------------- session
 
-function startSession() {
+// showPromotions shows or hides what needs reading promotions.
+function showPromotions(on) {
+  $('#promotions').hidden = !on;
+  $('#create').hidden = !on;
+  if (!on) $('#detail').hidden = true;
+}
+
+async function startSession() {
   $('#sign-in-panel').hidden = true;
   $('#app').hidden = false;
   $('#session').hidden = false;
@@ -800,15 +1022,25 @@ function startSession() {
   });
   openFromAddress();
   every(1000, async () => { $('#clock').textContent = fmtTime(new Date().toISOString()); });
+  // The queue's buttons need to know whether this token decides.
+  const gen = state.generation;
+  const decides = await mayDecide();
+  if (gen !== state.generation) return;
+  state.queue.decides = decides;
+  every(QUEUE_MS, () => loadProposals());
 }
 
 function signOut(msg) {
   state.generation++;
   state.timers.forEach((stop) => stop());
-  Object.assign(state, { token: '', rows: new Map(), order: [], cursor: '', nextCursor: '', selected: '', timers: [] });
+  Object.assign(state, { token: '', rows: new Map(), order: [], cursor: '', nextCursor: '', selected: '', timers: [], queue: newQueue() });
   sessionStorage.removeItem(TOKEN_KEY);
   for (const d of document.querySelectorAll('dialog[open]')) d.close();
   $('#rows').replaceChildren();
+  $('#proposals').replaceChildren();
+  $('#approvals').hidden = true;
+  showPromotions(true);
+  $('#switches').hidden = false;
   $('#detail').hidden = true;
   $('#app').hidden = true;
   $('#session').hidden = true;
@@ -830,8 +1062,9 @@ async function submitSignIn(ev) {
   }
   // One cheap read tells whether the service knows the token: the switches, which
   // every role reads (on-call's token reads no promotion).
+  // A 403 is a token the service knows whose role does not read them (an approver's).
   const res = await fetch('/v1/switches', { headers: { Authorization: `Bearer ${token}` } }).catch(() => null);
-  if (!res || !res.ok) {
+  if (!res || (!res.ok && res.status !== 403)) {
     let body = null;
     if (res) { try { body = await res.json(); } catch { body = null; } }
     const message = body ? `${body.code}: ${body.message}` : 'promo-admin did not answer';
@@ -854,6 +1087,11 @@ document.addEventListener('DOMContentLoaded', () => {
   $('#patch-form fieldset[name="channels"]').addEventListener('change', channelTicked);
   $('#stop-form').addEventListener('submit', submitStop);
   $('#delete-form').addEventListener('submit', submitDelete);
+  $('#reject-form').addEventListener('submit', submitReject);
+  $('#proposal-filter').addEventListener('change', () => loadProposals(''));
+  $('#proposals-refresh').addEventListener('click', () => loadProposals());
+  $('#proposals-next').addEventListener('click', () => loadProposals(state.queue.nextCursor));
+  $('#proposals-first').addEventListener('click', () => loadProposals(''));
   $('#stop-open').addEventListener('click', () => openDialog('#stop-dialog'));
   $('#delete-open').addEventListener('click', () => openDialog('#delete-dialog'));
   for (const b of document.querySelectorAll('dialog [data-close]')) b.addEventListener('click', () => b.closest('dialog').close());
