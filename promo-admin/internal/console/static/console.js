@@ -424,6 +424,8 @@ function select(key) {
   clearErrors($('#patch-form'));
   paintDetail(row);
   loadHistory(row.p);
+  $('#detail-pending').hidden = true;
+  loadPendingFor(row.p);
   $('#timeline-summary').textContent = 'Reading the record…';
   $('#timeline-error').textContent = '';
   $('#timeline-chart').replaceChildren();
@@ -811,6 +813,8 @@ async function loadProposals(cursor = state.queue.cursor) {
   $('#proposals-empty').hidden = page.items.length > 0;
   $('#proposals-next').hidden = !state.queue.nextCursor;
   $('#proposals-first').hidden = !cursor;
+  const row = state.selected && state.rows.get(state.selected);
+  if (row) loadPendingFor(row.p);
 }
 
 // currentValues reads the promotions that pending changes would change, so a
@@ -825,6 +829,25 @@ async function currentValues(items) {
     try { out.set(key, await api('GET', promoPath({ promoId, type }))); } catch { /* shown without the current values */ }
   }));
   return out;
+}
+
+// loadPendingFor says, in the detail view, which proposals of p wait for an
+// approver (the newest page of the queue's pending ones); nothing where there is
+// no queue.
+async function loadPendingFor(p) {
+  const note = $('#detail-pending');
+  let page;
+  try {
+    page = await api('GET', '/v1/proposals?status=PENDING&limit=100');
+  } catch {
+    if (state.selected === keyOf(p)) note.hidden = true;
+    return;
+  }
+  if (state.selected !== keyOf(p)) return;
+  const mine = page.items.filter((pr) => keyOf(pr) === keyOf(p));
+  note.hidden = mine.length === 0;
+  note.textContent = mine.length
+    ? `Waiting for approval: ${mine.map((pr) => `#${pr.id} (${changeLines(pr, p).join(', ')})`).join('; ')}.` : '';
 }
 
 // Fields a change may name, in the order shown; channels [] is every channel.
