@@ -95,6 +95,9 @@ func (c patchChannelsRun) open() {
 	if !eval[bool](b, `document.querySelector("#patch-every-channel").checked`) {
 		b.fail(`"Every channel" is not ticked for a promotion sold everywhere`)
 	}
+	if b.visible("#approvals") || b.visible("#detail-pending") {
+		b.fail("the approval queue is shown by a promo-admin that requires no approval")
+	}
 	eval[bool](b, `(() => { window.sentPatches = []; const f = window.fetch;
 		window.fetch = (u, i) => { if (i && i.method === 'PATCH') window.sentPatches.push(i.body); return f(u, i); }; return true })()`)
 }
