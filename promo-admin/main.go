@@ -9,6 +9,7 @@ import (
 	"flag"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/flashsale/platform/configcenter"
@@ -37,6 +38,8 @@ func run(logger *slog.Logger, args []string) error {
 	fs.DurationVar(&sc.RedisTimeout, "redis-timeout", 2*time.Second, "bound on each Redis call")
 	fs.DurationVar(&sc.RepairGrace, "repair-grace", 15*time.Second, "age after which a pending change no longer belongs to its request and the repairer resolves it")
 	fs.DurationVar(&sc.RepairEvery, "repair-every", 3*time.Second, "period of the repairer")
+	fs.BoolVar(&sc.RequireApproval, "require-approval", envBool("FLASHSALE_REQUIRE_APPROVAL"),
+		"creates and patches of total, limits, window or channels wait for an approver (env FLASHSALE_REQUIRE_APPROVAL=1)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -44,11 +47,18 @@ func run(logger *slog.Logger, args []string) error {
 		return err
 	}
 
-	tokens, err := svc.Tokens(f.Local,
-		svc.TokenSpec{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
-		svc.TokenSpec{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer},
+	specs := []svc.TokenSpec{
+		{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
+		{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer},
 		// On-call's: the one role that changes the switches (PUT /v1/switches).
-		svc.TokenSpec{Env: "FLASHSALE_ONCALL_TOKEN", LocalDefault: "dev-oncall-token", Role: admintransport.RoleOnCall})
+		{Env: "FLASHSALE_ONCALL_TOKEN", LocalDefault: "dev-oncall-token", Role: admintransport.RoleOnCall},
+	}
+	if sc.RequireApproval || f.Local {
+		// The approver's: approves or rejects proposals. Required only where there are
+		// proposals to decide, so a deployment without approval starts as before.
+		specs = append(specs, svc.TokenSpec{Env: "FLASHSALE_APPROVER_TOKEN", LocalDefault: "dev-approver-token", Role: httpx.RoleApprover})
+	}
+	tokens, err := svc.Tokens(f.Local, specs...)
 	if err != nil {
 		return err
 	}
@@ -88,4 +98,10 @@ func run(logger *slog.Logger, args []string) error {
 	g.Loop(a.RecordSwitches) // every version in force in the switch history, those made outside the API included
 	g.Loop(a.RunSentinels)   // follows the masters Redis Sentinel elects, when it runs
 	return g.Run()
+}
+
+// envBool reads a switch from the environment: "1" or "true" (any case) is on.
+func envBool(name string) bool {
+	v := strings.ToLower(strings.TrimSpace(os.Getenv(name)))
+	return v == "1" || v == "true"
 }

@@ -37,3 +37,21 @@ func TestRefusesUnknownFlags(t *testing.T) {
 		t.Error("want an error for an unknown flag")
 	}
 }
+
+// With approval required, the approver's token is required too.
+func TestRequiresTheApproverTokenWithApproval(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Setenv("FLASHSALE_ADMIN_TOKEN", "admin-token-0123456789")
+	t.Setenv("FLASHSALE_VIEWER_TOKEN", "viewer-token-0123456789")
+	t.Setenv("FLASHSALE_ONCALL_TOKEN", "oncall-token-0123456789")
+	t.Setenv("FLASHSALE_APPROVER_TOKEN", "")
+	for _, args := range [][]string{{"--require-approval"}, nil} {
+		if args == nil {
+			t.Setenv("FLASHSALE_REQUIRE_APPROVAL", "1")
+		}
+		err := run(logger, append([]string{"--listen", "127.0.0.1:0"}, args...))
+		if err == nil || !strings.Contains(err.Error(), "FLASHSALE_APPROVER_TOKEN") {
+			t.Errorf("approval on (%v): want an error naming FLASHSALE_APPROVER_TOKEN, have %v", args, err)
+		}
+	}
+}

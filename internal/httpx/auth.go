@@ -15,6 +15,9 @@ const (
 	RoleCheckout     Role = "checkout"
 	RoleMerchandiser Role = "merchandiser"
 	RoleViewer       Role = "viewer"
+	// RoleApprover approves or rejects what merchandisers propose when promo-admin
+	// requires approval (docs/CONTRACT.md, "Approval").
+	RoleApprover Role = "approver"
 )
 
 // Tokens maps the tokens a service knows to their roles. Name says whose token it

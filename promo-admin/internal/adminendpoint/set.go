@@ -31,13 +31,20 @@ type Set struct {
 	TimelineEndpoint      endpoint.Endpoint
 	PutSwitchesEndpoint   endpoint.Endpoint
 	SwitchHistoryEndpoint endpoint.Endpoint
+	// The approval queue's (approval.go).
+	ProposalsEndpoint endpoint.Endpoint
+	ProposalEndpoint  endpoint.Endpoint
+	ApproveEndpoint   endpoint.Endpoint
+	RejectEndpoint    endpoint.Endpoint
 }
 
-// New wires the endpoints of svc and sw with their middleware.
-func New(svc adminservice.Service, sw adminservice.Switches, logger *slog.Logger) Set {
+// New wires the endpoints of svc, sw and appr with their middleware. With
+// approval required, create and patch record proposals (ProposeMiddleware).
+func New(svc adminservice.Service, sw adminservice.Switches, appr adminservice.Approval, logger *slog.Logger) Set {
 	var createEndpoint endpoint.Endpoint
 	{
 		createEndpoint = MakeCreateEndpoint(svc)
+		createEndpoint = ProposeCreateMiddleware(appr)(createEndpoint)
 		createEndpoint = LoggingMiddleware(logger.With("method", "Create"), slog.LevelInfo)(createEndpoint)
 	}
 	var getEndpoint endpoint.Endpoint
@@ -53,6 +60,7 @@ func New(svc adminservice.Service, sw adminservice.Switches, logger *slog.Logger
 	var patchEndpoint endpoint.Endpoint
 	{
 		patchEndpoint = MakePatchEndpoint(svc)
+		patchEndpoint = ProposePatchMiddleware(appr)(patchEndpoint)
 		patchEndpoint = LoggingMiddleware(logger.With("method", "Patch"), slog.LevelInfo)(patchEndpoint)
 	}
 	var stopEndpoint endpoint.Endpoint
@@ -78,7 +86,7 @@ func New(svc adminservice.Service, sw adminservice.Switches, logger *slog.Logger
 		PatchEndpoint:   patchEndpoint,
 		StopEndpoint:    stopEndpoint,
 		DeleteEndpoint:  deleteEndpoint,
-	}.withOnCall(svc, sw, logger)
+	}.withOnCall(svc, sw, logger).withApproval(appr, logger)
 }
 
 // Requests.
@@ -98,9 +106,11 @@ type (
 	HistoryRequest struct{ ID store.ID }
 )
 
-// PromotionResponse answers create, get, patch and stop.
+// PromotionResponse answers create, get, patch and stop. Proposal, when set, is
+// what a create or patch recorded instead, approval being required (202).
 type PromotionResponse struct {
 	Promotion promo.Promotion
+	Proposal  *adminservice.Proposal
 	Err       error
 }
 
@@ -147,7 +157,7 @@ func split(err error) (failed, endpointErr error) {
 	switch {
 	case errors.As(err, &fe), errors.Is(err, adminservice.ErrNotFound), errors.Is(err, adminservice.ErrExists),
 		errors.Is(err, adminservice.ErrBusy), errors.Is(err, adminservice.ErrStopped), errors.Is(err, adminservice.ErrBelowGranted),
-		errors.Is(err, adminservice.ErrSwitchesChanged):
+		errors.Is(err, adminservice.ErrSwitchesChanged), approvalRefusal(err):
 		return err, nil
 	}
 	return nil, err

@@ -43,6 +43,14 @@ const (
 	OnCallToken   = "test-oncall-token" // on-call's, named OnCallName
 	OnCallName    = "test-oncall"
 	CheckoutToken = "dev-checkout-token" // grab-service's: unknown here
+	// Approvers' tokens (named ApproverName, Approver2Name), and an approver's
+	// under the merchandiser's own name, who may not approve its proposals.
+	ApproverToken     = "test-approver-token"
+	ApproverName      = "test-approver"
+	Approver2Token    = "test-approver2-token"
+	Approver2Name     = "test-approver-2"
+	SelfApproverToken = "test-self-approver-token"
+	MerchandiserName  = "test-merchandiser" // AdminToken's
 )
 
 // Options shape an Env; zero values take the local stack and the tests' timeouts.
@@ -144,6 +152,9 @@ func newApp(t testing.TB, o Options) *app.App {
 			{Token: AdminToken, Role: httpx.RoleMerchandiser, Name: "test-merchandiser"},
 			{Token: ViewerToken, Role: httpx.RoleViewer},
 			{Token: OnCallToken, Role: admintransport.RoleOnCall, Name: OnCallName},
+			{Token: ApproverToken, Role: httpx.RoleApprover, Name: ApproverName},
+			{Token: Approver2Token, Role: httpx.RoleApprover, Name: Approver2Name},
+			{Token: SelfApproverToken, Role: httpx.RoleApprover, Name: MerchandiserName},
 		},
 		Service:       o.Service,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -14,7 +14,7 @@ import (
 )
 
 func encodeCreated(ctx context.Context, w http.ResponseWriter, response interface{}) error {
-	if refused(ctx, w, response) {
+	if refused(ctx, w, response) || encodeProposed(w, response) {
 		return nil
 	}
 	httpx.WriteJSON(w, http.StatusCreated, response.(adminendpoint.PromotionResponse).Promotion)
@@ -22,7 +22,7 @@ func encodeCreated(ctx context.Context, w http.ResponseWriter, response interfac
 }
 
 func encodePromotion(ctx context.Context, w http.ResponseWriter, response interface{}) error {
-	if refused(ctx, w, response) {
+	if refused(ctx, w, response) || encodeProposed(w, response) {
 		return nil
 	}
 	httpx.WriteJSON(w, http.StatusOK, response.(adminendpoint.PromotionResponse).Promotion)
@@ -78,6 +78,9 @@ func contractError(err error) error {
 		fe *httpx.FieldError
 		ue *adminservice.UnavailableError
 	)
+	if ae := approvalError(err); ae != nil {
+		return ae
+	}
 	switch {
 	case errors.As(err, &he):
 		return he

@@ -22,7 +22,8 @@ const (
 	RouteDelete  = "DELETE /v1/promotions/{promoId}/{type}"
 	RouteStop    = "POST /v1/promotions/{promoId}/{type}/stop"
 	RouteHistory = "GET /v1/promotions/{promoId}/{type}/history"
-	// RouteSwitches is in switches.go; the timeline's and on-call's in oncall.go.
+	// RouteSwitches is in switches.go; the timeline's and on-call's in oncall.go;
+	// the approval queue's in approval.go.
 )
 
 // Options are what the handler needs besides the endpoints.
@@ -67,6 +68,7 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	route(RouteSwitches, switchesHandler(o.Switches, o.SwitchesSource), switchesRead...)
 	route(RoutePutSwitches, kithttp.NewServer(set.PutSwitchesEndpoint, decodePutSwitches, encodePutSwitches, opts...), RoleOnCall)
 	route(RouteSwitchHistory, kithttp.NewServer(set.SwitchHistoryEndpoint, decodeSwitchHistory, encodeSwitchHistory, opts...), switchesRead...)
+	approvalRoutes(set, route, opts)
 	if o.Console != nil {
 		mux.Handle("GET "+ConsolePath, o.Console)
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {

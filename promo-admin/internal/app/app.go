@@ -133,7 +133,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	admin := adminservice.New(st.Promotions, pool, cfg.Service)
 	switches := configcenter.NewHolder()
 	desk := adminservice.NewSwitchDesk(cfg.SwitchesStore, switches.Check, store.NewSwitchHistory(st.DB()), cfg.Service)
-	set := adminendpoint.New(admin, desk, logger)
+	approvals := adminservice.NewApprovals(admin, store.NewProposals(st.DB()), cfg.Service)
+	set := adminendpoint.New(admin, desk, approvals, logger)
 	// On-call moves a shard to its promoted replica through the config center. The
 	// admin scripts refuse FENCED while a rebuild works on the new server.
 	switches.AllowShardAddrs(shardpool.Allowlist(cfg.RedisAllow, cfg.RedisAddrs))

@@ -1,0 +1,388 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flashsale/platform/internal/promo"
+	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/lua"
+	"github.com/flashsale/platform/promo-admin/internal/adminservice"
+	"github.com/flashsale/platform/promo-admin/internal/admintest"
+)
+
+const (
+	approver  = admintest.ApproverToken
+	approver2 = admintest.Approver2Token
+)
+
+// startApproval is promo-admin with --require-approval.
+func startApproval(t *testing.T, svc adminservice.Config) *admintest.Env {
+	t.Helper()
+	svc.RequireApproval = true
+	return admintest.Start(t, admintest.Options{Service: svc})
+}
+
+// proposalOf decodes a Proposal answer.
+func proposalOf(t *testing.T, r admintest.Response) adminservice.Proposal {
+	t.Helper()
+	var p adminservice.Proposal
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatalf("not a proposal: %s", r)
+	}
+	return p
+}
+
+func proposalPath(id int64) string { return fmt.Sprintf("/v1/proposals/%d", id) }
+
+// propose sends a create of id and wants it recorded: 202, PENDING, nothing applied.
+func propose(t *testing.T, e *admintest.Env, id string) adminservice.Proposal {
+	t.Helper()
+	r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(id))
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("create with approval on: %s, want 202", r)
+	}
+	p := proposalOf(t, r)
+	if p.ID < 1 || p.PromoID != id || p.Type != 1 || p.Kind != store.ProposeCreate || p.BaseVersion != 0 ||
+		p.Status != store.ProposalPending || p.Proposer.Name != admintest.MerchandiserName || p.Proposer.Role != "merchandiser" || p.DecidedBy != nil {
+		t.Errorf("proposal: %s", r)
+	}
+	nothingApplied(t, e, id)
+	return p
+}
+
+// nothingApplied wants no promotion row and no hash of id.
+func nothingApplied(t *testing.T, e *admintest.Env, id string) {
+	t.Helper()
+	if row, ok := e.Row(id, 1); ok {
+		t.Errorf("a proposal made a row: %+v", row)
+	}
+	if h, ok := e.Hash(id, 1); ok {
+		t.Errorf("a proposal reached Redis: %+v", h)
+	}
+}
+
+// approve approves proposal n with token and wants 200 and the promotion made.
+func approve(t *testing.T, e *admintest.Env, n int64, token string) promo.Promotion {
+	t.Helper()
+	r := e.Do(http.MethodPost, proposalPath(n)+"/approve", token, nil)
+	var a struct {
+		Proposal  adminservice.Proposal
+		Promotion promo.Promotion
+	}
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &a) != nil {
+		t.Fatalf("approve %d: %s", n, r)
+	}
+	if a.Proposal.Status != store.ProposalApproved || a.Proposal.DecidedBy == nil || a.Proposal.DecidedAt == nil {
+		t.Errorf("approved: %s", r)
+	}
+	return a.Promotion
+}
+
+// A create with approval on is a proposal: listed PENDING, nothing in MySQL's
+// promotion table or Redis; the proposer may not approve it; an approver's
+// approval makes the promotion a direct create would, grab-visible, with every
+// step in its history.
+func TestApprovalOfACreate(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-create")
+	p := propose(t, e, id)
+	for _, tok := range []string{admin, viewer, approver} {
+		r := e.Do(http.MethodGet, "/v1/proposals?status=PENDING", tok, nil)
+		var page adminservice.ProposalPage
+		if r.Status != http.StatusOK || json.Unmarshal(r.Body, &page) != nil || len(page.Items) != 1 || page.Items[0].ID != p.ID {
+			t.Errorf("the pending list with %s: %s", tok, r)
+		}
+	}
+	if r := e.Do(http.MethodGet, proposalPath(p.ID), viewer, nil); r.Status != http.StatusOK || proposalOf(t, r).Status != store.ProposalPending ||
+		string(proposalOf(t, r).Change) == "{}" {
+		t.Errorf("get: %s", r)
+	}
+	if r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(id)); r.Status != http.StatusAccepted {
+		t.Errorf("a second proposal of the key: %s (refused only at approval)", r)
+	}
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", admintest.SelfApproverToken, nil); r.Status != http.StatusForbidden ||
+		r.Error().Code != "SELF_APPROVAL" {
+		t.Errorf("self-approval: %s, want 403 SELF_APPROVAL", r)
+	}
+	nothingApplied(t, e, id)
+	got := approve(t, e, p.ID, approver)
+	if got.PromoID != id || got.Total != 100 || got.Remaining != 100 || got.State != promo.Active || got.PerPinLimit != 2 {
+		t.Errorf("the promotion approved: %+v", got)
+	}
+	e.Agree(id, 1)
+	if row, _ := e.Row(id, 1); row.Version != 1 {
+		t.Errorf("row version %d, want 1 as a direct create", row.Version)
+	}
+	if code := grabOn(t, e, id, "r1", promo.NoChannel); code != lua.CodeOK {
+		t.Errorf("a grab of the approved promotion: %v", code)
+	}
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", approver2, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_DECIDED" {
+		t.Errorf("a second approval: %s, want 409 PROPOSAL_DECIDED", r)
+	}
+	wantHistory(t, e, id, "APPROVED test-approver", "CREATE test-approver", "PROPOSED test-merchandiser", "PROPOSED test-merchandiser")
+	if r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(id)); r.Status != http.StatusConflict || r.Error().Code != "ALREADY_EXISTS" {
+		t.Errorf("a create of an existing key: %s, want 409 ALREADY_EXISTS as today", r)
+	}
+}
+
+// wantHistory wants the promotion's audit trail, newest first, as "ACTION actor".
+func wantHistory(t *testing.T, e *admintest.Env, id string, want ...string) {
+	t.Helper()
+	r := e.Do(http.MethodGet, path(id)+"/history", viewer, nil)
+	var h struct {
+		Entries []struct {
+			Actor  struct{ Name string }
+			Action string
+		}
+	}
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &h) != nil {
+		t.Fatalf("history: %s", r)
+	}
+	var have []string
+	for _, en := range h.Entries {
+		have = append(have, en.Action+" "+en.Actor.Name)
+	}
+	if fmt.Sprint(have) != fmt.Sprint(want) {
+		t.Errorf("history of %s: %v, want %v", id, have, want)
+	}
+}
+
+// A rejection needs a reason, applies nothing, and decides the proposal for good.
+func TestApprovalReject(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-reject")
+	p := propose(t, e, id)
+	for _, body := range []any{nil, map[string]any{}, map[string]any{"reason": ""}, map[string]any{"reason": 7}} {
+		if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", approver, body); r.Status != http.StatusBadRequest {
+			t.Errorf("reject with %v: %s, want 400", body, r)
+		}
+	}
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", admin, map[string]any{"reason": "mine"}); r.Status != http.StatusForbidden {
+		t.Errorf("a merchandiser's rejection: %s, want 403", r)
+	}
+	r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", approver, map[string]any{"reason": "the price is wrong"})
+	if got := proposalOf(t, r); r.Status != http.StatusOK || got.Status != store.ProposalRejected || got.Reason != "the price is wrong" ||
+		got.DecidedBy == nil || got.DecidedBy.Name != admintest.ApproverName {
+		t.Errorf("reject: %s", r)
+	}
+	nothingApplied(t, e, id)
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", approver, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_DECIDED" {
+		t.Errorf("approve a rejected proposal: %s", r)
+	}
+	if r := e.Do(http.MethodGet, proposalPath(p.ID+1000), approver, nil); r.Status != http.StatusNotFound {
+		t.Errorf("an unknown proposal: %s, want 404", r)
+	}
+	if r := e.Do(http.MethodPost, proposalPath(p.ID+1000)+"/approve", approver, nil); r.Status != http.StatusNotFound {
+		t.Errorf("approve an unknown proposal: %s, want 404", r)
+	}
+	if r := e.Do(http.MethodGet, "/v1/proposals/x", approver, nil); r.Status != http.StatusBadRequest {
+		t.Errorf("a malformed proposal id: %s, want 400", r)
+	}
+	if r := e.Do(http.MethodGet, "/v1/proposals?status=MAYBE", approver, nil); r.Status != http.StatusBadRequest || r.Error().Field != "status" {
+		t.Errorf("an unknown status: %s, want 400 naming status", r)
+	}
+	wantHistory(t, e, id, "REJECTED test-approver", "PROPOSED test-merchandiser")
+}
+
+// A PATCH is validated and planned against the row as today, recorded against the
+// row's version, and applied only by an approval; one approved after another
+// change of the promotion is FAILED, 409 PROPOSAL_STALE, nothing applied.
+func TestApprovalOfPatchesAndAStaleOne(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-patch")
+	approve(t, e, propose(t, e, id).ID, approver)
+	if r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 0}); r.Status != http.StatusBadRequest || r.Error().Field != "total" {
+		t.Errorf("an invalid patch: %s, want 400 as today", r)
+	}
+	if r := e.Do(http.MethodPatch, path(uid("none")), admin, map[string]any{"total": 5}); r.Status != http.StatusNotFound {
+		t.Errorf("a patch of no promotion: %s, want 404 as today", r)
+	}
+	first := proposalOf(t, e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 150}))
+	r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"perPinLimit": 5, "channels": []string{"APP"}})
+	second := proposalOf(t, r)
+	if r.Status != http.StatusAccepted || second.Kind != store.ProposePatch || second.BaseVersion != 1 || first.BaseVersion != 1 ||
+		string(second.Change) != `{"perPinLimit":5,"channels":["APP"]}` {
+		t.Fatalf("patch proposals: %+v; %s", first, r)
+	}
+	if h, _ := e.Hash(id, 1); h.Total != 100 || h.PerPin != 2 || h.Ver != 1 {
+		t.Errorf("a patch proposal reached Redis: %+v", h)
+	}
+	got := approve(t, e, second.ID, approver)
+	if got.PerPinLimit != 5 || got.Total != 100 || len(got.Channels.Names()) != 1 {
+		t.Errorf("the patch approved: %+v", got)
+	}
+	e.Agree(id, 1)
+	if r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 100}); r.Status != http.StatusOK || r.Promotion().Total != 100 {
+		t.Errorf("a patch changing nothing guarded: %s, want 200 at once", r)
+	}
+	r = e.Do(http.MethodPost, proposalPath(first.ID)+"/approve", approver, nil)
+	if r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_STALE" {
+		t.Errorf("a stale approval: %s, want 409 PROPOSAL_STALE", r)
+	}
+	failed := proposalOf(t, e.Do(http.MethodGet, proposalPath(first.ID), admin, nil))
+	if failed.Status != store.ProposalFailed || failed.Reason == "" {
+		t.Errorf("the stale proposal: %+v", failed)
+	}
+	if row, _ := e.Row(id, 1); row.Spec.Total != 100 || row.Version != 3 {
+		t.Errorf("the stale patch applied: %+v", row)
+	}
+	e.Agree(id, 1)
+}
+
+// Two approvers approving one proposal at once: exactly one applies it.
+func TestApprovalRace(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-race")
+	p := propose(t, e, id)
+	var wg sync.WaitGroup
+	answers := make([]admintest.Response, 2)
+	for i, tok := range []string{approver, approver2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", tok, nil)
+		}()
+	}
+	wg.Wait()
+	ok, lost := 0, 0
+	for _, r := range answers {
+		switch {
+		case r.Status == http.StatusOK:
+			ok++
+		case r.Status == http.StatusConflict && (r.Error().Code == "PROPOSAL_DECIDED" || r.Error().Code == "PROPOSAL_APPLYING"):
+			lost++
+		default:
+			t.Errorf("an approval in the race: %s", r)
+		}
+	}
+	if ok != 1 || lost != 1 {
+		t.Fatalf("race: %d approved, %d refused; want 1 and 1: %s | %s", ok, lost, answers[0], answers[1])
+	}
+	if row, _ := e.Row(id, 1); row.Version != 1 {
+		t.Errorf("row version %d, want 1: applied once", row.Version)
+	}
+	e.Agree(id, 1)
+}
+
+// Stop and delete stay immediate with approval on.
+func TestApprovalLeavesStopAndDeleteImmediate(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-stop")
+	approve(t, e, propose(t, e, id).ID, approver)
+	if r := e.Do(http.MethodPost, path(id)+"/stop", admin, map[string]any{"reason": "wrong price"}); r.Status != http.StatusOK ||
+		r.Promotion().State != promo.Stopped {
+		t.Fatalf("stop: %s, want 200 STOPPED at once", r)
+	}
+	if h, _ := e.Hash(id, 1); h.State != string(promo.Stopped) {
+		t.Errorf("the hash after the stop: %+v", h)
+	}
+	if r := e.Do(http.MethodDelete, path(id), admin, nil); r.Status != http.StatusNoContent {
+		t.Fatalf("delete: %s", r)
+	}
+	e.Agree(id, 1)
+}
+
+// With approval off (the default), the queue's routes answer 409 APPROVAL_OFF and
+// a create applies at once.
+func TestApprovalOff(t *testing.T) {
+	t.Parallel()
+	e := admintest.Start(t, admintest.Options{})
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/proposals"}, {http.MethodGet, "/v1/proposals/1"}, {http.MethodPost, "/v1/proposals/1/approve"},
+	} {
+		if r := e.Do(c.method, c.path, approver, nil); r.Status != http.StatusConflict || r.Error().Code != "APPROVAL_OFF" {
+			t.Errorf("%s %s with approval off: %s", c.method, c.path, r)
+		}
+	}
+	e.Create(uid("appr-off"))
+}
+
+// The queue is bounded: a flood of proposals past the bound is refused 409
+// PROPOSALS_FULL, nothing recorded; per promotion too.
+func TestApprovalQueueBounded(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{ProposalsPerPromotion: 2, ProposalsTotal: 5})
+	id := uid("appr-flood")
+	approve(t, e, propose(t, e, id).ID, approver)
+	for i, want := range []int{http.StatusAccepted, http.StatusAccepted, http.StatusConflict} {
+		if r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 200 + i}); r.Status != want {
+			t.Errorf("patch proposal %d of one promotion: %s, want %d", i, r, want)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(fmt.Sprintf("%s-%d", id, i)))
+			if r.Status == http.StatusConflict && r.Error().Code != "PROPOSALS_FULL" {
+				t.Errorf("a refused proposal: %s", r)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[r.Status]++
+		}()
+	}
+	wg.Wait()
+	if statuses[http.StatusAccepted] != 3 || statuses[http.StatusConflict] != 9 {
+		t.Errorf("the flood: %v, want 3 accepted (2 of 5 places taken) and 9 refused", statuses)
+	}
+	page, err := e.App.Store.DB().QueryxContext(context.Background(), "SELECT COUNT(*) FROM proposals WHERE status = 'PENDING'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer page.Close()
+	var n int
+	if page.Next() && page.Scan(&n) == nil && n != 5 {
+		t.Errorf("%d pending proposals recorded, want 5", n)
+	}
+}
+
+// An approval left APPLYING by a process that died is retried by a later approval
+// once the promotion shows nothing of it, and stays APPLYING otherwise.
+func TestApprovalRetriesAnAbandonedClaim(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	q := store.NewProposals(e.App.Store.DB())
+	ctx := context.Background()
+	id := uid("appr-retry")
+	p := propose(t, e, id)
+	dead := store.Actor{Name: admintest.Approver2Name, Role: "approver"}
+	if _, err := q.Claim(ctx, p.ID, dead, e.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", approver, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_APPLYING" {
+		t.Errorf("approve one being applied: %s, want 409 PROPOSAL_APPLYING", r)
+	}
+	e.Clock.Advance(time.Hour)
+	approve(t, e, p.ID, approver)
+	e.Agree(id, 1)
+
+	other := proposalOf(t, e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 300}))
+	if _, err := q.Claim(ctx, other.ID, dead, e.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 100}); r.Status != http.StatusOK {
+		t.Fatalf("a patch changing nothing guarded: %s", r) // the promotion moves on: version 2
+	}
+	e.Clock.Advance(time.Hour)
+	if r := e.Do(http.MethodPost, proposalPath(other.ID)+"/approve", approver, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_APPLYING" {
+		t.Errorf("retry of a claim whose promotion moved: %s, want 409 PROPOSAL_APPLYING", r)
+	}
+	if got := proposalOf(t, e.Do(http.MethodGet, proposalPath(other.ID), admin, nil)); got.Status != store.ProposalApplying {
+		t.Errorf("the claim left: %+v, want APPLYING", got)
+	}
+}
