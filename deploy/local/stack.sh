@@ -16,7 +16,9 @@
 # Environment: FLASHSALE_REDIS_BASE_PORT (7001), FLASHSALE_KAFKA_ADDR (127.0.0.1:9092),
 # FLASHSALE_GRAB_ADDR (127.0.0.1:8080), FLASHSALE_ADMIN_ADDR (127.0.0.1:8081),
 # FLASHSALE_SINK_ADDR (127.0.0.1:8082), FLASHSALE_{GRAB,ADMIN,SINK}_OPS_ADDR (127.0.0.1:9180..9182:
-# the ops listeners, /metrics and pprof), FLASHSALE_MYSQL_DSN (flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?..., deps.sh's user);
+# the ops listeners, /metrics and pprof), FLASHSALE_MYSQL_DSN (flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?..., deps.sh's user),
+# FLASHSALE_REQUIRE_APPROVAL (0; 1 or true runs promo-admin with --require-approval: creates and
+# changes wait for an approver, token dev-approver-token; the demo and the tests want it off);
 # every other variable reaches the services as is.
 #
 # "Running" means: the pid in .run/pids/<name> is alive, is the program we started, and
@@ -45,6 +47,8 @@ GRAB_OPS_ADDR="${FLASHSALE_GRAB_OPS_ADDR:-127.0.0.1:9180}"
 ADMIN_OPS_ADDR="${FLASHSALE_ADMIN_OPS_ADDR:-127.0.0.1:9181}"
 SINK_OPS_ADDR="${FLASHSALE_SINK_OPS_ADDR:-127.0.0.1:9182}"
 MYSQL_DSN="${FLASHSALE_MYSQL_DSN:-flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?parseTime=true}"
+# promo-admin's approval (docs/CONTRACT.md, "Approval"): off unless asked for.
+REQUIRE_APPROVAL="${FLASHSALE_REQUIRE_APPROVAL:-0}"
 
 # Replicas and sentinels (FLASHSALE_REPLICAS=1): deploy/RUNBOOK.md, "A lost Redis master".
 REPLICAS="${FLASHSALE_REPLICAS:-0}"
@@ -122,6 +126,9 @@ signature() {
 	esac
 }
 
+# approval_on: FLASHSALE_REQUIRE_APPROVAL asks for promo-admin's approval (1 or true).
+approval_on() { [[ "${REQUIRE_APPROVAL,,}" == 1 || "${REQUIRE_APPROVAL,,}" == true ]]; }
+
 # service_cmd NAME: the command line of a service (flags every service accepts).
 service_cmd() {
 	local redis_addrs
@@ -133,6 +140,9 @@ service_cmd() {
 	esac
 	printf '%s\0' --local --listen "$(addr "$1")" --ops-listen "$(ops_addr "$1")" --redis "$redis_addrs" --mysql "$MYSQL_DSN" \
 		--kafka "$KAFKA_ADDR" --switches "$SWITCHES_FILE"
+	if [[ "$1" == promo-admin ]] && approval_on; then
+		printf '%s\0' --require-approval
+	fi
 	if replicas_on; then
 		printf '%s\0' --redis-sentinels "$(sentinel_list ,)" --redis-sentinel-prefix "$SENTINEL_PREFIX"
 		[[ "$1" != flow-sink ]] || printf '%s\0' --heal # the healer rebuilds a promoted replica

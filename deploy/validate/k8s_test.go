@@ -33,7 +33,8 @@ var SecretKeys = []string{"checkout-token", "admin-token", "viewer-token", "mysq
 	"redis-exporter-password", "mysql-exporter-password",
 	"kafka-broker-password", "kafka-grab-password", "kafka-promo-admin-password", "kafka-flow-sink-password", "kafka-recovery-password",
 	"kafka-exporter-password", "kafka-keystore-password",
-	"nacos-auth-token", "nacos-identity-key", "nacos-identity-value", "nacos-admin-password", "nacos-password", "nacos-configctl-password", "nacos-promo-admin-password", "oncall-token"}
+	"nacos-auth-token", "nacos-identity-key", "nacos-identity-value", "nacos-admin-password", "nacos-password", "nacos-configctl-password", "nacos-promo-admin-password", "oncall-token",
+	"approver-token"}
 
 var k8sWant = Expected{
 	Redis: func() []string {

@@ -236,6 +236,10 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 	if _, redis := flags["redis"]; (redis || cmd[len(cmd)-1] != "sink") && (!inv.Env[RedisUserEnv] || !inv.Env[RedisPasswordEnv] && !inv.Env[RedisPasswordEnv+"_FILE"]) {
 		errs.Addf("%s: %s and %s must be set: the shards require an ACL user per service", inv.Where, RedisUserEnv, RedisPasswordEnv)
 	}
+	// A sale goes live only once an approver approved it (docs/CONTRACT.md, "Approval").
+	if cmd[0] == "promo-admin" && flags["require-approval"] != "true" {
+		errs.Addf("%s: promo-admin must run with --require-approval in production: a merchandiser's create or change waits for an approver", inv.Where)
+	}
 	if cmd[0] == "grab-service" && flags["nacos"] != want.Nacos {
 		errs.Addf("%s: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
 	}
