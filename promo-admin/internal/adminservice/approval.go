@@ -194,7 +194,8 @@ func (a *Approvals) Proposal(ctx context.Context, id int64) (Proposal, error) {
 }
 
 // Reject decides a PENDING proposal REJECTED with the approver's reason; nothing
-// of it was applied, nothing is.
+// of it was applied, nothing is. As an approval, it is another's decision than the
+// proposer's (ErrSelfApproval).
 func (a *Approvals) Reject(ctx context.Context, id int64, reason string) (Proposal, error) {
 	if !a.required {
 		return Proposal{}, ErrApprovalOff
@@ -202,7 +203,15 @@ func (a *Approvals) Reject(ctx context.Context, id int64, reason string) (Propos
 	if n := utf8.RuneCountInString(reason); !utf8.ValidString(reason) || n < 1 || n > MaxRejectReason {
 		return Proposal{}, invalid("reason", "is required: 1 to %d characters saying why", MaxRejectReason)
 	}
-	if err := a.queue.Decide(ctx, id, store.ProposalRejected, actorOf(ctx), reason, a.now.now()); err != nil {
+	p, err := a.queue.Get(ctx, id)
+	if err != nil {
+		return Proposal{}, queueError(err)
+	}
+	who := actorOf(ctx)
+	if who.Name == p.Proposer.Name {
+		return Proposal{}, fmt.Errorf("%w: %q proposed it", ErrSelfApproval, p.Proposer.Name)
+	}
+	if err := a.queue.Decide(ctx, id, store.ProposalRejected, who, reason, a.now.now()); err != nil {
 		return Proposal{}, queueError(err)
 	}
 	return a.Proposal(ctx, id)

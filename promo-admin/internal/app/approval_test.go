@@ -168,6 +168,10 @@ func TestApprovalReject(t *testing.T) {
 	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", admin, map[string]any{"reason": "mine"}); r.Status != http.StatusForbidden {
 		t.Errorf("a merchandiser's rejection: %s, want 403", r)
 	}
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", admintest.SelfApproverToken, map[string]any{"reason": "mine"}); r.Status != http.StatusForbidden ||
+		r.Error().Code != "SELF_APPROVAL" {
+		t.Errorf("a rejection by the proposer's name: %s, want 403 SELF_APPROVAL", r)
+	}
 	r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", approver, map[string]any{"reason": "the price is wrong"})
 	if got := proposalOf(t, r); r.Status != http.StatusOK || got.Status != store.ProposalRejected || got.Reason != "the price is wrong" ||
 		got.DecidedBy == nil || got.DecidedBy.Name != admintest.ApproverName {
