@@ -390,3 +390,30 @@ func TestApprovalRetriesAnAbandonedClaim(t *testing.T) {
 		t.Errorf("the claim left: %+v, want APPLYING", got)
 	}
 }
+
+// A promotion in buckets and an envelope pool go through approval as through a
+// direct create: every bucket's hash, the pool's split, row and hashes agreeing.
+func TestApprovalOfBucketsAndAPool(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id, pool := uid("appr-buckets"), uid("appr-pool")
+	for _, body := range []map[string]any{bucketSpec(e, id, 4, 100), poolBody(e, pool, 10, 1000, 10)} {
+		r := e.Do(http.MethodPost, "/v1/promotions", admin, body)
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("propose %v: %s", body["promoId"], r)
+		}
+		nothingApplied(t, e, body["promoId"].(string))
+		approve(t, e, proposalOf(t, r).ID, approver)
+	}
+	if r := e.Do(http.MethodGet, path(id), viewer, nil); r.Status != http.StatusOK || r.Promotion().Buckets != 4 {
+		t.Errorf("the bucketed promotion approved: %s", r)
+	}
+	e.Agree(id, 1)
+	if amounts, _ := e.Pool(pool, 1); len(amounts) != 10 {
+		t.Errorf("the pool approved holds %d envelopes, want 10", len(amounts))
+	}
+	e.Agree(pool, 1)
+	p := proposalOf(t, e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 200}))
+	approve(t, e, p.ID, approver)
+	e.Agree(id, 1)
+}
