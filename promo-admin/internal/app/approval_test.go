@@ -104,8 +104,9 @@ func TestApprovalOfACreate(t *testing.T) {
 		string(proposalOf(t, r).Change) == "{}" {
 		t.Errorf("get: %s", r)
 	}
-	if r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(id)); r.Status != http.StatusAccepted {
-		t.Errorf("a second proposal of the key: %s (refused only at approval)", r)
+	second := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(id))
+	if second.Status != http.StatusAccepted {
+		t.Fatalf("a second proposal of the key: %s (refused only at approval)", second)
 	}
 	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", admintest.SelfApproverToken, nil); r.Status != http.StatusForbidden ||
 		r.Error().Code != "SELF_APPROVAL" {
@@ -126,7 +127,14 @@ func TestApprovalOfACreate(t *testing.T) {
 	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", approver2, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_DECIDED" {
 		t.Errorf("a second approval: %s, want 409 PROPOSAL_DECIDED", r)
 	}
-	wantHistory(t, e, id, "APPROVED test-approver", "CREATE test-approver", "PROPOSED test-merchandiser", "PROPOSED test-merchandiser")
+	r := e.Do(http.MethodPost, proposalPath(proposalOf(t, second).ID)+"/approve", approver2, nil)
+	if r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_STALE" {
+		t.Errorf("approve a create of a key taken since: %s, want 409 PROPOSAL_STALE", r)
+	}
+	if row, _ := e.Row(id, 1); row.Version != 1 {
+		t.Errorf("the stale create changed the promotion: version %d", row.Version)
+	}
+	wantHistory(t, e, id, "FAILED test-approver-2", "APPROVED test-approver", "CREATE test-approver", "PROPOSED test-merchandiser", "PROPOSED test-merchandiser")
 	if r := e.Do(http.MethodPost, "/v1/promotions", admin, e.Spec(id)); r.Status != http.StatusConflict || r.Error().Code != "ALREADY_EXISTS" {
 		t.Errorf("a create of an existing key: %s, want 409 ALREADY_EXISTS as today", r)
 	}
@@ -416,4 +424,28 @@ func TestApprovalOfBucketsAndAPool(t *testing.T) {
 	p := proposalOf(t, e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 200}))
 	approve(t, e, p.ID, approver)
 	e.Agree(id, 1)
+}
+
+// A proposal whose change is refused when approved (its end passed meanwhile) is
+// FAILED with the reason, 409 PROPOSAL_FAILED, nothing applied.
+func TestApprovalOfAChangeRefusedWhenApplied(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-late")
+	spec := e.Spec(id)
+	spec["endAt"] = e.Clock.Now().Add(time.Hour).Format(time.RFC3339Nano)
+	r := e.Do(http.MethodPost, "/v1/promotions", admin, spec)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("propose: %s", r)
+	}
+	e.Clock.Advance(2 * time.Hour)
+	p := proposalOf(t, r)
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", approver, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_FAILED" {
+		t.Errorf("approve a create whose end has passed: %s, want 409 PROPOSAL_FAILED", r)
+	}
+	got := proposalOf(t, e.Do(http.MethodGet, proposalPath(p.ID), viewer, nil))
+	if got.Status != store.ProposalFailed || got.Reason == "" || got.DecidedBy == nil || got.DecidedBy.Name != admintest.ApproverName {
+		t.Errorf("the refused proposal: %+v", got)
+	}
+	nothingApplied(t, e, id)
 }
