@@ -244,3 +244,38 @@ func (c *approvalRun) staleApproval() {
 	c.lines(ids[1], "the stale proposal failed", "FAILED", "total → 40")
 	b.screenshot("25-stale-failed")
 }
+
+// TestConsoleApprovalPages pages through the queue: 21 creates waiting are one
+// page of 20, newest first, and a next page with the oldest; a viewer reads the
+// queue and is offered no decision.
+func TestConsoleApprovalPages(t *testing.T) {
+	t.Parallel()
+	e := admintest.Start(t, admintest.Options{Service: adminservice.Config{RequireApproval: true}})
+	var ids []int64
+	for i := range 21 {
+		r := e.Do(http.MethodPost, "/v1/promotions", admintest.AdminToken, e.Spec(fmt.Sprintf("console-pages-%d", i)))
+		var p adminservice.Proposal
+		if r.Status != http.StatusAccepted || json.Unmarshal(r.Body, &p) != nil {
+			t.Fatalf("propose create %d: %s", i, r)
+		}
+		ids = append(ids, p.ID)
+	}
+	b := startBrowser(t, screenshotDir(t))
+	b.signIn(e.Server.URL, admintest.ViewerToken)
+	count := func() int { return eval[int](b, `document.querySelectorAll("#proposals > li").length`) }
+	b.waitFor(15*time.Second, "the first page of 20", func() bool { return count() == 20 && b.visible(item(ids[20])) })
+	if b.visible(item(ids[0])) || b.visible("#proposals button") {
+		b.fail("the first page holds the oldest proposal, or offers a viewer a decision")
+	}
+	b.click("#proposals-next")
+	b.waitFor(15*time.Second, "the next page with the oldest alone", func() bool { return count() == 1 && b.visible(item(ids[0])) })
+	if b.visible("#proposals-next") || !b.visible("#proposals-first") {
+		b.fail("the last page offers another, or no way back")
+	}
+	time.Sleep(6 * time.Second) // a refresh of the queue keeps the page shown
+	if count() != 1 {
+		b.fail("the queue's refresh left the page: %d proposals shown", count())
+	}
+	b.click("#proposals-first")
+	b.waitFor(15*time.Second, "the first page again", func() bool { return count() == 20 })
+}
