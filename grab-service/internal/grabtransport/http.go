@@ -171,29 +171,37 @@ func parseGrab(w wireGrab, n int, item func(i int) (wireItem, error)) (grab.Requ
 		if err != nil {
 			return req, err
 		}
-		field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
-		switch {
-		case it.PromoID == nil:
-			return req, httpx.Invalid(field("promoId"), "required")
-		case !promo.ValidPromoID(*it.PromoID):
-			return req, httpx.Invalid(field("promoId"), "must match ^[A-Za-z0-9-]{1,64}$")
-		case it.Type == nil:
-			return req, httpx.Invalid(field("type"), "required")
-		case !promo.ValidType(*it.Type):
-			return req, httpx.Invalid(field("type"), "must be 1..99")
-		case it.Num == nil:
-			return req, httpx.Invalid(field("num"), "required")
-		case *it.Num < 1 || *it.Num > promo.MaxTotal:
-			return req, httpx.Invalid(field("num"), "must be 1..1000000000")
+		if err := parseItem(&req, i, it); err != nil {
+			return req, err
 		}
-		for _, prev := range req.Items { // at most 50: a scan beats a map
-			if prev.PromoID == *it.PromoID && prev.Type == *it.Type {
-				return req, httpx.Invalid(field("promoId"), "promotion listed twice; put the quantity in num")
-			}
-		}
-		req.Items = append(req.Items, grab.Item{PromoID: *it.PromoID, Type: *it.Type, Num: *it.Num})
 	}
 	return req, nil
+}
+
+// parseItem validates item i and appends it to req's items.
+func parseItem(req *grab.Request, i int, it wireItem) error {
+	field := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
+	switch {
+	case it.PromoID == nil:
+		return httpx.Invalid(field("promoId"), "required")
+	case !promo.ValidPromoID(*it.PromoID):
+		return httpx.Invalid(field("promoId"), "must match ^[A-Za-z0-9-]{1,64}$")
+	case it.Type == nil:
+		return httpx.Invalid(field("type"), "required")
+	case !promo.ValidType(*it.Type):
+		return httpx.Invalid(field("type"), "must be 1..99")
+	case it.Num == nil:
+		return httpx.Invalid(field("num"), "required")
+	case *it.Num < 1 || *it.Num > promo.MaxTotal:
+		return httpx.Invalid(field("num"), "must be 1..1000000000")
+	}
+	for _, prev := range req.Items { // at most 50: a scan beats a map
+		if prev.PromoID == *it.PromoID && prev.Type == *it.Type {
+			return httpx.Invalid(field("promoId"), "promotion listed twice; put the quantity in num")
+		}
+	}
+	req.Items = append(req.Items, grab.Item{PromoID: *it.PromoID, Type: *it.Type, Num: *it.Num})
+	return nil
 }
 
 var cancelReasons = map[string]bool{"USER_CANCELLED": true, "PAYMENT_EXPIRED": true, "STOCK_SHORT": true, "OTHER": true}
