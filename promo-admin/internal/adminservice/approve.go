@@ -12,17 +12,11 @@ import (
 	"github.com/flashsale/platform/internal/store"
 )
 
-// approver applies a proposal: claim it (PENDING → APPLYING: one approver wins),
-// carry its change through the journal as the create or patch command would (so
-// it never half-applies), then finish it APPROVED, or FAILED with the reason when
-// the record or the shard refused the change. A change refused before anything
-// was recorded (another change in progress, MySQL down) releases the claim: the
-// proposal is PENDING again. A change whose outcome is unknown (a shard that did
-// not answer) leaves it APPLYING: the journal completes or undoes the change, and
-// a later approval, once retryAfter has passed since the claim, retries it only if
-// the promotion shows nothing of it (still at baseVersion with nothing pending; for
-// a create, no row) — otherwise it stays APPLYING, and the promotion's history
-// says whether the change landed.
+// approver applies a proposal: claim it (PENDING → APPLYING, one approver wins),
+// carry its change through the journal as the command would (never half-applied),
+// then finish it APPROVED or FAILED. Refused before anything was recorded, the
+// claim is released; an unknown outcome stays APPLYING until a later approval
+// finds the promotion shows nothing of it (docs/CONTRACT.md, "Approval").
 type approver struct {
 	queue      Queue
 	rows       Inserter
