@@ -53,6 +53,10 @@ type Flags struct {
 // MySQLEnv names the environment variable of the MySQL DSN (with _FILE: a file holding it).
 const MySQLEnv = "FLASHSALE_MYSQL_DSN"
 
+// RedisAllowEnv names the environment variable of --redis-allow's default: one
+// value for every container of a pod or stack, set where the Redis credentials are.
+const RedisAllowEnv = "FLASHSALE_REDIS_ALLOW"
+
 const localMySQL = "flashsale:flashsale-local@tcp(127.0.0.1:3306)/flashsale?parseTime=true" // deploy/local/deps.sh
 
 // Secret is the value of the environment variable env, or the content of the file
@@ -109,8 +113,9 @@ func (f *Flags) Register(fs *flag.FlagSet, listen, opsListen string) {
 		return nil
 	})
 	fs.StringVar(&f.RedisSentinelPrefix, "redis-sentinel-prefix", "shard-", "the name prefix of the shards' masters in the sentinels")
-	fs.Func("redis-allow", "comma-separated servers on-call's shardAddrs may name: a host or host:port, whose labels may be globs (redis-shard-*.redis-shard-*; default: the hosts of --redis); "+
-		"a switches document naming another is refused whole", func(s string) error {
+	f.RedisAllow = split(os.Getenv(RedisAllowEnv))
+	fs.Func("redis-allow", "comma-separated servers on-call's shardAddrs may name: a host or host:port, whose labels may be globs (redis-shard-*.redis-shard-*; "+
+		"default: $"+RedisAllowEnv+", else the hosts of --redis); a switches document naming another is refused whole", func(s string) error {
 		f.RedisAllow = split(s)
 		return nil
 	})
