@@ -17,7 +17,7 @@ func TestSecuredOpsAreTheSpecs(t *testing.T) {
 		apitest.GrabService: {"POST /v1/grab", "POST /v1/grab/{requestId}/cancel", "POST /v1/grab/{requestId}/confirm"},
 		apitest.PromoAdmin: {"DELETE /v1/promotions/{promoId}/{type}", "GET /v1/promotions", "GET /v1/promotions/{promoId}/{type}",
 			"GET /v1/promotions/{promoId}/{type}/history", "GET /v1/promotions/{promoId}/{type}/timeline", "GET /v1/proposals",
-			"GET /v1/proposals/{id}", "GET /v1/switches", "GET /v1/switches/history", "PATCH /v1/promotions/{promoId}/{type}",
+			"GET /v1/proposals/{id}", "GET /v1/switches", "GET /v1/switches/history", "GET /v1/whoami", "PATCH /v1/promotions/{promoId}/{type}",
 			"POST /v1/promotions", "POST /v1/promotions/{promoId}/{type}/stop", "POST /v1/proposals/{id}/approve",
 			"POST /v1/proposals/{id}/reject", "PUT /v1/switches"},
 	} {

@@ -23,7 +23,7 @@ const (
 	RouteStop    = "POST /v1/promotions/{promoId}/{type}/stop"
 	RouteHistory = "GET /v1/promotions/{promoId}/{type}/history"
 	// RouteSwitches is in switches.go; the timeline's and on-call's in oncall.go;
-	// the approval queue's in approval.go.
+	// the approval queue's in approval.go; who a token is in whoami.go.
 )
 
 // Options are what the handler needs besides the endpoints.
@@ -52,7 +52,9 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	mux := http.NewServeMux()
 	opts := []kithttp.ServerOption{kithttp.ServerErrorEncoder(encodeError)}
 	write := []httpx.Role{httpx.RoleMerchandiser}
-	read := []httpx.Role{httpx.RoleMerchandiser, httpx.RoleViewer}
+	// An approver reads what a decision needs: the promotions, their history and
+	// their sale (docs/CONTRACT.md, "Approval"); it writes none of them.
+	read := []httpx.Role{httpx.RoleMerchandiser, httpx.RoleViewer, httpx.RoleApprover}
 	switchesRead := []httpx.Role{httpx.RoleMerchandiser, httpx.RoleViewer, RoleOnCall}
 	route := func(pattern string, h http.Handler, roles ...httpx.Role) {
 		mux.Handle(pattern, o.Metrics.Wrap(pattern, o.Tokens.Require(h, roles...)))
@@ -69,6 +71,7 @@ func NewHTTPHandler(set adminendpoint.Set, o Options) http.Handler {
 	route(RoutePutSwitches, kithttp.NewServer(set.PutSwitchesEndpoint, decodePutSwitches, encodePutSwitches, opts...), RoleOnCall)
 	route(RouteSwitchHistory, kithttp.NewServer(set.SwitchHistoryEndpoint, decodeSwitchHistory, encodeSwitchHistory, opts...), switchesRead...)
 	approvalRoutes(set, route, opts)
+	route(RouteWhoAmI, whoAmIHandler(), httpx.RoleMerchandiser, httpx.RoleViewer, RoleOnCall, httpx.RoleApprover)
 	if o.Console != nil {
 		mux.Handle("GET "+ConsolePath, o.Console)
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
