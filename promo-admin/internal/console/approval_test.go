@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,6 +119,7 @@ func (c *approvalRun) approveCreate(n int64) {
 	b := c.b
 	c.switchTo(admintest.ApproverToken)
 	b.waitFor(15*time.Second, "Approve offered to the approver", func() bool { return b.visible(item(n) + " button.approve") })
+	c.approverView()
 	b.screenshot("21-approver-queue")
 	b.click(item(n) + " button.approve")
 	b.waitTextIs(15*time.Second, "#status", fmt.Sprintf("Approved proposal #%d: %s/1 created.", n, c.id))
@@ -129,6 +131,25 @@ func (c *approvalRun) approveCreate(n int64) {
 	c.show("")
 	c.lines(n, "the approval in the history", "APPROVED", "Approved by "+admintest.ApproverName+" (approver)")
 	c.show("PENDING")
+}
+
+// approverView: the page asked GET /v1/whoami, never probed the approve route,
+// shows the approver by name and role, lists the promotions (an approver reads
+// them) and offers no create, no change and no switches.
+func (c *approvalRun) approverView() {
+	b := c.b
+	b.waitTextIs(15*time.Second, "#whoami", admintest.ApproverName+" (approver)")
+	b.waitFor(15*time.Second, "the promotions listed for the approver", func() bool { return b.visible("#promotions") })
+	asked := eval[[]string](b, `performance.getEntriesByType("resource").map((e) => new URL(e.name).pathname)
+		.filter((p) => p === "/v1/whoami" || /^\/v1\/proposals\/0\//.test(p))`)
+	if !slices.Contains(asked, "/v1/whoami") || slices.ContainsFunc(asked, func(p string) bool { return p != "/v1/whoami" }) {
+		b.fail("the page's calls: %v, want GET /v1/whoami and no probe of /v1/proposals/0/", asked)
+	}
+	for _, sel := range []string{"#create", "#switches"} {
+		if b.visible(sel) {
+			b.fail("the approver is offered %s", sel)
+		}
+	}
 }
 
 // proposeChange sends a change of total and channels for approval through the
@@ -195,6 +216,18 @@ func (c *approvalRun) reject(n int64) {
 		b.fail("an empty reason: %s", r)
 	}
 	b.waitFor(15*time.Second, "Reject offered", func() bool { return b.visible(item(n) + " button.reject") })
+	// The approver reads the promotion, so the change shows from its current value.
+	c.lines(n, "the change from its current value, for the approver", "total 10 → 20", "channels WEB → APP, WEB")
+	row := fmt.Sprintf(`tr[data-key="%s/1"]`, c.id)
+	b.waitFor(15*time.Second, "the promotion listed for the approver", func() bool { return b.visible(row) })
+	b.click(row + " button.link")
+	b.waitTextIs(15*time.Second, "#detail-of", "of 10")
+	b.waitText(15*time.Second, "#detail-history li:first-child", func(s string) bool { return strings.Contains(s, "PROPOSED") },
+		"the promotion's history for the approver")
+	if b.visible("#patch-form") || b.visible("#stop-open") || b.visible("#delete-open") {
+		b.fail("the approver is offered the change, stop or delete of a promotion")
+	}
+	b.click("#close-detail")
 	b.click(item(n) + " button.reject")
 	b.waitFor(15*time.Second, "the reject dialog", func() bool { return b.visible("#reject-dialog") })
 	b.click(`#reject-form button[type="submit"]`)

@@ -24,7 +24,21 @@ const state = {
   timers: [],
   generation: 0,      // bumped on sign-out so late answers are dropped
   queue: newQueue(),  // the approval queue's view (see loadProposals)
+  who: null,          // GET /v1/whoami of the token: {name, role}
 };
+
+// What each role may do, as api/openapi.yaml's security says: the page offers
+// only that (the service still decides every request by the token's role).
+const ROLE_CAN = {
+  merchandiser: { promotions: true, write: true, switches: true, queue: true, decide: false },
+  viewer: { promotions: true, write: false, switches: true, queue: true, decide: false },
+  oncall: { promotions: false, write: false, switches: true, queue: false, decide: false },
+  approver: { promotions: true, write: false, switches: false, queue: true, decide: true },
+};
+
+// can says whether the signed-in token's role may do what; an unknown role may
+// do nothing here.
+const can = (what) => !!(state.who && ROLE_CAN[state.who.role] && ROLE_CAN[state.who.role][what]);
 
 function newQueue() {
   return { cursor: '', nextCursor: '', decides: false, errors: new Map() };
@@ -353,7 +367,7 @@ async function loadList(cursor = state.cursor) {
     page = await api('GET', `/v1/promotions?${q}`);
   } catch (e) {
     if (e.code === 'SIGNED_OUT') return;
-    // A role that reads no promotion (an approver's) sees the queue only.
+    // A role that reads no promotion (on-call's) sees none.
     if (e.status === 403) { showPromotions(false); return; }
     $('#list-error').textContent = `Could not list promotions: ${e.message}`;
     return;
@@ -776,18 +790,6 @@ function proposed(pr) {
   loadProposals();
 }
 
-// mayDecide asks the service, without deciding anything, whether the token may
-// approve: the approve route checks the role first (403 for every other role),
-// then refuses proposal id 0 as malformed (400).
-async function mayDecide() {
-  try {
-    await api('POST', '/v1/proposals/0/approve');
-  } catch (e) {
-    return e.status === 400;
-  }
-  return false;
-}
-
 // loadProposals shows a page of the queue (newest first) for the filter chosen.
 // The card stays hidden where there is no queue: approval off (409
 // APPROVAL_OFF), a service without it (404), a role that does not read it (403).
@@ -1024,39 +1026,66 @@ async function loadSwitchHistory() {
 
 // ---------------------------------------------------------------- session
 
-// showPromotions shows or hides what needs reading promotions.
+// showPromotions shows or hides what needs reading promotions; the create form
+// and the change form also need writing them.
 function showPromotions(on) {
   $('#promotions').hidden = !on;
-  $('#create').hidden = !on;
+  $('#create').hidden = !on || !can('write');
   if (!on) $('#detail').hidden = true;
 }
 
+// showRole shows who is signed in and only the controls the role may use.
+function showRole() {
+  const w = state.who;
+  $('#whoami').textContent = `${w.name || 'unnamed token'} (${w.role})`;
+  showPromotions(can('promotions'));
+  $('#patch-title').hidden = !can('write');
+  $('#patch-form').hidden = !can('write');
+  $('#switches').hidden = !can('switches');
+  state.queue.decides = can('decide');
+}
+
+// whoAmI asks the service whose token this is; a page reloaded with a token
+// kept in the tab asks again, as the token's role may have changed.
+async function whoAmI() {
+  try {
+    return await api('GET', '/v1/whoami');
+  } catch (e) {
+    if (e.code !== 'SIGNED_OUT') signOut(`Could not tell whose token this is: ${e.message}. Sign in again.`);
+    return null;
+  }
+}
+
 async function startSession() {
+  const gen = state.generation;
+  if (!state.who) {
+    const who = await whoAmI();
+    if (!who || gen !== state.generation) return;
+    state.who = who;
+  }
   $('#sign-in-panel').hidden = true;
   $('#app').hidden = false;
   $('#session').hidden = false;
+  showRole();
   resetCreateForm();
-  every(POLL_MS, pollLive);
-  every(SWITCHES_MS, loadSwitches);
-  every(LIST_MS, () => loadList());
-  every(TIMELINE_MS, async () => {
-    const row = state.selected && state.rows.get(state.selected);
-    if (row) await loadTimeline(row.p);
-  });
-  openFromAddress();
+  if (can('promotions')) {
+    every(POLL_MS, pollLive);
+    every(LIST_MS, () => loadList());
+    every(TIMELINE_MS, async () => {
+      const row = state.selected && state.rows.get(state.selected);
+      if (row) await loadTimeline(row.p);
+    });
+    openFromAddress();
+  }
+  if (can('switches')) every(SWITCHES_MS, loadSwitches);
+  if (can('queue')) every(QUEUE_MS, () => loadProposals());
   every(1000, async () => { $('#clock').textContent = fmtTime(new Date().toISOString()); });
-  // The queue's buttons need to know whether this token decides.
-  const gen = state.generation;
-  const decides = await mayDecide();
-  if (gen !== state.generation) return;
-  state.queue.decides = decides;
-  every(QUEUE_MS, () => loadProposals());
 }
 
 function signOut(msg) {
   state.generation++;
   state.timers.forEach((stop) => stop());
-  Object.assign(state, { token: '', rows: new Map(), order: [], cursor: '', nextCursor: '', selected: '', timers: [], queue: newQueue() });
+  Object.assign(state, { token: '', rows: new Map(), order: [], cursor: '', nextCursor: '', selected: '', timers: [], queue: newQueue(), who: null });
   sessionStorage.removeItem(TOKEN_KEY);
   for (const d of document.querySelectorAll('dialog[open]')) d.close();
   $('#rows').replaceChildren();
@@ -1064,6 +1093,7 @@ function signOut(msg) {
   $('#approvals').hidden = true;
   showPromotions(true);
   $('#switches').hidden = false;
+  $('#whoami').textContent = '';
   $('#detail').hidden = true;
   $('#app').hidden = true;
   $('#session').hidden = true;
@@ -1083,20 +1113,20 @@ async function submitSignIn(ev) {
     showError(form, { field: 'token', message: 'enter a bearer token' });
     return;
   }
-  // One cheap read tells whether the service knows the token: the switches, which
-  // every role reads (on-call's token reads no promotion).
-  // A 403 is a token the service knows whose role does not read them (an approver's).
-  const res = await fetch('/v1/switches', { headers: { Authorization: `Bearer ${token}` } }).catch(() => null);
-  if (!res || (!res.ok && res.status !== 403)) {
-    let body = null;
-    if (res) { try { body = await res.json(); } catch { body = null; } }
-    const message = body ? `${body.code}: ${body.message}` : 'promo-admin did not answer';
+  // The service says whose token it is, and so what the page offers: 401 for a
+  // token it does not know.
+  const res = await fetch('/v1/whoami', { headers: { Authorization: `Bearer ${token}` } }).catch(() => null);
+  let body = null;
+  if (res) { try { body = await res.json(); } catch { body = null; } }
+  if (!res || !res.ok || !body || !body.role) {
+    const message = body && body.code ? `${body.code}: ${body.message}` : res ? `HTTP ${res.status}` : 'promo-admin did not answer';
     showError(form, { field: 'token', message });
     return;
   }
   state.token = token;
+  state.who = { name: body.name, role: body.role };
   sessionStorage.setItem(TOKEN_KEY, token);
-  say('Signed in.');
+  say(`Signed in as ${body.name || 'an unnamed token'} (${body.role}).`);
   startSession();
 }
 
