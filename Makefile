@@ -11,6 +11,7 @@ export GOTOOLCHAIN := go1.27.3
 # (e.g. ./internal/ring:FuzzShardOf), each for FUZZTIME.
 FUZZ_TARGETS ?= ./grab-service/internal/grabtransport:FuzzDecodeGrab ./grab-service/internal/grabtransport:FuzzGrabScannerAgrees ./internal/httpx:FuzzDecodeBytes \
 	./promo-admin/internal/admintransport:FuzzDecodeCreate ./promo-admin/internal/admintransport:FuzzDecodePatch \
+	./promo-admin/internal/admintransport:FuzzDecodeReject ./promo-admin/internal/admintransport:FuzzDecodeApprove \
 	./internal/flow:FuzzDecode ./internal/flow:FuzzDecodeJSON ./lua:FuzzLedgerJSON ./internal/promo:FuzzIDValidators \
 	./internal/jsonx:FuzzAppendString ./grab-service/internal/grab:FuzzResultJSON ./internal/flow:FuzzFlowJSON \
 	./internal/flow:FuzzDecodeRequestIndex ./configcenter:FuzzParseSwitches ./internal/store:FuzzDecodeCursor
