@@ -35,6 +35,27 @@ var composeWant = Expected{
 	Sentinels: []string{"redis-sentinel-1:26379", "redis-sentinel-2:26379", "redis-sentinel-3:26379"},
 	Kafka:     []string{"kafka-1:9092", "kafka-2:9092", "kafka-3:9092"},
 	Nacos:     "nacos:8848",
+	ShardHosts: func() []string {
+		var out []string
+		for i := range Shards {
+			out = append(out, fmt.Sprintf("redis-master-%d", i), fmt.Sprintf("redis-replica-%d", i))
+		}
+		return out
+	}(),
+	ShardPrefixes: []string{"redis-master-", "redis-replica-"},
+}
+
+// composeShardHosts are the names of the compose file's Redis servers (not its
+// sentinels): the hosts a service reaches a shard at.
+func composeShardHosts(p *types.Project) []string {
+	var out []string
+	for _, s := range p.Services {
+		cmd := strings.Join(append(slices.Clone([]string(s.Entrypoint)), s.Command...), " ")
+		if strings.HasPrefix(s.Image, "redis:") && !strings.Contains(cmd, "sentinel") {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 func loadCompose(t *testing.T, env map[string]string, profiles ...string) (*types.Project, error) {
@@ -194,11 +215,14 @@ func TestComposeStack(t *testing.T) {
 			binary = filepath.Base(s.Entrypoint[0])
 			args = args[1:]
 		}
-		env := map[string]bool{}
+		env, values := map[string]bool{}, map[string]string{}
 		for k, v := range s.Environment {
 			env[k] = v != nil && *v != ""
+			if env[k] {
+				values[k] = *v
+			}
 		}
-		inv := Invocation{Where: ComposeFile + " " + s.Name, Binary: binary, Args: args, Env: env}
+		inv := Invocation{Where: ComposeFile + " " + s.Name, Binary: binary, Args: args, Env: env, EnvValue: values}
 		invs = append(invs, inv)
 		if len(s.Profiles) == 0 {
 			port := ServiceTargets[target].Port
@@ -213,6 +237,10 @@ func TestComposeStack(t *testing.T) {
 	}
 	for _, inv := range invs {
 		CheckInvocation(inv, composeWant, &errs, func(s string) { t.Log(s) })
+	}
+	CheckIPv6PrefixAgree(invs, &errs)
+	if extra, missing := diff(composeShardHosts(p), composeWant.ShardHosts); len(extra)+len(missing) > 0 {
+		errs.Addf("compose's Redis servers differ from the shards the --redis-allow rule knows: more %v, fewer %v", extra, missing)
 	}
 	for _, want := range []string{"grab-service", "promo-admin", "flow-sink", "recovery-verify", "recovery-rebuild", "prometheus", "grafana", "mysql", "nacos"} {
 		svc(want)

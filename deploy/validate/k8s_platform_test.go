@@ -36,6 +36,7 @@ func checkPlatform(errs *Errs, t *testing.T, objs []object) {
 			errs.Addf("%s: needs Services %s and %s-pods (Prometheus' discovery)", o.where(), name, name)
 		}
 	}
+	var invs []Invocation
 	for _, o := range objs {
 		var spec *corev1.PodSpec
 		switch v := o.obj.(type) {
@@ -65,8 +66,15 @@ func checkPlatform(errs *Errs, t *testing.T, objs []object) {
 			for _, a := range c.Args {
 				args = append(args, envRef.ReplaceAllStringFunc(a, func(ref string) string { return values[ref[2:len(ref)-1]] }))
 			}
-			CheckInvocation(Invocation{Where: o.where(), Binary: ServiceTargets[target].Binary, Args: args, Env: env}, k8sWant, errs, func(s string) { t.Log(s) })
+			inv := Invocation{Where: o.where(), Binary: ServiceTargets[target].Binary, Args: args, Env: env, EnvValue: literal(values)}
+			invs = append(invs, inv)
+			CheckInvocation(inv, k8sWant, errs, func(s string) { t.Log(s) })
 		}
+	}
+	invs = append(invs, toolboxInvocations(errs, objs)...)
+	CheckIPv6PrefixAgree(invs, errs)
+	if extra, missing := diff(k8sShardHosts(objs), k8sWant.ShardHosts); len(extra)+len(missing) > 0 {
+		errs.Addf("the manifests' Redis servers differ from the shards the --redis-allow rule knows: more %v, fewer %v", extra, missing)
 	}
 
 	// Redis: 16 shards, each a master and replicas, the master reachable by its Service.
@@ -238,4 +246,85 @@ func podContainers(o object) []corev1.Container {
 		return v.Spec.JobTemplate.Spec.Template.Spec.Containers
 	}
 	return nil
+}
+
+// literal is values without those from a Secret.
+func literal(values map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range values {
+		if !strings.HasPrefix(v, "secret:") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// toolboxInvocations are the recovery commands on-call runs in the toolbox with its
+// $CONN flags: they reach Redis as the services do, so the same allowlist holds, and
+// the rebuild counts IPv6 buyers as grab-service does.
+func toolboxInvocations(errs *Errs, objs []object) []Invocation {
+	o := find(objs, "Deployment", "recovery-toolbox")
+	if o == nil {
+		return nil
+	}
+	var conn string
+	for _, e := range o.obj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "CONN" {
+			conn = e.Value
+		}
+	}
+	args := strings.Fields(conn)
+	if !slices.Contains(args, "--redis") {
+		errs.Addf("%s: $CONN has no --redis", o.where())
+		return nil
+	}
+	inv := Invocation{Where: o.where() + " $CONN", Binary: "recovery", Args: append([]string{"rebuild"}, args...)}
+	flags, _ := inv.Flags(map[string]bool{"mysql-migrate": true})
+	if v, ok := flags["redis-allow"]; !ok {
+		errs.Addf("%s: runs without --redis-allow: the shards' own servers are the only ones on-call's shardAddrs may name", inv.Where)
+	} else {
+		for _, p := range CheckRedisAllow(v, k8sWant) {
+			errs.Addf("%s: --redis-allow %q: %s", inv.Where, v, p)
+		}
+	}
+	return []Invocation{inv}
+}
+
+// k8sShardHosts are the hosts of the manifests' Redis servers (not the sentinels):
+// each Service selecting their pods, and each pod by its StatefulSet's Service.
+func k8sShardHosts(objs []object) []string {
+	var out []string
+	fqdn := func(h string) []string { return []string{h, h + "." + k8sgen.Namespace + ".svc.cluster.local"} }
+	var pods []map[string]string
+	for _, o := range objs {
+		ss, ok := o.obj.(*appsv1.StatefulSet)
+		if !ok {
+			continue
+		}
+		c := ss.Spec.Template.Spec.Containers[0]
+		if !strings.HasPrefix(c.Image, "redis:") || !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == 6379 }) {
+			continue // not Redis, or a sentinel
+		}
+		pods = append(pods, ss.Spec.Template.Labels)
+		for k := range deref(ss.Spec.Replicas, 1) {
+			out = append(out, fqdn(fmt.Sprintf("%s-%d.%s", ss.Name, k, ss.Spec.ServiceName))...)
+		}
+	}
+	for _, o := range objs {
+		svc, ok := o.obj.(*corev1.Service)
+		if !ok || len(svc.Spec.Selector) == 0 {
+			continue
+		}
+		if slices.ContainsFunc(pods, func(l map[string]string) bool {
+			for k, v := range svc.Spec.Selector {
+				if k != "statefulset.kubernetes.io/pod-name" && l[k] != v {
+					return false
+				}
+			}
+			return true
+		}) {
+			out = append(out, fqdn(svc.Name)...)
+		}
+	}
+	return out
 }

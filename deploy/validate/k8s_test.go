@@ -47,6 +47,22 @@ var k8sWant = Expected{
 	Sentinels: k8sgen.SentinelAddrs(),
 	Kafka:     []string{"kafka-0.kafka-headless:9092", "kafka-1.kafka-headless:9092", "kafka-2.kafka-headless:9092"},
 	Nacos:     "nacos:8848",
+	// Each shard's Services (the pods' headless one, the master's) and its pods, by
+	// the short names and the cluster's.
+	ShardHosts: func() []string {
+		var out []string
+		fqdn := func(h string) []string { return []string{h, h + "." + k8sgen.Namespace + ".svc.cluster.local"} }
+		for i := range Shards {
+			name := fmt.Sprintf("redis-shard-%d", i)
+			out = append(out, fqdn(name)...)
+			out = append(out, fqdn(name+"-master")...)
+			for k := range 1 + k8sgen.RedisReplicas {
+				out = append(out, fqdn(fmt.Sprintf("%s-%d.%s", name, k, name))...)
+			}
+		}
+		return out
+	}(),
+	ShardPrefixes: []string{"redis-shard-"},
 }
 
 // object is one decoded manifest.

@@ -87,7 +87,8 @@ func TestInvocationCheckRefusesBadCommands(t *testing.T) {
 		RedisUserEnv: true, RedisPasswordEnv: true, KafkaMechanismEnv: true, KafkaUserEnv: true, KafkaPasswordEnv: true, NacosPasswordEnv: true},
 		Args: []string{"--listen", ":8080", "--redis", strings.Join(composeWant.Redis, ","),
 			"--kafka", strings.Join(composeWant.Kafka, ","), "--nacos", "nacos:8848", "--nacos-username", "flashsale",
-			"--redis-sentinels", strings.Join(composeWant.Sentinels, ","), "--ops-listen", ":9180"}}
+			"--redis-sentinels", strings.Join(composeWant.Sentinels, ","), "--redis-allow", "redis-master-*,redis-replica-*", "--max-conns", "10000",
+			"--ops-listen", ":9180"}}
 	var errs Errs
 	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
 	if len(errs) > 0 {
@@ -375,7 +376,7 @@ func TestInvocationCheckRefusesASinkThatDoesNotHeal(t *testing.T) {
 		KafkaMechanismEnv: true, KafkaUserEnv: true, KafkaPasswordEnv: true, NacosPasswordEnv: true},
 		Args: []string{"sink", "--heal", "--listen", ":8082", "--ops-listen", ":9182", "--kafka", strings.Join(composeWant.Kafka, ","),
 			"--redis", strings.Join(composeWant.Redis, ","), "--redis-sentinels", strings.Join(composeWant.Sentinels, ","),
-			"--nacos", "nacos:8848", "--nacos-username", "flashsale"}}
+			"--nacos", "nacos:8848", "--nacos-username", "flashsale", "--redis-allow", "redis-master-*,redis-replica-*", "--max-conns", "1000"}}
 	var errs Errs
 	CheckInvocation(good, composeWant, &errs, func(s string) { t.Log(s) })
 	if len(errs) > 0 {

@@ -20,6 +20,8 @@ type Invocation struct {
 	Binary string          // grab-service, promo-admin, recovery, configctl
 	Args   []string        // after the binary (a recovery subcommand first)
 	Env    map[string]bool // environment variables set
+	// EnvValue is the literal values of Env (a Secret's are not known).
+	EnvValue map[string]string
 }
 
 // Command is the binary plus its subcommand, as help is asked of it.
@@ -165,6 +167,11 @@ type Expected struct {
 	Sentinels []string // the Redis Sentinels that elect the shards' masters
 	Kafka     []string
 	Nacos     string
+	// ShardHosts are the hosts of the shards' servers, masters and replicas (the
+	// StatefulSets' pods and Services, the compose services); ShardPrefixes the name
+	// prefixes they share, which a --redis-allow glob must keep.
+	ShardHosts    []string
+	ShardPrefixes []string
 }
 
 // CheckInvocation checks one service process: known flags, no --local, the 16 shard
@@ -218,6 +225,7 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 		errs.Addf("%s: a Kafka client without %s, %s and %s: the brokers accept SASL (SCRAM) clients only", inv.Where, KafkaMechanismEnv, KafkaUserEnv, KafkaPasswordEnv)
 	}
 	checkRedisFollowing(inv, flags, want, errs)
+	checkRedisAllow(inv, flags, want, errs)
 	if r, ok := flags["redis"]; ok || cmd[len(cmd)-1] != "sink" {
 		if got := strings.Split(r, ","); !slices.Equal(got, want.Redis) {
 			errs.Addf("%s: --redis must list the %d shard masters in shard order %v, is %v", inv.Where, Shards, want.Redis, got)
@@ -244,6 +252,9 @@ func CheckInvocation(inv Invocation, want Expected, errs *Errs, note func(string
 		errs.Addf("%s: --nacos %q, want %q", inv.Where, flags["nacos"], want.Nacos)
 	}
 	server := len(cmd) == 1 || cmd[1] == "sink"
+	if server {
+		checkMaxConns(inv, flags, errs)
+	}
 	if l, ok := flags["listen"]; ok != server || ok && !strings.HasPrefix(l, ":") {
 		errs.Addf("%s: servers listen on all interfaces (--listen :PORT), one-shot commands do not listen; have %q", inv.Where, l)
 	}
