@@ -88,7 +88,8 @@ func ProposeCreateMiddleware(appr adminservice.Approval) endpoint.Middleware {
 }
 
 // ProposePatchMiddleware records a patch as a proposal when approval is required
-// and the patch changes what approval guards; otherwise it applies at once.
+// and the patch changes what approval guards; one that changes nothing of it
+// answers the promotion unchanged, writing nothing. Off, the patch applies at once.
 func ProposePatchMiddleware(appr adminservice.Approval) endpoint.Middleware {
 	return func(next endpoint.Endpoint) endpoint.Endpoint {
 		return func(ctx context.Context, request interface{}) (interface{}, error) {
@@ -96,15 +97,15 @@ func ProposePatchMiddleware(appr adminservice.Approval) endpoint.Middleware {
 				return next(ctx, request)
 			}
 			req := request.(PatchRequest)
-			p, err := appr.ProposePatch(ctx, req.ID, req.Patch)
+			out, err := appr.ProposePatch(ctx, req.ID, req.Patch)
 			failed, err := split(err)
 			switch {
 			case failed != nil || err != nil:
 				return PromotionResponse{Err: failed}, err
-			case p == nil:
-				return next(ctx, request)
+			case out.Unchanged != nil:
+				return PromotionResponse{Promotion: *out.Unchanged}, nil
 			}
-			return PromotionResponse{Proposal: p}, nil
+			return PromotionResponse{Proposal: out.Proposal}, nil
 		}
 	}
 }

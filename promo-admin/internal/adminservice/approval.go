@@ -75,6 +75,16 @@ type ProposalPage struct {
 	NextCursor string     `json:"nextCursor,omitempty"`
 }
 
+// PatchOutcome is what a PATCH became with approval on: a Proposal, or, when it
+// changes nothing approval guards, the promotion as it stands (Unchanged): nothing
+// is written then, so the version, and every pending proposal made against it,
+// stay as they are. Every field a patch can change is guarded (sameGuarded), so
+// there is no unguarded part to apply at once.
+type PatchOutcome struct {
+	Proposal  *Proposal
+	Unchanged *promo.Promotion
+}
+
 // Approved answers an approval: the proposal, APPROVED, and the promotion it made.
 type Approved struct {
 	Proposal  Proposal        `json:"proposal"`
@@ -89,9 +99,9 @@ type Approval interface {
 	// Required says whether creates and patches are proposals (--require-approval).
 	Required() bool
 	ProposeCreate(ctx context.Context, s promo.Spec) (Proposal, error)
-	// ProposePatch records the patch as a proposal; nil when it changes nothing of
-	// what approval guards, to be applied at once (Service.Patch).
-	ProposePatch(ctx context.Context, id store.ID, p Patch) (*Proposal, error)
+	// ProposePatch records the patch as a proposal, or answers the promotion
+	// unchanged when the patch changes nothing approval guards.
+	ProposePatch(ctx context.Context, id store.ID, p Patch) (PatchOutcome, error)
 	Proposals(ctx context.Context, q ProposalQuery) (ProposalPage, error)
 	Proposal(ctx context.Context, id int64) (Proposal, error)
 	Approve(ctx context.Context, id int64) (Approved, error)
@@ -128,7 +138,7 @@ func NewApprovals(a *Admin, q Queue, cfg Config) *Approvals {
 	bounds := store.Bounds{PerPromotion: cfg.ProposalsPerPromotion, Total: cfg.ProposalsTotal}
 	return &Approvals{
 		required: cfg.RequireApproval,
-		propose:  proposer{queue: q, rows: a.create.rows, plans: a.patch, now: now, bounds: bounds},
+		propose:  proposer{queue: q, rows: a.create.rows, plans: a.patch, read: a.get, now: now, bounds: bounds},
 		approve: approver{queue: q, rows: a.create.rows, create: a.create, patch: a.patch, now: now, log: cfg.Logger,
 			retryAfter: 2*cfg.RepairGrace + cfg.RedisTimeout, timeout: cfg.RepairGrace},
 		queue: q,
@@ -148,10 +158,10 @@ func (a *Approvals) ProposeCreate(ctx context.Context, s promo.Spec) (Proposal, 
 }
 
 // ProposePatch validates and plans p as a patch is, against the promotion's row,
-// and records it as a proposal made against the row's version.
-func (a *Approvals) ProposePatch(ctx context.Context, id store.ID, p Patch) (*Proposal, error) {
+// and records it as a proposal made against the row's version (PatchOutcome).
+func (a *Approvals) ProposePatch(ctx context.Context, id store.ID, p Patch) (PatchOutcome, error) {
 	if !a.required {
-		return nil, ErrApprovalOff
+		return PatchOutcome{}, ErrApprovalOff
 	}
 	return a.propose.patch(ctx, id, p)
 }

@@ -17,6 +17,7 @@ type proposer struct {
 	queue  Queue
 	rows   Inserter // Row: the key's row as stored, a pending create included
 	plans  patchHandler
+	read   getHandler // the promotion a patch leaves unchanged, as GET answers it
 	now    clock
 	bounds store.Bounds
 }
@@ -68,41 +69,52 @@ func (h proposer) create(ctx context.Context, s promo.Spec) (Proposal, error) {
 	return h.record(ctx, id, store.ProposeCreate, 0, body)
 }
 
-// patch plans p against the committed row as patchHandler does; a patch that
-// leaves every guarded field as it is is no proposal (nil): it applies at once.
-func (h proposer) patch(ctx context.Context, id store.ID, p Patch) (*Proposal, error) {
+// patch plans p against the committed row as patchHandler does. A patch that
+// leaves every guarded field as it is (a console re-sending the values it shows)
+// is no proposal and writes nothing: a write would move the version, making every
+// pending proposal of the promotion stale, and one planned again against a row an
+// approval just changed would put the old values back unapproved.
+func (h proposer) patch(ctx context.Context, id store.ID, p Patch) (PatchOutcome, error) {
 	if err := validateID(id); err != nil {
-		return nil, err
+		return PatchOutcome{}, err
 	}
 	if err := validatePatch(p); err != nil {
-		return nil, err
+		return PatchOutcome{}, err
 	}
 	row, err := h.rows.Row(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, fmt.Errorf("%s: %w", id, ErrNotFound)
+		return PatchOutcome{}, fmt.Errorf("%s: %w", id, ErrNotFound)
 	case err != nil:
-		return nil, mysqlDown(err)
+		return PatchOutcome{}, mysqlDown(err)
 	case !row.Committed() || row.State == promo.Deleted:
-		return nil, fmt.Errorf("%s: %w", id, ErrNotFound)
+		return PatchOutcome{}, fmt.Errorf("%s: %w", id, ErrNotFound)
 	}
 	ch, err := h.plans.plan(id, &row, p)
 	if err != nil {
-		return nil, err
+		return PatchOutcome{}, err
 	}
 	if sameGuarded(row.Spec, ch.Spec) {
-		return nil, nil
+		pr, err := h.read.handle(ctx, id)
+		if err != nil {
+			return PatchOutcome{}, err
+		}
+		return PatchOutcome{Unchanged: &pr}, nil
 	}
 	body, err := json.Marshal(changeOf(p))
 	if err != nil {
-		return nil, fmt.Errorf("propose patch %s: %w", id, err)
+		return PatchOutcome{}, fmt.Errorf("propose patch %s: %w", id, err)
 	}
 	out, err := h.record(ctx, id, store.ProposePatch, row.Version, body)
-	return &out, err
+	if err != nil {
+		return PatchOutcome{}, err
+	}
+	return PatchOutcome{Proposal: &out}, nil
 }
 
 // sameGuarded tells whether b changes nothing approval guards of a: total,
-// limits, window, channels.
+// limits, window, channels, which are every field a patch can change (buckets
+// only as it is); TestEveryPatchFieldIsGuarded holds a new one to that choice.
 func sameGuarded(a, b promo.Spec) bool {
 	return a.Total == b.Total && a.PerPinLimit == b.PerPinLimit && a.PerIPLimit == b.PerIPLimit &&
 		sameRate(a.RateLimit, b.RateLimit) && a.EndAt.Equal(b.EndAt) && a.Channels == b.Channels

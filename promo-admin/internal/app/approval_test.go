@@ -234,7 +234,7 @@ func TestApprovalOfPatchesAndAStaleOne(t *testing.T) {
 	}
 	e.Agree(id, 1)
 	if r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 100}); r.Status != http.StatusOK || r.Promotion().Total != 100 {
-		t.Errorf("a patch changing nothing guarded: %s, want 200 at once", r)
+		t.Errorf("a patch changing nothing guarded: %s, want 200, the promotion unchanged", r)
 	}
 	r = e.Do(http.MethodPost, proposalPath(first.ID)+"/approve", approver, nil)
 	if r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_STALE" {
@@ -244,7 +244,7 @@ func TestApprovalOfPatchesAndAStaleOne(t *testing.T) {
 	if failed.Status != store.ProposalFailed || failed.Reason == "" {
 		t.Errorf("the stale proposal: %+v", failed)
 	}
-	if row, _ := e.Row(id, 1); row.Spec.Total != 100 || row.Version != 3 {
+	if row, _ := e.Row(id, 1); row.Spec.Total != 100 || row.Version != 2 {
 		t.Errorf("the stale patch applied: %+v", row)
 	}
 	e.Agree(id, 1)
@@ -387,8 +387,8 @@ func TestApprovalRetriesAnAbandonedClaim(t *testing.T) {
 	if _, err := q.Claim(ctx, other.ID, dead, e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 100}); r.Status != http.StatusOK {
-		t.Fatalf("a patch changing nothing guarded: %s", r) // the promotion moves on: version 2
+	if r := e.Do(http.MethodPost, path(id)+"/stop", admin, map[string]any{"reason": "moved on"}); r.Status != http.StatusOK {
+		t.Fatalf("stop: %s", r) // the promotion moves on: version 2
 	}
 	e.Clock.Advance(time.Hour)
 	if r := e.Do(http.MethodPost, proposalPath(other.ID)+"/approve", approver, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_APPLYING" {
@@ -448,4 +448,30 @@ func TestApprovalOfAChangeRefusedWhenApplied(t *testing.T) {
 		t.Errorf("the refused proposal: %+v", got)
 	}
 	nothingApplied(t, e, id)
+}
+
+// With approval on, a PATCH re-sending the values the promotion has (a console
+// saving a form unchanged) writes nothing and answers 200 with the promotion: its
+// version, its history and the pending proposals made against it stay as they
+// are, so those still approve.
+func TestApprovalPatchChangingNothingWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-same")
+	approve(t, e, propose(t, e, id).ID, approver)
+	pending := proposalOf(t, e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 150}))
+	for _, body := range []map[string]any{{"total": 100}, {"total": 100, "perPinLimit": 2}, {"channels": []string{}}} {
+		r := e.Do(http.MethodPatch, path(id), admin, body)
+		if got := r.Promotion(); r.Status != http.StatusOK || got.Total != 100 || got.Remaining != 100 || got.PerPinLimit != 2 {
+			t.Errorf("a patch %v changing nothing: %s, want 200 and the promotion unchanged", body, r)
+		}
+	}
+	if row, _ := e.Row(id, 1); row.Version != 1 || row.Pending != nil {
+		t.Errorf("a patch changing nothing wrote the row: version %d, pending %v", row.Version, row.Pending)
+	}
+	wantHistory(t, e, id, "PROPOSED test-merchandiser", "APPROVED test-approver", "CREATE test-approver", "PROPOSED test-merchandiser")
+	if got := approve(t, e, pending.ID, approver); got.Total != 150 {
+		t.Errorf("the pending proposal approved after the unchanged patches: %+v", got)
+	}
+	e.Agree(id, 1)
 }
