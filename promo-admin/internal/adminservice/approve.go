@@ -42,11 +42,19 @@ func (h approver) handle(ctx context.Context, id int64) (Approved, error) {
 		return Approved{}, err
 	}
 	// Once claimed, the change is carried to its end whether or not the approver waits.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.timeout)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.timeout)
 	defer cancel()
-	pr, recorded, err := h.apply(ctx, claimed)
-	return h.finish(ctx, claimed, pr, recorded, err)
+	pr, recorded, err := h.apply(actx, claimed)
+	// The apply may have spent its time (a slow settle, a deadline met before the
+	// journal recorded): what became of the claim is recorded on time of its own.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer fcancel()
+	return h.finish(fctx, claimed, pr, recorded, err)
 }
+
+// finishTimeout bounds the step that records an approval's outcome (Finish or
+// Release), run after the apply whatever time the apply left.
+const finishTimeout = 5 * time.Second
 
 // claim makes who the approver applying p.
 func (h approver) claim(ctx context.Context, p store.Proposal, who store.Actor) (store.Proposal, error) {

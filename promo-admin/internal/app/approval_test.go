@@ -475,3 +475,36 @@ func TestApprovalPatchChangingNothingWritesNothing(t *testing.T) {
 	}
 	e.Agree(id, 1)
 }
+
+// An approval whose apply runs out of its time before the journal recorded
+// anything (the promotion's row held locked past it) puts the proposal back
+// PENDING, as the contract says, although the apply's own context is spent: the
+// release runs on a context of its own. A later approval then applies it.
+func TestApprovalTimedOutBeforeRecordingIsPendingAgain(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{RepairGrace: time.Second})
+	id := uid("appr-timeout")
+	approve(t, e, propose(t, e, id).ID, approver)
+	p := proposalOf(t, e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 150}))
+	ctx := context.Background()
+	lock, err := e.App.Store.DB().BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int64
+	if err := lock.QueryRowxContext(ctx, "SELECT version FROM promotion WHERE promo_id = ? AND promo_type = 1 FOR UPDATE", id).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", approver, nil)
+	_ = lock.Rollback()
+	if r.Status != http.StatusServiceUnavailable {
+		t.Errorf("an approval whose apply timed out on a locked row: %s, want 503", r)
+	}
+	if got := proposalOf(t, e.Do(http.MethodGet, proposalPath(p.ID), admin, nil)); got.Status != store.ProposalPending || got.DecidedBy != nil {
+		t.Fatalf("the proposal after a timeout before anything was recorded: %+v, want PENDING", got)
+	}
+	if got := approve(t, e, p.ID, approver); got.Total != 150 {
+		t.Errorf("approved again: %+v", got)
+	}
+	e.Agree(id, 1)
+}
