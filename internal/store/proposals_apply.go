@@ -58,11 +58,23 @@ func auditProposal(ctx context.Context, tx *sqlx.Tx, p Proposal, action string, 
 // (and, claimedAt set, was claimed at that instant): ErrProposalNotFound or
 // ErrProposalDecided otherwise.
 func (q *Proposals) move(ctx context.Context, id int64, from string, claimedAt *time.Time, fn func(tx *sqlx.Tx, p *Proposal) error) error {
+	return q.moveAfter(ctx, id, from, claimedAt, nil, fn)
+}
+
+// moveAfter is move with first, when set, run in the transaction before the
+// proposal's row is locked: locks taken there come first, in the journal's order.
+func (q *Proposals) moveAfter(ctx context.Context, id int64, from string, claimedAt *time.Time,
+	first func(tx *sqlx.Tx) error, fn func(tx *sqlx.Tx, p *Proposal) error) error {
 	tx, err := q.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: proposal %d: %w", id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it changes nothing
+	if first != nil {
+		if err := first(tx); err != nil {
+			return fmt.Errorf("store: proposal %d: %w", id, err)
+		}
+	}
 	var r proposalRow
 	err = tx.GetContext(ctx, &r, `SELECT `+proposalCols+` FROM proposals WHERE id = ? FOR UPDATE`, id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -84,39 +96,127 @@ func (q *Proposals) move(ctx context.Context, id int64, from string, claimedAt *
 	return nil
 }
 
-// claim sets the proposal APPLYING under who's name at at.
-func claim(ctx context.Context, tx *sqlx.Tx, p *Proposal, who Actor, at time.Time) error {
-	at = ms(at)
-	if _, err := tx.ExecContext(ctx, `UPDATE proposals SET status = ?, decided_by = ?, decided_role = ?, decided_at = ?, reason = ''
- WHERE id = ?`, ProposalApplying, who.Name, who.Role, at, p.ID); err != nil {
+// claim sets the proposal APPLYING under who's name, stamped by MySQL's clock:
+// every replica ages a claim by that one clock (Reclaim), never by its own.
+func claim(ctx context.Context, tx *sqlx.Tx, p *Proposal, who Actor) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE proposals SET status = ?, decided_by = ?, decided_role = ?, decided_at = UTC_TIMESTAMP(3), reason = ''
+ WHERE id = ?`, ProposalApplying, who.Name, who.Role, p.ID); err != nil {
 		return err
 	}
+	var at time.Time
+	if err := tx.QueryRowxContext(ctx, `SELECT decided_at FROM proposals WHERE id = ?`, p.ID).Scan(&at); err != nil {
+		return err
+	}
+	at = at.UTC()
 	p.Status, p.DecidedBy, p.DecidedAt, p.Reason = ProposalApplying, &who, &at, ""
 	return nil
 }
 
 // Claim makes who the one approver applying a PENDING proposal: APPLYING, claimed
-// at at (ErrProposalDecided when it is not PENDING). It returns the proposal claimed.
-func (q *Proposals) Claim(ctx context.Context, id int64, who Actor, at time.Time) (Proposal, error) {
+// at MySQL's now (ErrProposalDecided when it is not PENDING). It returns the
+// proposal claimed, DecidedAt naming the claim.
+func (q *Proposals) Claim(ctx context.Context, id int64, who Actor) (Proposal, error) {
 	var out Proposal
 	err := q.move(ctx, id, ProposalPending, nil, func(tx *sqlx.Tx, p *Proposal) error {
-		err := claim(ctx, tx, p, who, at)
+		err := claim(ctx, tx, p, who)
 		out = *p
 		return err
 	})
 	return out, err
 }
 
-// Reclaim takes over a claim made at claimedAt (one its approver left APPLYING)
-// for who at at; ErrProposalDecided when the proposal moved on meanwhile.
-func (q *Proposals) Reclaim(ctx context.Context, id int64, claimedAt time.Time, who Actor, at time.Time) (Proposal, error) {
+// Errors of a takeover and of a claimed change.
+var (
+	// ErrClaimYoung is a takeover of a claim not yet olderThan, by MySQL's clock.
+	ErrClaimYoung = errors.New("the claim is too recent to take over")
+	// ErrClaimTouched is a takeover of a claim whose promotion shows a change
+	// since the proposal (pending or recorded): perhaps the claimed one.
+	ErrClaimTouched = errors.New("the promotion changed since the proposal was made")
+	// ErrClaimMoved is a change proposed under a claim that is no longer held
+	// (taken over, released or finished): nothing is recorded (UpdateClaimed).
+	ErrClaimMoved = errors.New("the approval's claim is no longer held")
+)
+
+// Reclaim takes over for who a claim made at claimedAt that its approver left
+// APPLYING, in one transaction: only once the claim is older than olderThan by
+// MySQL's clock (ErrClaimYoung otherwise) and the promotion shows nothing of the
+// change (ErrClaimTouched otherwise: a PATCH's row still at base_version with no
+// change pending, a CREATE's key with no row); ErrProposalDecided when the
+// proposal moved on. The promotion's row (or its key's gap) is share-locked first,
+// so a change the old claimer's journal records is either seen here or refused
+// there (UpdateClaimed), never both.
+func (q *Proposals) Reclaim(ctx context.Context, id int64, claimedAt time.Time, who Actor, olderThan time.Duration) (Proposal, error) {
+	p0, err := q.Get(ctx, id) // its key, which never changes
+	if err != nil {
+		return Proposal{}, err
+	}
+	var touched bool
+	first := func(tx *sqlx.Tx) error {
+		var err error
+		touched, err = promotionTouched(ctx, tx, p0)
+		return err
+	}
 	var out Proposal
-	err := q.move(ctx, id, ProposalApplying, &claimedAt, func(tx *sqlx.Tx, p *Proposal) error {
-		err := claim(ctx, tx, p, who, at)
+	err = q.moveAfter(ctx, id, ProposalApplying, &claimedAt, first, func(tx *sqlx.Tx, p *Proposal) error {
+		var aged bool
+		if err := tx.QueryRowxContext(ctx, `SELECT decided_at < UTC_TIMESTAMP(3) - INTERVAL ? MICROSECOND FROM proposals WHERE id = ?`,
+			olderThan.Microseconds(), id).Scan(&aged); err != nil {
+			return err
+		}
+		switch {
+		case !aged:
+			return ErrClaimYoung
+		case touched:
+			return ErrClaimTouched
+		}
+		err := claim(ctx, tx, p, who)
 		out = *p
 		return err
 	})
 	return out, err
+}
+
+// promotionTouched reads, share-locked, whether p's promotion shows a change since
+// p was proposed: a row for a CREATE; a version other than base_version or a
+// change pending for a PATCH.
+func promotionTouched(ctx context.Context, tx *sqlx.Tx, p Proposal) (bool, error) {
+	var version int64
+	var idle bool
+	err := tx.QueryRowxContext(ctx, `SELECT version, pending IS NULL FROM promotion
+ WHERE promo_id = ? AND promo_type = ? LOCK IN SHARE MODE`, p.PromoID, p.Type).Scan(&version, &idle)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return p.Kind != ProposeCreate, nil
+	case err != nil:
+		return false, err
+	}
+	return p.Kind != ProposePatch || version != p.BaseVersion || !idle, nil
+}
+
+// ClaimRef names an approval's claim of a proposal: its id and the claim's instant.
+type ClaimRef struct {
+	Proposal int64
+	At       time.Time
+}
+
+// UpdateClaimed is Update for a change an approval applies under claim c: in the
+// same transaction, after the row's lock, the proposal must still be APPLYING
+// under that claim (ErrClaimMoved otherwise, nothing written), and stays locked to
+// the commit, so a takeover (Reclaim) either sees the change or the change is
+// refused.
+func (s *Promotions) UpdateClaimed(ctx context.Context, id ID, c ClaimRef, fn func(p *Promotion) error) (Promotion, error) {
+	return s.update(ctx, id, func(tx *sqlx.Tx, p *Promotion) error {
+		var one int
+		err := tx.QueryRowxContext(ctx, `SELECT 1 FROM proposals WHERE id = ? AND status = ? AND decided_at = ? FOR UPDATE`,
+			c.Proposal, ProposalApplying, ms(c.At)).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("proposal %d: %w", c.Proposal, ErrClaimMoved)
+		}
+		if err != nil {
+			return err
+		}
+		return fn(p)
+	})
 }
 
 // Release puts a proposal claimed at claimedAt back to PENDING: its change was

@@ -129,14 +129,16 @@ func TestProposalsClaimFinishRelease(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, claims[i] = q.Claim(ctx, id, who, now.Add(time.Second))
+			_, claims[i] = q.Claim(ctx, id, who)
 		}()
 	}
 	wg.Wait()
 	if (claims[0] == nil) == (claims[1] == nil) || !(errors.Is(claims[0], store.ErrProposalDecided) || errors.Is(claims[1], store.ErrProposalDecided)) {
 		t.Fatalf("two claims at once: %v, %v; want exactly one", claims[0], claims[1])
 	}
-	claimedAt := now.Add(time.Second)
+	held, err := q.Get(ctx, id)
+	must(t, err)
+	claimedAt := *held.DecidedAt
 	if err := q.Decide(ctx, id, store.ProposalRejected, bob, "late", now); !errors.Is(err, store.ErrProposalDecided) {
 		t.Fatalf("a rejection of a proposal being applied: %v", err)
 	}
@@ -147,9 +149,13 @@ func TestProposalsClaimFinishRelease(t *testing.T) {
 	if got, _ := q.Get(ctx, id); got.Status != store.ProposalPending || got.DecidedBy != nil {
 		t.Fatalf("released: %+v", got)
 	}
-	c, err := q.Claim(ctx, id, bob, now.Add(2*time.Second))
+	c, err := q.Claim(ctx, id, bob)
 	must(t, err)
-	r, err := q.Reclaim(ctx, id, *c.DecidedAt, carol, now.Add(3*time.Second))
+	if _, err := q.Reclaim(ctx, id, *c.DecidedAt, carol, time.Hour); !errors.Is(err, store.ErrClaimYoung) {
+		t.Fatalf("a takeover of a fresh claim: %v, want ErrClaimYoung", err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	r, err := q.Reclaim(ctx, id, *c.DecidedAt, carol, time.Millisecond)
 	must(t, err)
 	if _, err := q.Finish(ctx, id, *c.DecidedAt, store.ProposalApproved, "", now); !errors.Is(err, store.ErrProposalDecided) {
 		t.Fatalf("the first claim's finish after a reclaim: %v", err)
@@ -167,5 +173,43 @@ func TestProposalsClaimFinishRelease(t *testing.T) {
 	want := fmt.Sprintf(`{"proposal":%d,"kind":"CREATE","status":"FAILED","change":{"promoId":"CL"},"reason":"the key is taken"}`, id)
 	if string(h[0].Proposal) != want || string(h[0].After) != "null" || string(h[0].Before) != "null" {
 		t.Errorf("the FAILED entry: before %s after %s proposal %s; want the proposal %s", h[0].Before, h[0].After, h[0].Proposal, want)
+	}
+}
+
+// A takeover is decided by MySQL's clock and the promotion's row together: a
+// claim is taken over only once old enough and while its promotion shows nothing
+// of the change; and a change proposed under a claim taken over is refused in its
+// own transaction (UpdateClaimed), nothing written, so two approvals never both
+// record it.
+func TestProposalsTakeoverAndTheClaimedChange(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	q := store.NewProposals(s.DB())
+	ctx, now := context.Background(), time.Now().UTC().Truncate(time.Millisecond)
+	row := create(t, s, spec("TK", 100), now)
+	bob, carol := store.Actor{Name: "bob", Role: "approver"}, store.Actor{Name: "carol", Role: "approver"}
+	id, err := q.Propose(ctx, store.Proposal{PromoID: "TK", Type: 1, Kind: store.ProposePatch, BaseVersion: row.Version, Body: `{"total":150}`,
+		Proposer: store.Actor{Name: "alice", Role: "merchandiser"}, ProposedAt: now}, store.Bounds{PerPromotion: 5, Total: 10})
+	must(t, err)
+	first, err := q.Claim(ctx, id, bob)
+	must(t, err)
+	time.Sleep(10 * time.Millisecond)
+	second, err := q.Reclaim(ctx, id, *first.DecidedAt, carol, time.Millisecond)
+	must(t, err)
+	patch := func(p *store.Promotion) error { return p.Propose(store.OpPatch, p.Spec, p.State, now) }
+	if _, err := s.Promotions.UpdateClaimed(ctx, row.ID(), store.ClaimRef{Proposal: id, At: *first.DecidedAt}, patch); !errors.Is(err, store.ErrClaimMoved) {
+		t.Fatalf("a change under a claim taken over: %v, want ErrClaimMoved", err)
+	}
+	if got, _ := s.Promotions.Row(ctx, row.ID()); got.Pending != nil {
+		t.Fatalf("the refused change was recorded: %+v", got.Pending)
+	}
+	_, err = s.Promotions.UpdateClaimed(ctx, row.ID(), store.ClaimRef{Proposal: id, At: *second.DecidedAt}, patch)
+	must(t, err)
+	time.Sleep(10 * time.Millisecond)
+	if _, err := q.Reclaim(ctx, id, *second.DecidedAt, bob, time.Millisecond); !errors.Is(err, store.ErrClaimTouched) {
+		t.Fatalf("a takeover while the claimed change is pending: %v, want ErrClaimTouched", err)
+	}
+	if got, _ := q.Get(ctx, id); got.Status != store.ProposalApplying || got.DecidedBy.Name != "carol" {
+		t.Fatalf("the claim after a refused takeover: %+v", got)
 	}
 }

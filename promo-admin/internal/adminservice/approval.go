@@ -114,8 +114,8 @@ type Queue interface {
 	Get(ctx context.Context, id int64) (store.Proposal, error)
 	Page(ctx context.Context, status, cursor string, limit int) (store.ProposalPage, error)
 	Decide(ctx context.Context, id int64, status string, who store.Actor, reason string, at time.Time) error
-	Claim(ctx context.Context, id int64, who store.Actor, at time.Time) (store.Proposal, error)
-	Reclaim(ctx context.Context, id int64, claimedAt time.Time, who store.Actor, at time.Time) (store.Proposal, error)
+	Claim(ctx context.Context, id int64, who store.Actor) (store.Proposal, error)
+	Reclaim(ctx context.Context, id int64, claimedAt time.Time, who store.Actor, olderThan time.Duration) (store.Proposal, error)
 	Release(ctx context.Context, id int64, claimedAt time.Time) error
 	Finish(ctx context.Context, id int64, claimedAt time.Time, status, reason string, at time.Time) (store.Proposal, error)
 }
@@ -139,8 +139,8 @@ func NewApprovals(a *Admin, q Queue, cfg Config) *Approvals {
 	return &Approvals{
 		required: cfg.RequireApproval,
 		propose:  proposer{queue: q, rows: a.create.rows, plans: a.patch, read: a.get, now: now, bounds: bounds},
-		approve: approver{queue: q, rows: a.create.rows, create: a.create, patch: a.patch, now: now, log: cfg.Logger,
-			retryAfter: 2*cfg.RepairGrace + cfg.RedisTimeout, timeout: cfg.RepairGrace},
+		approve: approver{queue: q, create: a.create, patch: a.patch, now: now, log: cfg.Logger,
+			claimed: claimedJournal(a.patch.journal), retryAfter: retryAfter(cfg), timeout: cfg.RepairGrace},
 		queue: q,
 		now:   now,
 	}

@@ -19,13 +19,37 @@ import (
 // finds the promotion shows nothing of it (docs/CONTRACT.md, "Approval").
 type approver struct {
 	queue      Queue
-	rows       Inserter
 	create     createHandler
 	patch      patchHandler
+	claimed    claimedProposer // nil: a journal that cannot hold a claim (then propose as any patch)
 	now        clock
 	log        *slog.Logger
-	retryAfter time.Duration // since a claim, before another approval may retry it
+	retryAfter time.Duration // since a claim, by MySQL's clock, before another approval may retry it
 	timeout    time.Duration // of the apply, past the request's end
+}
+
+// requestDeadline is svc's bound on a request's handler: a claim is made within it.
+const requestDeadline = 10 * time.Second
+
+// retryAfter is how old a claim must be before another approval takes it over: its
+// apply (RepairGrace from the claim, started within the request's deadline) can no
+// longer record the change, and the settle of one recorded (RepairGrace again, and
+// a Redis call) is over; the journal also refuses a change under a claim taken
+// over (UpdateClaimed), so this is the margin, not the only guard.
+func retryAfter(cfg Config) time.Duration {
+	return requestDeadline + 2*cfg.RepairGrace + cfg.RedisTimeout
+}
+
+// claimedProposer proposes a change under an approval's claim (journal.proposeClaimed).
+type claimedProposer interface {
+	proposeClaimed(ctx context.Context, id store.ID, c store.ClaimRef, plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error)
+}
+
+func claimedJournal(c changer) claimedProposer {
+	if cp, ok := c.(claimedProposer); ok {
+		return cp
+	}
+	return nil
 }
 
 func (h approver) handle(ctx context.Context, id int64) (Approved, error) {
@@ -60,7 +84,7 @@ const finishTimeout = 5 * time.Second
 func (h approver) claim(ctx context.Context, p store.Proposal, who store.Actor) (store.Proposal, error) {
 	switch p.Status {
 	case store.ProposalPending:
-		c, err := h.queue.Claim(ctx, p.ID, who, h.now.now())
+		c, err := h.queue.Claim(ctx, p.ID, who)
 		if errors.Is(err, store.ErrProposalDecided) {
 			return store.Proposal{}, fmt.Errorf("%w (another approver claimed it first)", ErrProposalDecided)
 		}
@@ -74,50 +98,28 @@ func (h approver) claim(ctx context.Context, p store.Proposal, who store.Actor) 
 	return store.Proposal{}, fmt.Errorf("%w: it is %s", ErrProposalDecided, p.Status)
 }
 
-// retry takes over a claim left APPLYING long enough ago, when nothing of its
-// change reached the promotion.
+// retry takes over a claim left APPLYING long enough ago, by MySQL's clock, when
+// nothing of its change reached the promotion: the record decides both at once
+// (store.Proposals.Reclaim).
 func (h approver) retry(ctx context.Context, p store.Proposal, who store.Actor) (store.Proposal, error) {
 	by, at := p.DecidedBy, p.DecidedAt
-	if by == nil || at == nil || h.now.now().Sub(*at) < h.retryAfter {
-		return store.Proposal{}, fmt.Errorf("%w (claimed by %q)", ErrProposalApplying, nameOf(by))
+	if by == nil || at == nil {
+		return store.Proposal{}, fmt.Errorf("%w (its claim is unnamed)", ErrProposalApplying)
 	}
-	untouched, err := h.untouched(ctx, p)
-	if err != nil {
-		return store.Proposal{}, err
-	}
-	if !untouched {
+	c, err := h.queue.Reclaim(ctx, p.ID, *at, who, h.retryAfter)
+	switch {
+	case errors.Is(err, store.ErrClaimYoung):
+		return store.Proposal{}, fmt.Errorf("%w (claimed by %q)", ErrProposalApplying, by.Name)
+	case errors.Is(err, store.ErrClaimTouched):
 		return store.Proposal{}, fmt.Errorf("%w: claimed by %q at %s and not finished, and the promotion has changed since; "+
 			"its history says whether this change landed", ErrProposalApplying, by.Name, at.Format(time.RFC3339Nano))
-	}
-	c, err := h.queue.Reclaim(ctx, p.ID, *at, who, h.now.now())
-	if errors.Is(err, store.ErrProposalDecided) {
+	case errors.Is(err, store.ErrProposalDecided):
 		return store.Proposal{}, fmt.Errorf("%w (another approval took it over first)", ErrProposalApplying)
-	}
-	if err != nil {
+	case err != nil:
 		return store.Proposal{}, queueError(err)
 	}
 	h.log.WarnContext(ctx, "proposal left applying retried", "proposal", p.ID, "claimedBy", by.Name)
 	return c, nil
-}
-
-func nameOf(a *store.Actor) string {
-	if a == nil {
-		return ""
-	}
-	return a.Name
-}
-
-// untouched tells whether the promotion shows nothing of p's change: a PATCH's
-// promotion still at baseVersion with nothing pending, a CREATE's key with no row.
-func (h approver) untouched(ctx context.Context, p store.Proposal) (bool, error) {
-	row, err := h.rows.Row(ctx, store.ID{PromoID: p.PromoID, Type: p.Type})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return p.Kind == store.ProposeCreate, nil
-	case err != nil:
-		return false, mysqlDown(err)
-	}
-	return p.Kind == store.ProposePatch && row.Version == p.BaseVersion && row.Pending == nil, nil
 }
 
 // apply carries p's change through the journal. recorded says whether the
@@ -136,7 +138,7 @@ func (h approver) apply(ctx context.Context, p store.Proposal) (pr promo.Promoti
 		if err := json.Unmarshal([]byte(p.Body), &c); err != nil {
 			return pr, false, fmt.Errorf("the recorded patch does not read back: %v", err)
 		}
-		return h.applyPatch(ctx, id, c.patch(), p.BaseVersion)
+		return h.applyPatch(ctx, id, c.patch(), p.BaseVersion, store.ClaimRef{Proposal: p.ID, At: *p.DecidedAt})
 	}
 	return pr, false, fmt.Errorf("unknown kind %q", p.Kind)
 }
@@ -157,14 +159,22 @@ func (h approver) applyCreate(ctx context.Context, id store.ID, s promo.Spec) (p
 }
 
 // applyPatch proposes the patch only on the row at base: a promotion that moved
-// on since the proposal refuses it (ErrProposalStale).
-func (h approver) applyPatch(ctx context.Context, id store.ID, patch Patch, base int64) (promo.Promotion, bool, error) {
-	ch, err := h.patch.journal.propose(ctx, id, func(p *store.Promotion) (*store.Change, error) {
+// on since the proposal refuses it (ErrProposalStale); and only while the claim is
+// still held, in the same transaction (store.ErrClaimMoved otherwise).
+func (h approver) applyPatch(ctx context.Context, id store.ID, patch Patch, base int64, c store.ClaimRef) (promo.Promotion, bool, error) {
+	plan := func(p *store.Promotion) (*store.Change, error) {
 		if p.Version != base {
 			return nil, fmt.Errorf("%w: the promotion is at version %d, the proposal was made at version %d", ErrProposalStale, p.Version, base)
 		}
 		return h.patch.plan(id, p, patch)
-	})
+	}
+	var ch store.Change
+	var err error
+	if h.claimed != nil {
+		ch, err = h.claimed.proposeClaimed(ctx, id, c, plan)
+	} else {
+		ch, err = h.patch.journal.propose(ctx, id, plan)
+	}
 	if err != nil {
 		return promo.Promotion{}, false, err
 	}
@@ -187,6 +197,9 @@ func (h approver) finish(ctx context.Context, p store.Proposal, pr promo.Promoti
 			return Approved{}, &UnavailableError{Dependency: "mysql", Msg: "the change is applied, but the proposal could not be marked APPROVED and shows APPLYING", Err: ferr}
 		}
 		return Approved{Proposal: proposalView(done), Promotion: pr}, nil
+	case errors.Is(err, store.ErrClaimMoved):
+		// Another approval took the claim over: nothing recorded here; it decides.
+		return Approved{}, fmt.Errorf("%w (another approval took it over)", ErrProposalApplying)
 	case !recorded && (unsure || errors.Is(err, ErrBusy)):
 		if rerr := h.queue.Release(ctx, p.ID, claimedAt); rerr != nil {
 			h.log.WarnContext(ctx, "proposal claim not released", "proposal", p.ID, "err", rerr)

@@ -44,10 +44,35 @@ var errStale = errors.New("an abandoned change is pending")
 // propose runs step 1 on a committed, undeleted row. plan reads the row and returns
 // the change to make (whole spec and state) or a refusal.
 func (j *journal) propose(ctx context.Context, id store.ID, plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error) {
+	return j.proposeWith(ctx, id, j.rows.Update, plan)
+}
+
+// claimedUpdater is the record's Update under an approval's claim (store.Promotions).
+type claimedUpdater interface {
+	UpdateClaimed(ctx context.Context, id store.ID, c store.ClaimRef, fn func(p *store.Promotion) error) (store.Promotion, error)
+}
+
+// proposeClaimed is propose for an approval holding claim c: the record refuses
+// the change (store.ErrClaimMoved) once another approval took the claim over, in
+// the change's own transaction, so two approvals never both record it.
+func (j *journal) proposeClaimed(ctx context.Context, id store.ID, c store.ClaimRef, plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error) {
+	cu, ok := j.rows.(claimedUpdater)
+	if !ok {
+		return store.Change{}, errors.New("the record cannot hold an approval's claim")
+	}
+	update := func(ctx context.Context, id store.ID, fn func(p *store.Promotion) error) (store.Promotion, error) {
+		return cu.UpdateClaimed(ctx, id, c, fn)
+	}
+	return j.proposeWith(ctx, id, update, plan)
+}
+
+// proposeWith is propose through update (the record's Update, or UpdateClaimed).
+func (j *journal) proposeWith(ctx context.Context, id store.ID, update func(context.Context, store.ID, func(p *store.Promotion) error) (store.Promotion, error),
+	plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error) {
 	for attempt := 0; ; attempt++ {
 		var ch store.Change
 		var stale *store.Change
-		_, err := j.rows.Update(ctx, id, func(p *store.Promotion) error {
+		_, err := update(ctx, id, func(p *store.Promotion) error {
 			if !p.Committed() || p.State == promo.Deleted {
 				return ErrNotFound
 			}
@@ -83,7 +108,7 @@ func (j *journal) propose(ctx context.Context, id store.ID, plan func(p *store.P
 		case errors.As(err, &fe):
 			return store.Change{}, fe
 		case errors.Is(err, ErrBusy), errors.Is(err, ErrStopped), errors.Is(err, ErrEnvelopeFixed), errors.Is(err, errNoChange),
-			errors.Is(err, ErrProposalStale):
+			errors.Is(err, ErrProposalStale), errors.Is(err, store.ErrClaimMoved):
 			return store.Change{}, err
 		}
 		return store.Change{}, mysqlDown(err)
