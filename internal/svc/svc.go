@@ -148,17 +148,23 @@ func Logger(service string) *slog.Logger {
 	return slog.New(httpx.ContextHandler{Handler: slog.NewJSONHandler(os.Stderr, nil)}).With("service", service)
 }
 
-// tokenName splits an entry "name:token" (whose token it is, for the audit trail;
-// ':' is in neither hex nor base64);
-// an entry without a name is named by the first 8 hex digits of its SHA-256, which
-// tells tokens apart without showing them.
-func tokenName(entry string) (name, token string) {
-	if n, t, ok := strings.Cut(entry, ":"); ok && n != "" {
-		return n, t
+// tokenName splits an entry "name:token" (whose token it is, for the audit trail
+// and for approval's "not the proposer"; ':' is in neither hex nor base64). The
+// name is normalised (NormalName), so "Alice" and " alice" are one person. An
+// entry without a name is named by the first 8 hex digits of its SHA-256, which
+// tells tokens apart without showing them; named says which it was.
+func tokenName(entry string) (name, token string, named bool) {
+	if n, t, ok := strings.Cut(entry, ":"); ok && NormalName(n) != "" {
+		return NormalName(n), t, true
 	}
 	sum := sha256.Sum256([]byte(entry))
-	return "token-" + hex.EncodeToString(sum[:4]), entry
+	return "token-" + hex.EncodeToString(sum[:4]), entry, false
 }
+
+// NormalName is a token's name as the services compare and record it: trimmed of
+// white space and case-folded (lower case), so one person has one name however
+// the entry spells it.
+func NormalName(n string) string { return strings.ToLower(strings.TrimSpace(n)) }
 
 // MinTokenLen is the shortest token accepted outside local mode.
 const MinTokenLen = 16
@@ -173,8 +179,15 @@ type TokenSpec struct {
 // or the file its _FILE variable names (Secret). Outside local mode a missing
 // token, the placeholder of deploy/compose/.env.example (change-me-*) or a token
 // shorter than MinTokenLen is an error: there are no default credentials.
+//
+// Outside local mode, where approvers are among the roles (promo-admin loads their
+// token only with --require-approval), every merchandiser's and approver's entry
+// must name its person ("name:token"): approval refuses a proposer approving their
+// own change by the name, and a token named by its hash would let one person
+// holding two tokens be two people.
 func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 	var ts httpx.Tokens
+	people := !local && hasRole(specs, httpx.RoleApprover)
 	for _, s := range specs {
 		v, err := Secret(s.Env)
 		if err != nil {
@@ -187,10 +200,14 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 			return nil, fmt.Errorf("%s is not set (required outside --local)", s.Env)
 		}
 		for _, t := range split(v) {
-			name, t := tokenName(t)
+			name, t, named := tokenName(t)
 			if !local && (strings.HasPrefix(t, "change-me") || len(t) < MinTokenLen) {
 				return nil, fmt.Errorf("%s holds a placeholder or a token shorter than %d characters; set a secret of your own (e.g. openssl rand -hex 24)",
 					s.Env, MinTokenLen)
+			}
+			if people && !named && (s.Role == httpx.RoleMerchandiser || s.Role == httpx.RoleApprover) {
+				return nil, fmt.Errorf("%s has an entry without a name: with approval on, every %s token is given as name:token "+
+					"(the person's name, e.g. alice:<token>), so that no one approves their own proposal", s.Env, s.Role)
 			}
 			ts = append(ts, struct {
 				Token string
@@ -200,6 +217,15 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 		}
 	}
 	return ts, nil
+}
+
+func hasRole(specs []TokenSpec, r httpx.Role) bool {
+	for _, s := range specs {
+		if s.Role == r {
+			return true
+		}
+	}
+	return false
 }
 
 // handlerDeadline bounds the context of every request (httpx.Serve): past the

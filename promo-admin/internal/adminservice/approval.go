@@ -16,6 +16,7 @@ import (
 
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/store"
+	"github.com/flashsale/platform/internal/svc"
 )
 
 // Refusals of the approval queue; the transport maps each to its status and code.
@@ -218,8 +219,8 @@ func (a *Approvals) Reject(ctx context.Context, id int64, reason string) (Propos
 		return Proposal{}, queueError(err)
 	}
 	who := actorOf(ctx)
-	if who.Name == p.Proposer.Name {
-		return Proposal{}, fmt.Errorf("%w: %q proposed it", ErrSelfApproval, p.Proposer.Name)
+	if err := notProposer(who, p); err != nil {
+		return Proposal{}, err
 	}
 	if err := a.queue.Decide(ctx, id, store.ProposalRejected, who, reason, a.now.now()); err != nil {
 		return Proposal{}, queueError(err)
@@ -233,6 +234,16 @@ func (a *Approvals) Approve(ctx context.Context, id int64) (Approved, error) {
 		return Approved{}, ErrApprovalOff
 	}
 	return a.approve.handle(ctx, id)
+}
+
+// notProposer refuses a decision by the proposal's proposer (ErrSelfApproval),
+// names compared as svc normalises them (trimmed, case-folded): the record may hold
+// a name from before that, or from a token spelled otherwise.
+func notProposer(who store.Actor, p store.Proposal) error {
+	if svc.NormalName(who.Name) == svc.NormalName(p.Proposer.Name) {
+		return fmt.Errorf("%w: %q proposed it", ErrSelfApproval, p.Proposer.Name)
+	}
+	return nil
 }
 
 // queueError maps the queue's errors to the service's.

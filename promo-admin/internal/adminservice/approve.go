@@ -58,8 +58,8 @@ func (h approver) handle(ctx context.Context, id int64) (Approved, error) {
 		return Approved{}, queueError(err)
 	}
 	who := actorOf(ctx)
-	if who.Name == p.Proposer.Name {
-		return Approved{}, fmt.Errorf("%w: %q proposed it", ErrSelfApproval, p.Proposer.Name)
+	if err := notProposer(who, p); err != nil {
+		return Approved{}, err
 	}
 	claimed, err := h.claim(ctx, p, who)
 	if err != nil {

@@ -523,3 +523,30 @@ func TestApprovalTimedOutBeforeRecordingIsPendingAgain(t *testing.T) {
 	}
 	e.Agree(id, 1)
 }
+
+// A proposer is refused the decision however their name is spelled: a token's
+// name in another case or with spaces around it (a record from before names were
+// normalised, or a token entry spelled so) is the same person.
+func TestApprovalSelfApprovalIgnoresCaseAndSpaces(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	q := store.NewProposals(e.App.Store.DB())
+	id := uid("appr-self")
+	body, err := json.Marshal(e.Spec(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := q.Propose(context.Background(), store.Proposal{PromoID: id, Type: 1, Kind: store.ProposeCreate, Body: string(body),
+		Proposer: store.Actor{Name: " Test-Approver ", Role: "merchandiser"}, ProposedAt: e.Clock.Now()}, store.Bounds{PerPromotion: 5, Total: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Do(http.MethodPost, proposalPath(n)+"/approve", approver, nil); r.Status != http.StatusForbidden || r.Error().Code != "SELF_APPROVAL" {
+		t.Errorf("approve one's own proposal under a name spelled otherwise: %s, want 403 SELF_APPROVAL", r)
+	}
+	if r := e.Do(http.MethodPost, proposalPath(n)+"/reject", approver, map[string]any{"reason": "mine"}); r.Status != http.StatusForbidden ||
+		r.Error().Code != "SELF_APPROVAL" {
+		t.Errorf("reject one's own proposal under a name spelled otherwise: %s, want 403 SELF_APPROVAL", r)
+	}
+	nothingApplied(t, e, id)
+}
