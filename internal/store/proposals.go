@@ -18,7 +18,12 @@ const (
 )
 
 // Where a proposal stands (proposals.status): PENDING, then REJECTED, or
-// APPLYING (claimed by one approver, being applied) and then APPROVED or FAILED.
+// APPLYING (claimed by one approver, being applied) and then APPROVED or FAILED;
+// APPLYING goes back to PENDING when its change was refused before anything was
+// recorded (Release). Migration 0015's comment, which names only PENDING,
+// APPROVED and REJECTED and a patch of "total, limits or window", predates
+// APPLYING, FAILED and channels: this list, and the guarded fields below, are the
+// truth (an applied migration is never edited).
 const (
 	ProposalPending  = "PENDING"
 	ProposalApplying = "APPLYING"
@@ -55,7 +60,9 @@ var (
 )
 
 // Proposals is the approval queue (proposals): changes of a promotion recorded,
-// not applied, until an approver decides them.
+// not applied, until an approver decides them: a create (CREATE), or a patch
+// (PATCH) of what approval guards: total, perPinLimit, perIpLimit, rateLimit,
+// endAt or channels.
 type Proposals struct {
 	db *sqlx.DB
 }
@@ -175,23 +182,30 @@ func (q *Proposals) Get(ctx context.Context, id int64) (Proposal, error) {
 	return r.proposal(), nil
 }
 
-// Decide sets a PENDING proposal to status (APPROVED or REJECTED) under who's
-// name, with its audit entry; one decided already, or being applied, is left as it
-// is (ErrProposalDecided). An approval that applies a change goes through Claim and
-// Finish instead (proposals_apply.go).
-func (q *Proposals) Decide(ctx context.Context, id int64, status string, who Actor, reason string, at time.Time) error {
-	if status != ProposalApproved && status != ProposalRejected {
-		return fmt.Errorf("store: decide proposal %d: status %q", id, status)
-	}
+// Reject decides a PENDING proposal REJECTED under who's name, with the reason
+// and its audit entry; one decided already, or being applied, is left as it is
+// (ErrProposalDecided). An approval never decides without applying: it goes
+// through Claim and Finish (proposals_apply.go).
+func (q *Proposals) Reject(ctx context.Context, id int64, who Actor, reason string, at time.Time) error {
 	return q.move(ctx, id, ProposalPending, nil, func(tx *sqlx.Tx, p *Proposal) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE proposals SET status = ?, decided_by = ?, decided_role = ?, decided_at = ?, reason = ?
- WHERE id = ?`, status, who.Name, who.Role, ms(at), reason, id); err != nil {
+ WHERE id = ?`, ProposalRejected, who.Name, who.Role, ms(at), reason, id); err != nil {
 			return err
 		}
-		p.Status, p.Reason = status, reason
-		action := map[string]string{ProposalApproved: AuditApproved, ProposalRejected: AuditRejected}[status]
-		return auditProposal(ctx, tx, *p, action, who, at)
+		p.Status, p.Reason = ProposalRejected, reason
+		return auditProposal(ctx, tx, *p, AuditRejected, who, at)
 	})
+}
+
+// Decide is Reject for status REJECTED, the one decision without applying; any
+// other status is refused, nothing changed.
+//
+// Deprecated: use Reject.
+func (q *Proposals) Decide(ctx context.Context, id int64, status string, who Actor, reason string, at time.Time) error {
+	if status != ProposalRejected {
+		return fmt.Errorf("store: decide proposal %d: status %q (only %s decides without applying)", id, status, ProposalRejected)
+	}
+	return q.Reject(ctx, id, who, reason, at)
 }
 
 // ProposalPage is one page of the queue, newest first; NextCursor is "" on the last.

@@ -27,15 +27,20 @@ func TestProposalsRecordDecideAndPage(t *testing.T) {
 		ids = append(ids, n)
 	}
 	bob := store.Actor{Name: "bob", Role: "approver"}
-	must(t, q.Decide(ctx, ids[0], store.ProposalRejected, bob, "wrong price", now))
-	if err := q.Decide(ctx, ids[0], store.ProposalApproved, bob, "", now); !errors.Is(err, store.ErrProposalDecided) {
+	must(t, q.Reject(ctx, ids[0], bob, "wrong price", now))
+	if err := q.Reject(ctx, ids[0], bob, "again", now); !errors.Is(err, store.ErrProposalDecided) {
 		t.Fatalf("a second decision: %v", err)
 	}
-	if err := q.Decide(ctx, 1<<40, store.ProposalApproved, bob, "", now); !errors.Is(err, store.ErrProposalNotFound) {
+	if err := q.Reject(ctx, 1<<40, bob, "none", now); !errors.Is(err, store.ErrProposalNotFound) {
 		t.Fatalf("a decision on no proposal: %v", err)
 	}
-	if err := q.Decide(ctx, ids[1], "MAYBE", bob, "", now); err == nil {
-		t.Fatal("an unknown status was taken")
+	for _, status := range []string{store.ProposalApproved, "MAYBE"} {
+		if err := q.Decide(ctx, ids[1], status, bob, "", now); err == nil {
+			t.Fatalf("Decide %s was taken: only an applied approval approves", status)
+		}
+	}
+	if got, _ := q.Get(ctx, ids[1]); got.Status != store.ProposalPending {
+		t.Fatalf("a refused decision changed the proposal: %+v", got)
 	}
 	got, err := q.Get(ctx, ids[0])
 	if err != nil || got.Status != store.ProposalRejected || got.Reason != "wrong price" || got.DecidedBy == nil ||
@@ -103,7 +108,7 @@ func TestProposalsBounded(t *testing.T) {
 	if _, err := q.Propose(ctx, p("C"), b); !errors.Is(err, store.ErrProposalsFull) {
 		t.Fatalf("above the total: %v", err)
 	}
-	must(t, q.Decide(ctx, first, store.ProposalApproved, store.Actor{Name: "bob", Role: "approver"}, "", now))
+	must(t, q.Reject(ctx, first, store.Actor{Name: "bob", Role: "approver"}, "no", now))
 	if _, err := q.Propose(ctx, p("C"), b); err != nil {
 		t.Fatalf("a decided proposal's place: %v", err)
 	}
@@ -139,7 +144,7 @@ func TestProposalsClaimFinishRelease(t *testing.T) {
 	held, err := q.Get(ctx, id)
 	must(t, err)
 	claimedAt := *held.DecidedAt
-	if err := q.Decide(ctx, id, store.ProposalRejected, bob, "late", now); !errors.Is(err, store.ErrProposalDecided) {
+	if err := q.Reject(ctx, id, bob, "late", now); !errors.Is(err, store.ErrProposalDecided) {
 		t.Fatalf("a rejection of a proposal being applied: %v", err)
 	}
 	if _, err := q.Finish(ctx, id, claimedAt.Add(time.Millisecond), store.ProposalApproved, "", now); !errors.Is(err, store.ErrProposalDecided) {

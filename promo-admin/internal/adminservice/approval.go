@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -114,7 +115,7 @@ type Queue interface {
 	Propose(ctx context.Context, p store.Proposal, b store.Bounds) (int64, error)
 	Get(ctx context.Context, id int64) (store.Proposal, error)
 	Page(ctx context.Context, status, cursor string, limit int) (store.ProposalPage, error)
-	Decide(ctx context.Context, id int64, status string, who store.Actor, reason string, at time.Time) error
+	Reject(ctx context.Context, id int64, who store.Actor, reason string, at time.Time) error
 	Claim(ctx context.Context, id int64, who store.Actor) (store.Proposal, error)
 	Reclaim(ctx context.Context, id int64, claimedAt time.Time, who store.Actor, olderThan time.Duration) (store.Proposal, error)
 	Release(ctx context.Context, id int64, claimedAt time.Time) error
@@ -211,6 +212,7 @@ func (a *Approvals) Reject(ctx context.Context, id int64, reason string) (Propos
 	if !a.required {
 		return Proposal{}, ErrApprovalOff
 	}
+	reason = strings.TrimSpace(reason)
 	if n := utf8.RuneCountInString(reason); !utf8.ValidString(reason) || n < 1 || n > MaxRejectReason {
 		return Proposal{}, invalid("reason", "is required: 1 to %d characters saying why", MaxRejectReason)
 	}
@@ -222,7 +224,7 @@ func (a *Approvals) Reject(ctx context.Context, id int64, reason string) (Propos
 	if err := notProposer(who, p); err != nil {
 		return Proposal{}, err
 	}
-	if err := a.queue.Decide(ctx, id, store.ProposalRejected, who, reason, a.now.now()); err != nil {
+	if err := a.queue.Reject(ctx, id, who, reason, a.now.now()); err != nil {
 		return Proposal{}, queueError(err)
 	}
 	return a.Proposal(ctx, id)
@@ -246,15 +248,34 @@ func notProposer(who store.Actor, p store.Proposal) error {
 	return nil
 }
 
-// queueError maps the queue's errors to the service's.
+// queueError maps the queue's errors to the service's: a refusal is its sentinel
+// alone, its message for people, not the record's chain (logged where it fails).
 func queueError(err error) error {
 	switch {
 	case errors.Is(err, store.ErrProposalNotFound):
-		return fmt.Errorf("%w: %v", ErrProposalNotFound, err)
+		return ErrProposalNotFound
 	case errors.Is(err, store.ErrProposalDecided):
-		return fmt.Errorf("%w: %v", ErrProposalDecided, err)
+		return ErrProposalDecided
 	case errors.Is(err, store.ErrProposalsFull):
-		return fmt.Errorf("%w: %v", ErrProposalsFull, err)
+		return ErrProposalsFull
 	}
 	return mysqlDown(err)
+}
+
+// publicCause is why a change was refused, as a person reads it: without the
+// record's wrapping ("store: update …: ") nor the sentinel the answer already
+// names (under), which tell internals or repeat it.
+func publicCause(err, under error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil || !strings.HasPrefix(err.Error(), "store: ") {
+			break
+		}
+		err = u
+	}
+	msg := err.Error()
+	if under != nil {
+		msg = strings.TrimPrefix(msg, under.Error()+": ")
+	}
+	return msg
 }

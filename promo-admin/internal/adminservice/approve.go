@@ -210,12 +210,14 @@ func (h approver) finish(ctx context.Context, p store.Proposal, pr promo.Promoti
 		return Approved{}, &UnavailableError{Dependency: "redis", Msg: fmt.Sprintf("proposal %d stays APPLYING: its change is pending "+
 			"and will be completed or undone by the journal; the promotion's history says which", p.ID), Err: err}
 	}
-	stale := errors.Is(err, ErrProposalStale) || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound)
-	if _, ferr := h.queue.Finish(ctx, p.ID, claimedAt, store.ProposalFailed, err.Error(), h.now.now()); ferr != nil {
+	verdict := ErrProposalFailed
+	if errors.Is(err, ErrProposalStale) || errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) {
+		verdict = ErrProposalStale
+	}
+	reason := publicCause(err, ErrProposalStale)
+	if _, ferr := h.queue.Finish(ctx, p.ID, claimedAt, store.ProposalFailed, reason, h.now.now()); ferr != nil {
 		return Approved{}, mysqlDown(ferr)
 	}
-	if stale {
-		return Approved{}, fmt.Errorf("%w; proposal %d is FAILED: %v", ErrProposalStale, p.ID, err)
-	}
-	return Approved{}, fmt.Errorf("%w; proposal %d is FAILED: %v", ErrProposalFailed, p.ID, err)
+	h.log.InfoContext(ctx, "proposal failed", "proposal", p.ID, "err", err)
+	return Approved{}, fmt.Errorf("%w; proposal %d is FAILED: %s", verdict, p.ID, reason)
 }

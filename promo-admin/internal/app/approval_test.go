@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,12 @@ func propose(t *testing.T, e *admintest.Env, id string) adminservice.Proposal {
 		t.Fatalf("create with approval on: %s, want 202", r)
 	}
 	p := proposalOf(t, r)
+	var answered, read struct{ ProposedAt string }
+	_ = json.Unmarshal(r.Body, &answered)
+	_ = json.Unmarshal(e.Do(http.MethodGet, proposalPath(p.ID), viewer, nil).Body, &read)
+	if answered.ProposedAt == "" || answered.ProposedAt != read.ProposedAt {
+		t.Errorf("proposedAt answered %q, read %q: want one instant to the millisecond", answered.ProposedAt, read.ProposedAt)
+	}
 	if p.ID < 1 || p.PromoID != id || p.Type != 1 || p.Kind != store.ProposeCreate || p.BaseVersion != 0 ||
 		p.Status != store.ProposalPending || p.Proposer.Name != admintest.MerchandiserName || p.Proposer.Role != "merchandiser" || p.DecidedBy != nil {
 		t.Errorf("proposal: %s", r)
@@ -168,7 +175,7 @@ func TestApprovalReject(t *testing.T) {
 	e := startApproval(t, adminservice.Config{})
 	id := uid("appr-reject")
 	p := propose(t, e, id)
-	for _, body := range []any{nil, map[string]any{}, map[string]any{"reason": ""}, map[string]any{"reason": 7}} {
+	for _, body := range []any{nil, map[string]any{}, map[string]any{"reason": ""}, map[string]any{"reason": " \t\n "}, map[string]any{"reason": 7}} {
 		if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", approver, body); r.Status != http.StatusBadRequest {
 			t.Errorf("reject with %v: %s, want 400", body, r)
 		}
@@ -180,7 +187,7 @@ func TestApprovalReject(t *testing.T) {
 		r.Error().Code != "SELF_APPROVAL" {
 		t.Errorf("a rejection by the proposer's name: %s, want 403 SELF_APPROVAL", r)
 	}
-	r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", approver, map[string]any{"reason": "the price is wrong"})
+	r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", approver, map[string]any{"reason": "  the price is wrong\n"})
 	if got := proposalOf(t, r); r.Status != http.StatusOK || got.Status != store.ProposalRejected || got.Reason != "the price is wrong" ||
 		got.DecidedBy == nil || got.DecidedBy.Name != admintest.ApproverName {
 		t.Errorf("reject: %s", r)
@@ -188,6 +195,10 @@ func TestApprovalReject(t *testing.T) {
 	nothingApplied(t, e, id)
 	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/approve", approver, nil); r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_DECIDED" {
 		t.Errorf("approve a rejected proposal: %s", r)
+	}
+	if r := e.Do(http.MethodPost, proposalPath(p.ID)+"/reject", approver2, map[string]any{"reason": "again"}); r.Status != http.StatusConflict ||
+		r.Error().Code != "PROPOSAL_DECIDED" || strings.Contains(r.Error().Message, "store:") {
+		t.Errorf("reject a rejected proposal: %s, want 409 PROPOSAL_DECIDED without the record's internals", r)
 	}
 	if r := e.Do(http.MethodGet, proposalPath(p.ID+1000), approver, nil); r.Status != http.StatusNotFound {
 		t.Errorf("an unknown proposal: %s, want 404", r)
@@ -237,11 +248,12 @@ func TestApprovalOfPatchesAndAStaleOne(t *testing.T) {
 		t.Errorf("a patch changing nothing guarded: %s, want 200, the promotion unchanged", r)
 	}
 	r = e.Do(http.MethodPost, proposalPath(first.ID)+"/approve", approver, nil)
-	if r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_STALE" {
-		t.Errorf("a stale approval: %s, want 409 PROPOSAL_STALE", r)
+	if r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_STALE" || strings.Contains(r.Error().Message, "store:") ||
+		!strings.Contains(r.Error().Message, "version 2") {
+		t.Errorf("a stale approval: %s, want 409 PROPOSAL_STALE saying why in words, without the record's internals", r)
 	}
 	failed := proposalOf(t, e.Do(http.MethodGet, proposalPath(first.ID), admin, nil))
-	if failed.Status != store.ProposalFailed || failed.Reason == "" {
+	if failed.Status != store.ProposalFailed || failed.Reason != "the promotion is at version 2, the proposal was made at version 1" {
 		t.Errorf("the stale proposal: %+v", failed)
 	}
 	if row, _ := e.Row(id, 1); row.Spec.Total != 100 || row.Version != 2 {
