@@ -227,9 +227,15 @@ func (q *Proposals) Page(ctx context.Context, status, cursor string, limit int) 
 		}
 		before, _ = strconv.ParseInt(cursor, 10, 64)
 	}
+	// One query a case, each an index read backwards from the cursor: the primary
+	// key for every status, proposals_status (status, id) for one (migration 0017).
+	query, args := `SELECT `+proposalCols+` FROM proposals WHERE id < ? ORDER BY id DESC LIMIT ?`, []any{before, limit + 1}
+	if status != "" {
+		query, args = `SELECT `+proposalCols+` FROM proposals
+ WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`, []any{status, before, limit + 1}
+	}
 	var rows []proposalRow
-	if err := q.db.SelectContext(ctx, &rows, `SELECT `+proposalCols+` FROM proposals
- WHERE id < ? AND (? = '' OR status = ?) ORDER BY id DESC LIMIT ?`, before, status, status, limit+1); err != nil {
+	if err := q.db.SelectContext(ctx, &rows, query, args...); err != nil {
 		return ProposalPage{}, fmt.Errorf("store: proposals: %w", err)
 	}
 	page := ProposalPage{Proposals: make([]Proposal, 0, min(len(rows), limit))}

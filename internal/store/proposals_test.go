@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,4 +218,54 @@ func TestProposalsTakeoverAndTheClaimedChange(t *testing.T) {
 	if got, _ := q.Get(ctx, id); got.Status != store.ProposalApplying || got.DecidedBy.Name != "carol" {
 		t.Fatalf("the claim after a refused takeover: %+v", got)
 	}
+}
+
+// The queue read by status (the console polls ?status=PENDING) reads the
+// proposals_status index (migration 0017) backwards: no sort, however many
+// proposals of other statuses the table holds.
+func TestProposalsPageByStatusReadsItsIndex(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	q := store.NewProposals(s.DB())
+	ctx, now := context.Background(), time.Now()
+	for i := range 30 {
+		id, err := q.Propose(ctx, store.Proposal{PromoID: fmt.Sprintf("IX%d", i), Type: 1, Kind: store.ProposeCreate, Body: `{}`,
+			Proposer: store.Actor{Name: "alice", Role: "merchandiser"}, ProposedAt: now}, store.Bounds{PerPromotion: 5, Total: 100})
+		must(t, err)
+		if i%3 != 0 {
+			must(t, q.Reject(ctx, id, store.Actor{Name: "bob", Role: "approver"}, "no", now))
+		}
+	}
+	var plan []struct {
+		Key   *string `db:"key"`
+		Extra *string `db:"Extra"`
+	}
+	var indexed int
+	must(t, s.DB().GetContext(ctx, &indexed, `SELECT COUNT(*) FROM information_schema.statistics
+ WHERE table_schema = DATABASE() AND table_name = 'proposals' AND index_name = 'proposals_status'`))
+	if indexed != 2 {
+		t.Fatalf("proposals_status has %d columns, want 2 (status, id)", indexed)
+	}
+	err := s.DB().Unsafe().SelectContext(ctx, &plan, `EXPLAIN SELECT * FROM proposals WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+		store.ProposalPending, int64(1<<62), 21)
+	must(t, err)
+	if len(plan) != 1 || plan[0].Key == nil || *plan[0].Key != "proposals_status" || (plan[0].Extra != nil && strings.Contains(*plan[0].Extra, "filesort")) {
+		t.Fatalf("the pending page's plan: key %s, extra %s, want the proposals_status index and no filesort", deref(plan[0].Key), deref(plan[0].Extra))
+	}
+	page, err := q.Page(ctx, store.ProposalPending, "", 5)
+	if err != nil || len(page.Proposals) != 5 || page.NextCursor == "" {
+		t.Fatalf("a pending page: %+v %v", page, err)
+	}
+	for _, p := range page.Proposals {
+		if p.Status != store.ProposalPending {
+			t.Fatalf("a %s proposal in the pending page", p.Status)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }
