@@ -91,6 +91,7 @@ func (h approver) claim(ctx context.Context, p store.Proposal, who store.Actor) 
 		if err != nil {
 			return store.Proposal{}, queueError(err)
 		}
+		h.log.InfoContext(ctx, "proposal claimed", "proposal", p.ID, "by", who.Name, "claimedAt", c.DecidedAt)
 		return c, nil
 	case store.ProposalApplying:
 		return h.retry(ctx, p, who)
@@ -118,7 +119,8 @@ func (h approver) retry(ctx context.Context, p store.Proposal, who store.Actor) 
 	case err != nil:
 		return store.Proposal{}, queueError(err)
 	}
-	h.log.WarnContext(ctx, "proposal left applying retried", "proposal", p.ID, "claimedBy", by.Name)
+	h.log.WarnContext(ctx, "proposal left applying retried", "proposal", p.ID, "claimedBy", by.Name, "claimedAt", *at,
+		"by", who.Name, "reclaimedAt", c.DecidedAt)
 	return c, nil
 }
 
@@ -203,6 +205,8 @@ func (h approver) finish(ctx context.Context, p store.Proposal, pr promo.Promoti
 	case !recorded && (unsure || errors.Is(err, ErrBusy)):
 		if rerr := h.queue.Release(ctx, p.ID, claimedAt); rerr != nil {
 			h.log.WarnContext(ctx, "proposal claim not released", "proposal", p.ID, "err", rerr)
+		} else {
+			h.log.InfoContext(ctx, "proposal released: PENDING again", "proposal", p.ID, "claimedAt", claimedAt, "err", err)
 		}
 		return Approved{}, err // nothing recorded: PENDING again, to approve later
 	case unsure:
