@@ -188,6 +188,7 @@ type TokenSpec struct {
 func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 	var ts httpx.Tokens
 	people := !local && hasRole(specs, httpx.RoleApprover)
+	var unnamed error // said once every variable is read, so a missing one is said first
 	for _, s := range specs {
 		v, err := Secret(s.Env)
 		if err != nil {
@@ -205,8 +206,8 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 				return nil, fmt.Errorf("%s holds a placeholder or a token shorter than %d characters; set a secret of your own (e.g. openssl rand -hex 24)",
 					s.Env, MinTokenLen)
 			}
-			if people && !named && (s.Role == httpx.RoleMerchandiser || s.Role == httpx.RoleApprover) {
-				return nil, fmt.Errorf("%s has an entry without a name: with approval on, every %s token is given as name:token "+
+			if people && !named && (s.Role == httpx.RoleMerchandiser || s.Role == httpx.RoleApprover) && unnamed == nil {
+				unnamed = fmt.Errorf("%s has an entry without a name: with approval on, every %s token is given as name:token "+
 					"(the person's name, e.g. alice:<token>), so that no one approves their own proposal", s.Env, s.Role)
 			}
 			ts = append(ts, struct {
@@ -215,6 +216,9 @@ func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 				Name  string
 			}{t, s.Role, name})
 		}
+	}
+	if unnamed != nil {
+		return nil, unnamed
 	}
 	return ts, nil
 }
