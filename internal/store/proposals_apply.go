@@ -193,6 +193,18 @@ func promotionTouched(ctx context.Context, tx *sqlx.Tx, p Proposal) (bool, error
 	return p.Kind != ProposePatch || version != p.BaseVersion || !idle, nil
 }
 
+// Holds tells whether proposal id is still APPLYING under the claim made at
+// claimedAt: a step that cannot check the claim in its own transaction checks it
+// right after (an approved create, whose insert a takeover's Reclaim sees).
+func (q *Proposals) Holds(ctx context.Context, id int64, claimedAt time.Time) (bool, error) {
+	var n int
+	if err := q.db.GetContext(ctx, &n, `SELECT COUNT(*) FROM proposals WHERE id = ? AND status = ? AND decided_at = ?`,
+		id, ProposalApplying, ms(claimedAt)); err != nil {
+		return false, fmt.Errorf("store: proposal %d: %w", id, err)
+	}
+	return n == 1, nil
+}
+
 // ClaimRef names an approval's claim of a proposal: its id and the claim's instant.
 type ClaimRef struct {
 	Proposal int64

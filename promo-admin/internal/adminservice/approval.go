@@ -119,6 +119,7 @@ type Queue interface {
 	Claim(ctx context.Context, id int64, who store.Actor) (store.Proposal, error)
 	Reclaim(ctx context.Context, id int64, claimedAt time.Time, who store.Actor, olderThan time.Duration) (store.Proposal, error)
 	Release(ctx context.Context, id int64, claimedAt time.Time) error
+	Holds(ctx context.Context, id int64, claimedAt time.Time) (bool, error)
 	Finish(ctx context.Context, id int64, claimedAt time.Time, status, reason string, at time.Time) (store.Proposal, error)
 }
 
@@ -142,7 +143,7 @@ func NewApprovals(a *Admin, q Queue, cfg Config) *Approvals {
 		required: cfg.RequireApproval,
 		propose:  proposer{queue: q, rows: a.create.rows, plans: a.patch, read: a.get, now: now, bounds: bounds},
 		approve: approver{queue: q, create: a.create, patch: a.patch, now: now, log: cfg.Logger,
-			claimed: claimedJournal(a.patch.journal), retryAfter: retryAfter(cfg), timeout: cfg.RepairGrace},
+			claimed: claimedJournalOf(a.patch.journal), retryAfter: retryAfter(cfg), timeout: cfg.RepairGrace},
 		queue: q,
 		now:   now,
 	}

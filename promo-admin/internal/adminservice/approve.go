@@ -21,7 +21,7 @@ type approver struct {
 	queue      Queue
 	create     createHandler
 	patch      patchHandler
-	claimed    claimedProposer // nil: a journal that cannot hold a claim (then propose as any patch)
+	claimed    claimedJournal // nil: a journal that cannot hold a claim (then changes apply as any)
 	now        clock
 	log        *slog.Logger
 	retryAfter time.Duration // since a claim, by MySQL's clock, before another approval may retry it
@@ -40,14 +40,17 @@ func retryAfter(cfg Config) time.Duration {
 	return requestDeadline + 2*cfg.RepairGrace + cfg.RedisTimeout
 }
 
-// claimedProposer proposes a change under an approval's claim (journal.proposeClaimed).
-type claimedProposer interface {
+// claimedJournal records an approval's change only under its claim: a patch in
+// its own transaction (journal.proposeClaimed), a create undone when the claim
+// moved meanwhile (journal.discard).
+type claimedJournal interface {
 	proposeClaimed(ctx context.Context, id store.ID, c store.ClaimRef, plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error)
+	discard(ctx context.Context, id store.ID, version int64) error
 }
 
-func claimedJournal(c changer) claimedProposer {
-	if cp, ok := c.(claimedProposer); ok {
-		return cp
+func claimedJournalOf(c changer) claimedJournal {
+	if cj, ok := c.(claimedJournal); ok {
+		return cj
 	}
 	return nil
 }
@@ -134,7 +137,7 @@ func (h approver) apply(ctx context.Context, p store.Proposal) (pr promo.Promoti
 		if err := json.Unmarshal([]byte(p.Body), &s); err != nil {
 			return pr, false, fmt.Errorf("the recorded create does not read back: %v", err)
 		}
-		return h.applyCreate(ctx, id, s)
+		return h.applyCreate(ctx, id, s, store.ClaimRef{Proposal: p.ID, At: *p.DecidedAt})
 	case store.ProposePatch:
 		var c patchChange
 		if err := json.Unmarshal([]byte(p.Body), &c); err != nil {
@@ -145,7 +148,7 @@ func (h approver) apply(ctx context.Context, p store.Proposal) (pr promo.Promoti
 	return pr, false, fmt.Errorf("unknown kind %q", p.Kind)
 }
 
-func (h approver) applyCreate(ctx context.Context, id store.ID, s promo.Spec) (promo.Promotion, bool, error) {
+func (h approver) applyCreate(ctx context.Context, id store.ID, s promo.Spec, c store.ClaimRef) (promo.Promotion, bool, error) {
 	if err := validateSpec(s, h.now.now()); err != nil {
 		return promo.Promotion{}, false, err
 	}
@@ -153,11 +156,38 @@ func (h approver) applyCreate(ctx context.Context, id store.ID, s promo.Spec) (p
 	if err != nil {
 		return promo.Promotion{}, false, err
 	}
+	if recorded, err := h.stillClaimed(ctx, id, c, row.Pending.Version); err != nil {
+		return promo.Promotion{}, recorded, err
+	}
 	p, err := h.create.journal.settle(ctx, id, *row.Pending)
 	if err != nil {
 		return promo.Promotion{}, true, err
 	}
 	return h.create.view.answer(ctx, p), true, nil
+}
+
+// stillClaimed checks, right after a create was recorded pending, that the
+// approval still holds its claim: the insert cannot check it in its transaction
+// as a patch does, but a takeover committed before it found no row (Reclaim locks
+// the key) and so moved the claim, which this sees; the create is then undone
+// before it reaches Redis (ErrClaimMoved, nothing recorded). recorded says whether
+// the create stays pending, for the repairer.
+func (h approver) stillClaimed(ctx context.Context, id store.ID, c store.ClaimRef, version int64) (recorded bool, err error) {
+	if h.claimed == nil {
+		return true, nil
+	}
+	held, err := h.queue.Holds(ctx, c.Proposal, c.At)
+	if err != nil {
+		return true, &UnavailableError{Dependency: "mysql", Msg: "whether the approval still holds its claim could not be read; " +
+			"the create stays pending until the repairer undoes it", Err: err}
+	}
+	if held {
+		return true, nil
+	}
+	if err := h.claimed.discard(ctx, id, version); err != nil {
+		return true, &UnavailableError{Dependency: "mysql", Msg: "undoing a create whose claim was taken over failed; the repairer will", Err: err}
+	}
+	return false, fmt.Errorf("proposal %d: %w", c.Proposal, store.ErrClaimMoved)
 }
 
 // applyPatch proposes the patch only on the row at base: a promotion that moved

@@ -66,6 +66,15 @@ func (j *journal) proposeClaimed(ctx context.Context, id store.ID, c store.Claim
 	return j.proposeWith(ctx, id, update, plan)
 }
 
+// discard undoes the change of id pending at version, before it reached Redis
+// (an approved create recorded under a claim taken over meanwhile).
+func (j *journal) discard(ctx context.Context, id store.ID, version int64) error {
+	if err := j.rows.Discard(ctx, id, version); err != nil && !errors.Is(err, store.ErrNoPending) {
+		return err
+	}
+	return nil
+}
+
 // proposeWith is propose through update (the record's Update, or UpdateClaimed).
 func (j *journal) proposeWith(ctx context.Context, id store.ID, update func(context.Context, store.ID, func(p *store.Promotion) error) (store.Promotion, error),
 	plan func(p *store.Promotion) (*store.Change, error)) (store.Change, error) {

@@ -562,3 +562,67 @@ func TestApprovalSelfApprovalIgnoresCaseAndSpaces(t *testing.T) {
 	}
 	nothingApplied(t, e, id)
 }
+
+// An approval whose claim is taken over while its change waits to be recorded
+// (here: the promotion's row, or its key, held locked, and the claim moved
+// meanwhile as a takeover moves it) records nothing: a patch is refused in its
+// own transaction, a create is undone before it reaches Redis; it answers 409
+// PROPOSAL_APPLYING, and the approval holding the claim now applies the change,
+// once.
+func TestApprovalWhoseClaimIsTakenOverRecordsNothing(t *testing.T) {
+	t.Parallel()
+	e := startApproval(t, adminservice.Config{})
+	id := uid("appr-taken")
+	created := propose(t, e, id)
+	takenOverMidway(t, e, id, created.ID)
+	nothingApplied(t, e, id)
+	approve(t, e, created.ID, approver2)
+	e.Agree(id, 1)
+
+	patch := proposalOf(t, e.Do(http.MethodPatch, path(id), admin, map[string]any{"total": 150}))
+	takenOverMidway(t, e, id, patch.ID)
+	if row, _ := e.Row(id, 1); row.Version != 1 || row.Spec.Total != 100 || row.Pending != nil {
+		t.Errorf("a patch whose claim was taken over changed the row: %+v", row)
+	}
+	if got := approve(t, e, patch.ID, approver2); got.Total != 150 {
+		t.Errorf("the patch approved by the approval holding the claim: %+v", got)
+	}
+	if row, _ := e.Row(id, 1); row.Version != 2 {
+		t.Errorf("row version %d, want 2: the patch applied once", row.Version)
+	}
+	e.Agree(id, 1)
+}
+
+// takenOverMidway approves proposal n while the promotion's row (or key) is held
+// locked, moves the claim as a takeover would once the approval claimed it, lets
+// the approval go on and wants 409 PROPOSAL_APPLYING.
+func takenOverMidway(t *testing.T, e *admintest.Env, id string, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	lock, err := e.App.Store.DB().BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback() //nolint:errcheck // released below
+	rows, err := lock.QueryContext(ctx, "SELECT version FROM promotion WHERE promo_id = ? AND promo_type = 1 FOR UPDATE", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	answer := make(chan admintest.Response, 1)
+	go func() { answer <- e.Do(http.MethodPost, proposalPath(n)+"/approve", approver, nil) }()
+	q := store.NewProposals(e.App.Store.DB())
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if p, err := q.Get(ctx, n); err == nil && p.Status == store.ProposalApplying {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the approval never claimed the proposal")
+		}
+	}
+	ageClaim(t, e, n)
+	_ = lock.Rollback()
+	if r := <-answer; r.Status != http.StatusConflict || r.Error().Code != "PROPOSAL_APPLYING" {
+		t.Errorf("an approval whose claim was taken over midway: %s, want 409 PROPOSAL_APPLYING", r)
+	}
+}
