@@ -25,7 +25,7 @@ func TestMySQLGrantsHoldPromoAdminsProposals(t *testing.T) {
 	must(t, "read a proposal", err)
 	_, err = q.Page(ctx, store.ProposalPending, "", 10)
 	must(t, "page the queue", err)
-	must(t, "decide", q.Decide(ctx, id, store.ProposalRejected, store.Actor{Name: "bob", Role: "approver"}, "no", now))
+	must(t, "decide", q.Reject(ctx, id, store.Actor{Name: "bob", Role: "approver"}, "no", now))
 
 	refused(t, admin, privilege.MySQLAdmin, "UPDATE proposals SET body_json = '{}'", "UPDATE proposals SET proposer = 'mallory'",
 		"UPDATE proposals SET promo_id = 'X'", "DELETE FROM proposals")

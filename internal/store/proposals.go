@@ -197,17 +197,6 @@ func (q *Proposals) Reject(ctx context.Context, id int64, who Actor, reason stri
 	})
 }
 
-// Decide is Reject for status REJECTED, the one decision without applying; any
-// other status is refused, nothing changed.
-//
-// Deprecated: use Reject.
-func (q *Proposals) Decide(ctx context.Context, id int64, status string, who Actor, reason string, at time.Time) error {
-	if status != ProposalRejected {
-		return fmt.Errorf("store: decide proposal %d: status %q (only %s decides without applying)", id, status, ProposalRejected)
-	}
-	return q.Reject(ctx, id, who, reason, at)
-}
-
 // ProposalPage is one page of the queue, newest first; NextCursor is "" on the last.
 type ProposalPage struct {
 	Proposals  []Proposal `json:"proposals"`
