@@ -47,18 +47,7 @@ func run(logger *slog.Logger, args []string) error {
 		return err
 	}
 
-	specs := []svc.TokenSpec{
-		{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
-		{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer},
-		// On-call's: the one role that changes the switches (PUT /v1/switches).
-		{Env: "FLASHSALE_ONCALL_TOKEN", LocalDefault: "dev-oncall-token", Role: admintransport.RoleOnCall},
-	}
-	if sc.RequireApproval || f.Local {
-		// The approver's: approves or rejects proposals. Required only where there are
-		// proposals to decide, so a deployment without approval starts as before.
-		specs = append(specs, svc.TokenSpec{Env: "FLASHSALE_APPROVER_TOKEN", LocalDefault: "dev-approver-token", Role: httpx.RoleApprover})
-	}
-	tokens, err := svc.Tokens(f.Local, specs...)
+	tokens, err := svc.Tokens(f.Local, tokenSpecs(sc.RequireApproval || f.Local)...)
 	if err != nil {
 		return err
 	}
@@ -89,6 +78,26 @@ func run(logger *slog.Logger, args []string) error {
 	}
 	defer a.Close()
 
+	return serve(a, f, logger)
+}
+
+// tokenSpecs are the roles promo-admin knows; the approver's only where there are
+// proposals to decide, so a deployment without approval starts as before.
+func tokenSpecs(approvers bool) []svc.TokenSpec {
+	specs := []svc.TokenSpec{
+		{Env: "FLASHSALE_ADMIN_TOKEN", LocalDefault: "dev-admin-token", Role: httpx.RoleMerchandiser},
+		{Env: "FLASHSALE_VIEWER_TOKEN", LocalDefault: "dev-viewer-token", Role: httpx.RoleViewer},
+		// On-call's: the one role that changes the switches (PUT /v1/switches).
+		{Env: "FLASHSALE_ONCALL_TOKEN", LocalDefault: "dev-oncall-token", Role: admintransport.RoleOnCall},
+	}
+	if approvers {
+		specs = append(specs, svc.TokenSpec{Env: "FLASHSALE_APPROVER_TOKEN", LocalDefault: "dev-approver-token", Role: httpx.RoleApprover})
+	}
+	return specs
+}
+
+// serve runs the listeners and the loops until one ends.
+func serve(a *app.App, f svc.Flags, logger *slog.Logger) error {
 	g := svc.NewGroup(logger)
 	conns := svc.NewConnMetrics(a.Registry)
 	g.HTTP(svc.Server(f.Listen, a.Handler, logger), conns.Limit("api", f.MaxConns))
