@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,42 +31,22 @@ import (
 // ks buckets), taking parts as the product does, and cancels every fourth grant.
 func bucketSale(t *testing.T, s *rt.Sale, keys []string, ks []int, tag string, workers, n int) (held, returned []rt.Bucketed) {
 	t.Helper()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx := context.Background()
-			for i := range n {
-				j := rand.IntN(len(keys))
-				g, ok, _, err := s.GrabBucketed(ctx, fmt.Sprintf("%s-%d-%d", tag, w, i), fmt.Sprintf("pin-%d", rand.IntN(40)),
-					fmt.Sprintf("10.4.0.%d", rand.IntN(12)), keys[j], ks[j], 1+int64(rand.IntN(2)))
-				if err != nil {
-					t.Errorf("grab %s: %v", g.RID, err)
-					return
-				}
-				if !ok {
-					continue
-				}
-				if i%4 == 0 {
-					if err := s.CancelBucketed(ctx, g, "PAYMENT_EXPIRED"); err != nil {
-						t.Errorf("cancel %s: %v", g.RID, err)
-						return
-					}
-					mu.Lock()
-					returned = append(returned, g)
-					mu.Unlock()
-					continue
-				}
-				mu.Lock()
-				held = append(held, g)
-				mu.Unlock()
-			}
-		}()
+	grab := func(ctx context.Context, w, i int) (rt.Bucketed, bool, error) {
+		j := rand.IntN(len(keys))
+		g, ok, _, err := s.GrabBucketed(ctx, fmt.Sprintf("%s-%d-%d", tag, w, i), fmt.Sprintf("pin-%d", rand.IntN(40)),
+			fmt.Sprintf("10.4.0.%d", rand.IntN(12)), keys[j], ks[j], 1+int64(rand.IntN(2)))
+		if err != nil {
+			return g, false, fmt.Errorf("grab %s: %v", g.RID, err)
+		}
+		return g, ok, nil
 	}
-	wg.Wait()
-	return held, returned
+	cancel := func(ctx context.Context, g rt.Bucketed) error {
+		if err := s.CancelBucketed(ctx, g, "PAYMENT_EXPIRED"); err != nil {
+			return fmt.Errorf("cancel %s: %v", g.RID, err)
+		}
+		return nil
+	}
+	return runSale(t, workers, n, grab, cancel)
 }
 
 // snapshots reads every bucket of the promotions, by bucket key.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -175,42 +174,9 @@ func idOnShard(prefix string, shard int) string {
 // ip every 16, as BenchmarkRebuildShard's. remaining counts them granted.
 func seedFlows(t *testing.T, db *store.Store, id string, rows int, start, end time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	total := 2 * int64(rows)
-	spec := promo.Spec{PromoID: id, Type: 1, Title: "history", Total: total, MaxPerGrab: 1, StartAt: start, EndAt: end}
-	if err := db.Promotions.Insert(ctx, store.NewPromotion(spec, promo.Active, start.Add(-time.Hour))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Promotions.Promote(ctx, store.ID{PromoID: id, Type: 1}, 1, start.Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	shard := ring.Default.Shard(promo.Key(id, 1))
-	at := start.Add(time.Minute)
-	const perInsert = 2000
-	pins, ips := max(rows/10, 1), max(rows/16, 1)
-	var q strings.Builder
-	for done := 0; done < rows; done += perInsert {
-		n := min(perInsert, rows-done)
-		q.Reset()
-		q.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash, index_shard) VALUES `)
-		args := make([]any, 0, 9*n)
-		for k := done; k < done+n; k++ {
-			if k > done {
-				q.WriteString(",")
-			}
-			q.WriteString("(?, 'GRAB', ?, ?, ?, ?, 1, 1, ?, ?, ?, ?)")
-			rid := id + "-r" + strconv.Itoa(k)
-			args = append(args, "e-"+rid, rid, id+"-p"+strconv.Itoa(k%pins),
-				"198.18."+strconv.Itoa(k%ips/250%250)+"."+strconv.Itoa(k%ips%250+1), id, shard, at, "h"+strconv.Itoa(k),
-				ring.Default.Shard(promo.RequestIndexKey(rid)))
-		}
-		if _, err := db.DB().ExecContext(ctx, q.String(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.DB().ExecContext(ctx, `UPDATE promotion SET remaining = ? WHERE promo_id = ? AND promo_type = 1`, total-int64(rows), id); err != nil {
-		t.Fatal(err)
-	}
+	spec := promo.Spec{PromoID: id, Type: 1, Title: "history", Total: 2 * int64(rows), MaxPerGrab: 1, StartAt: start, EndAt: end}
+	seedGrabs(t, db, spec, rows, start.Add(-time.Hour), grabRows{at: start.Add(time.Minute), pin: id + "-p",
+		event: func(rid string, _ int) string { return "e-" + rid }})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

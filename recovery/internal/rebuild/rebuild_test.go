@@ -46,36 +46,59 @@ type buyer struct {
 // returns the granted (and not cancelled) and the cancelled grabs.
 func sale(t *testing.T, s *rt.Sale, keys []string, tag string, workers, n int) (held, returned []buyer) {
 	t.Helper()
+	grab := func(ctx context.Context, w, i int) (buyer, bool, error) {
+		b := buyer{rid: fmt.Sprintf("%s-%d-%d", tag, w, i), pin: fmt.Sprintf("pin-%d", rand.IntN(30)),
+			ip: fmt.Sprintf("10.1.0.%d", rand.IntN(12)), key: keys[rand.IntN(len(keys))], num: 1 + int64(rand.IntN(2))}
+		ok, _, err := s.Grab(ctx, b.rid, b.pin, b.ip, b.key, b.num)
+		if err != nil {
+			return b, false, fmt.Errorf("grab %s: %v", b.rid, err)
+		}
+		return b, ok, nil
+	}
+	cancel := func(ctx context.Context, b buyer) error {
+		if ok, err := s.Cancel(ctx, b.rid, b.pin, b.ip, b.key, b.num, "PAYMENT_EXPIRED"); err != nil || !ok {
+			return fmt.Errorf("cancel %s: %v %v", b.rid, ok, err)
+		}
+		return nil
+	}
+	return runSale(t, workers, n, grab, cancel)
+}
+
+// runSale is a sale's shape, whatever the grab: n attempts per worker, each
+// worker concurrent with the others, every fourth grant cancelled. A worker
+// stops at its first error (the test fails with it); it returns the grants held
+// and the cancelled ones.
+func runSale[G any](t *testing.T, workers, n int, grab func(ctx context.Context, w, i int) (G, bool, error),
+	cancel func(ctx context.Context, g G) error) (held, returned []G) {
+	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx := context.Background()
-			for i := 0; i < n; i++ {
-				b := buyer{rid: fmt.Sprintf("%s-%d-%d", tag, w, i), pin: fmt.Sprintf("pin-%d", rand.IntN(30)),
-					ip: fmt.Sprintf("10.1.0.%d", rand.IntN(12)), key: keys[rand.IntN(len(keys))], num: 1 + int64(rand.IntN(2))}
-				ok, _, err := s.Grab(ctx, b.rid, b.pin, b.ip, b.key, b.num)
+			for i := range n {
+				g, ok, err := grab(ctx, w, i)
 				if err != nil {
-					t.Errorf("grab %s: %v", b.rid, err)
+					t.Error(err)
 					return
 				}
 				if !ok {
 					continue
 				}
 				if i%4 == 0 {
-					if ok, err := s.Cancel(ctx, b.rid, b.pin, b.ip, b.key, b.num, "PAYMENT_EXPIRED"); err != nil || !ok {
-						t.Errorf("cancel %s: %v %v", b.rid, ok, err)
+					if err := cancel(ctx, g); err != nil {
+						t.Error(err)
 						return
 					}
 					mu.Lock()
-					returned = append(returned, b)
+					returned = append(returned, g)
 					mu.Unlock()
 					continue
 				}
 				mu.Lock()
-				held = append(held, b)
+				held = append(held, g)
 				mu.Unlock()
 			}
 		}()

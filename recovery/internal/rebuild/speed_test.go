@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/flashsale/platform/internal/promo"
-	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/internal/shardpool"
 	"github.com/flashsale/platform/internal/store"
 	"github.com/flashsale/platform/internal/testenv"
@@ -111,47 +110,13 @@ func redisCPU(b *testing.B, c *redis.Client) time.Duration {
 // INSERTs: a pin every 10 rows and an ip every 16, as scenario 6's million rows
 // have 100,000 pins and 62,500 ips.
 func seedSpeedPromotion(b *testing.B, db *store.Store, id string, rows int) store.Promotion {
-	ctx := context.Background()
 	now := time.Now().UTC()
 	spec := promo.Spec{PromoID: id, Type: 1, Title: "rebuild speed", Total: 2 * int64(rows), MaxPerGrab: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}
-	if err := db.Promotions.Insert(ctx, store.NewPromotion(spec, promo.Active, now)); err != nil {
-		b.Fatal(err)
-	}
-	p, err := db.Promotions.Promote(ctx, store.ID{PromoID: id, Type: 1}, 1, now)
-	if err != nil {
-		b.Fatal(err)
-	}
-	shard := ring.Default.Shard(promo.Key(id, 1))
-	at := now.Add(-time.Minute)
 	ev := make([]byte, 8)
-	const perInsert = 2000
-	pins, ips := max(rows/10, 1), max(rows/16, 1)
-	var q strings.Builder
-	for done := 0; done < rows; done += perInsert {
-		n := min(perInsert, rows-done)
-		q.Reset()
-		q.WriteString(`INSERT INTO grab_flow (event_id, kind, request_id, pin, ip, promo_id, promo_type, num, shard, occurred_at, body_hash, index_shard) VALUES `)
-		args := make([]any, 0, 9*n)
-		for k := done; k < done+n; k++ {
-			if k > done {
-				q.WriteString(",")
-			}
-			q.WriteString("(?, 'GRAB', ?, ?, ?, ?, 1, 1, ?, ?, ?, ?)")
+	return seedGrabs(b, db, spec, rows, now, grabRows{at: now.Add(-time.Minute), pin: "p",
+		event: func(_ string, k int) string {
 			_, _ = rand.Read(ev)
-			rid := id + "-r" + strconv.Itoa(k)
-			args = append(args, hex.EncodeToString(ev)+strconv.Itoa(k), rid, "p"+strconv.Itoa(k%pins),
-				"198.18."+strconv.Itoa(k%ips/250%250)+"."+strconv.Itoa(k%ips%250+1), id, shard, at, "h"+strconv.Itoa(k),
-				ring.Default.Shard(promo.RequestIndexKey(rid)))
-		}
-		if _, err := db.DB().ExecContext(ctx, q.String(), args...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	// As the flow sink leaves it: remaining counts the granted units.
-	if _, err := db.DB().ExecContext(ctx, `UPDATE promotion SET remaining = ? WHERE promo_id = ? AND promo_type = 1`, spec.Total-int64(rows), id); err != nil {
-		b.Fatal(err)
-	}
-	p.Remaining = spec.Total - int64(rows)
-	return p
+			return hex.EncodeToString(ev) + strconv.Itoa(k)
+		}})
 }
