@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -206,32 +205,23 @@ type ProposalPage struct {
 // Page reads up to limit (1..MaxProposalPage) proposals of status ("" for every
 // status), newest first, after cursor (the NextCursor of the page before).
 func (q *Proposals) Page(ctx context.Context, status, cursor string, limit int) (ProposalPage, error) {
-	if limit < 1 || limit > MaxProposalPage {
-		return ProposalPage{}, fmt.Errorf("store: proposals: limit %d outside 1..%d", limit, MaxProposalPage)
-	}
-	before := int64(1<<63 - 1)
-	if cursor != "" {
-		if !ValidSwitchCursor(cursor) {
-			return ProposalPage{}, fmt.Errorf("store: proposals: %w", ErrBadCursor)
-		}
-		before, _ = strconv.ParseInt(cursor, 10, 64)
+	p, err := newIDPage("proposals", cursor, limit, MaxProposalPage)
+	if err != nil {
+		return ProposalPage{}, err
 	}
 	// One query a case, each an index read backwards from the cursor: the primary
 	// key for every status, proposals_status (status, id) for one (migration 0017).
-	query, args := `SELECT `+proposalCols+` FROM proposals WHERE id < ? ORDER BY id DESC LIMIT ?`, []any{before, limit + 1}
+	query, args := `SELECT `+proposalCols+` FROM proposals WHERE id < ? ORDER BY id DESC LIMIT ?`, []any{p.before, p.fetch()}
 	if status != "" {
 		query, args = `SELECT `+proposalCols+` FROM proposals
- WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`, []any{status, before, limit + 1}
+ WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`, []any{status, p.before, p.fetch()}
 	}
 	var rows []proposalRow
 	if err := q.db.SelectContext(ctx, &rows, query, args...); err != nil {
 		return ProposalPage{}, fmt.Errorf("store: proposals: %w", err)
 	}
-	page := ProposalPage{Proposals: make([]Proposal, 0, min(len(rows), limit))}
-	if len(rows) > limit {
-		rows = rows[:limit]
-		page.NextCursor = strconv.FormatInt(rows[limit-1].ID, 10)
-	}
+	rows, next := trimPage(p, rows, func(r proposalRow) int64 { return r.ID })
+	page := ProposalPage{Proposals: make([]Proposal, 0, len(rows)), NextCursor: next}
 	for _, r := range rows {
 		page.Proposals = append(page.Proposals, r.proposal())
 	}

@@ -122,17 +122,11 @@ func ValidSwitchCursor(s string) bool {
 // Page reads up to limit (1..MaxSwitchHistory) changes, newest first, after cursor
 // (the NextCursor of the page before; "" for the first page).
 func (h *SwitchHistory) Page(ctx context.Context, cursor string, limit int) (SwitchPage, error) {
-	if limit < 1 || limit > MaxSwitchHistory {
-		return SwitchPage{}, fmt.Errorf("store: switch history: limit %d outside 1..%d", limit, MaxSwitchHistory)
+	p, err := newIDPage("switch history", cursor, limit, MaxSwitchHistory)
+	if err != nil {
+		return SwitchPage{}, err
 	}
-	before := int64(1<<63 - 1)
-	if cursor != "" {
-		if !ValidSwitchCursor(cursor) {
-			return SwitchPage{}, fmt.Errorf("store: switch history: %w", ErrBadCursor)
-		}
-		before, _ = strconv.ParseInt(cursor, 10, 64)
-	}
-	var rows []struct {
+	type row struct {
 		ID        int64     `db:"id"`
 		At        time.Time `db:"at"`
 		Actor     string    `db:"actor"`
@@ -145,15 +139,13 @@ func (h *SwitchHistory) Page(ctx context.Context, cursor string, limit int) (Swi
 		AfterMD5  string    `db:"after_md5"`
 		Changes   string    `db:"changes_json"`
 	}
+	var rows []row
 	if err := h.db.SelectContext(ctx, &rows, `SELECT id, at, actor, role, via, outcome, reason, store, before_md5, after_md5, changes_json
- FROM switch_history WHERE id < ? ORDER BY id DESC LIMIT ?`, before, limit+1); err != nil {
+ FROM switch_history WHERE id < ? ORDER BY id DESC LIMIT ?`, p.before, p.fetch()); err != nil {
 		return SwitchPage{}, fmt.Errorf("store: switch history: %w", err)
 	}
-	page := SwitchPage{Entries: make([]SwitchEntry, 0, min(len(rows), limit))}
-	if len(rows) > limit {
-		rows = rows[:limit]
-		page.NextCursor = strconv.FormatInt(rows[limit-1].ID, 10)
-	}
+	rows, next := trimPage(p, rows, func(r row) int64 { return r.ID })
+	page := SwitchPage{Entries: make([]SwitchEntry, 0, len(rows)), NextCursor: next}
 	for _, r := range rows {
 		page.Entries = append(page.Entries, SwitchEntry{ID: r.ID, At: r.At.UTC(), Actor: Actor{Name: r.Actor, Role: r.Role},
 			Via: r.Via, Outcome: r.Outcome, Reason: r.Reason, Store: r.Store, BeforeMD5: r.BeforeMD5, AfterMD5: r.AfterMD5,
