@@ -176,15 +176,11 @@ type TokenSpec struct {
 }
 
 // Tokens reads each role's token (comma-separated for rotation) from its env var
-// or the file its _FILE variable names (Secret). Outside local mode a missing
-// token, the placeholder of deploy/compose/.env.example (change-me-*) or a token
-// shorter than MinTokenLen is an error: there are no default credentials.
-//
-// Outside local mode, where approvers are among the roles (promo-admin loads their
-// token only with --require-approval), every merchandiser's and approver's entry
-// must name its person ("name:token"): approval refuses a proposer approving their
-// own change by the name, and a token named by its hash would let one person
-// holding two tokens be two people.
+// or the file its _FILE variable names (Secret). Outside local mode a missing or
+// placeholder (change-me-*) or short token is an error: no default credentials.
+// Where approvers are among the roles, every merchandiser's and approver's entry
+// must be "name:token": approval tells the proposer by name, and one person
+// holding two hash-named tokens would be two people.
 func Tokens(local bool, specs ...TokenSpec) (httpx.Tokens, error) {
 	var ts httpx.Tokens
 	people := !local && hasRole(specs, httpx.RoleApprover)
