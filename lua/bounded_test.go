@@ -24,7 +24,7 @@ import (
 func TestScriptsRunOnlyBoundedCommands(t *testing.T) {
 	bounded := []string{"EXISTS", "HDEL", "HGET", "HINCRBY", "HMGET", "HSET", "PERSIST", "PEXPIRE", "RENAME", "SET", "UNLINK", "ZADD", "ZCARD", "ZPOPMIN", "ZREM"}
 	call := regexp.MustCompile(`redis\.p?call\(\s*([^,)]*)`)
-	for name, src := range map[string]string{"q.lua": qSrc, "commit.lua": commitSrc, "return.lua": returnSrc,
+	for name, src := range map[string]string{"q.lua": qSrc, "commit.lua": commitPrelude + commitSrc, "return.lua": returnSrc,
 		"create.lua": createSrc, "patch.lua": patchSrc, "stop.lua": stopSrc, "delete.lua": deleteSrc} {
 		calls := call.FindAllStringSubmatch(src, -1)
 		if len(calls) == 0 {

@@ -15,7 +15,8 @@
 --                a conflict: the grant no longer exists.
 -- A request's NOT_FOUND or RETURNED changes nothing for the others. Malformed
 -- arguments, or an entry in a state other than P G A X C R, raise a script
--- error before any write of any request.
+-- error before any write of any request. The work is commitRequests'
+-- (ledgercommit.lua, prepended), which q.lua shares for the commits riding a take.
 
 if #KEYS == 0 or #KEYS % 6 ~= 0 or #ARGV == 0 or #ARGV % 2 ~= 0 then
   error('commit.lua: want 6 KEYS per item and ARGV pairs requestId, items')
@@ -35,49 +36,19 @@ if first - 1 ~= #KEYS / 6 then
   error('commit.lua: the requests\' items do not add up to the KEYS')
 end
 
--- Read every request's entries before writing any: a bad entry anywhere then
--- stops the whole call before a write.
-local codes, entries = {}, {}
 for r, req in ipairs(requests) do
-  local rid, seen = req[1], {}
-  if rid == '' then
+  if req[1] == '' then
     error('commit.lua: empty requestId')
   end
-  codes[r] = 0
+  local seen, items = {}, {}
   for i = req[2], req[3] do
     local b = 6 * (i - 1)
     if seen[KEYS[b + 1]] then
       error('commit.lua: a promotion is listed twice')
     end
     seen[KEYS[b + 1]] = true
-    local raw = redis.call('HGET', KEYS[b + 4], rid)
-    local entry = raw and cjson.decode(raw)
-    local s = entry and entry.s
-    if s and s ~= 'P' and s ~= 'G' and s ~= 'A' and s ~= 'X' and s ~= 'C' and s ~= 'R' then
-      error('commit.lua: unknown ledger state')
-    end
-    if codes[r] == 0 then
-      if not entry then
-        codes[r] = 1
-      elseif s ~= 'P' and s ~= 'G' then
-        codes[r] = 2
-      end
-    end
-    entries[i] = entry
+    items[#items + 1] = {KEYS[b + 4], KEYS[b + 5]}
   end
+  requests[r] = {req[1], items}
 end
-
-for r, req in ipairs(requests) do
-  if codes[r] == 0 then
-    for i = req[2], req[3] do
-      local b = 6 * (i - 1)
-      local entry = entries[i]
-      if entry.s == 'P' then
-        entry.s = 'G'
-        redis.call('HSET', KEYS[b + 4], req[1], cjson.encode(entry))
-      end
-      redis.call('ZREM', KEYS[b + 5], req[1])
-    end
-  end
-end
-return codes
+return commitRequests(requests)

@@ -2,6 +2,8 @@ package lua
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -215,4 +217,100 @@ func mustReturn(t *testing.T, c ReturnCall, want ReturnCode) ReturnReply {
 		t.Fatalf("return %s: %+v %v, want %v", c.RequestID, r, err, want)
 	}
 	return r
+}
+
+// Every case of TestCommit as a commit riding a take of the same promotions
+// (GrabCall.Commits): the same code and the same state, whatever the take
+// answers. Here the take is refused (TOO_MANY, before anything is charged), so
+// what changes is the commit's alone.
+func TestCommitRidingATake(t *testing.T) {
+	t.Parallel()
+	for _, tc := range commitCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := twoPromotions(t)
+			keys := tc.setup(t, a, b)
+			call := grabCall("t1", "p9", "10.9.9.9")
+			for _, k := range keys {
+				call.Items = append(call.Items, item(k, 99))
+			}
+			call.Commits = []string{"r1"}
+			r, codes, err := GrabCommitting(context.Background(), rdb, call)
+			if err != nil || r.Code != CodeTooMany || len(codes) != 1 || codes[0] != tc.want {
+				t.Fatalf("have %+v %v %v, want TOO_MANY and %v", r, codes, err, tc.want)
+			}
+			tc.check(t, a, b)
+		})
+	}
+}
+
+// Commits riding a take that takes: the take is made and every rider committed,
+// in one call; a rider of the same requestId twice, or one already committed,
+// answers COMMITTED again, and one unknown NOT_FOUND without stopping the others.
+func TestCommitsRideATakeThatTakes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k := promoKey(t, "k")
+	mustCreate(t, k, baseSpec())
+	for _, rid := range []string{"r1", "r2", "r3"} {
+		if r := mustGrab(t, grabCall(rid, "p-"+rid, "10.0.0.1", item(k, 1))); r.Code != CodeOK {
+			t.Fatalf("grab %s: %+v", rid, r)
+		}
+	}
+	mustCommit(t, "r3", k)
+	call := grabCall("r4", "p-r4", "10.0.0.1", item(k, 1))
+	call.Commits = []string{"r1", "r2", "r1", "r3", "nobody"}
+	r, codes, err := GrabCommitting(ctx, rdb, call)
+	if err != nil || r.Code != CodeOK || len(r.Remaining) != 1 || r.Remaining[0] != 6 {
+		t.Fatalf("take: %+v %v", r, err)
+	}
+	want := []CommitCode{CommitCommitted, CommitCommitted, CommitCommitted, CommitCommitted, CommitNotFound}
+	if !slices.Equal(codes, want) {
+		t.Fatalf("codes %v, want %v", codes, want)
+	}
+	ledger, pending := promo.Keys(k)[3], promo.Keys(k)[4]
+	for rid, state := range map[string]string{"r1": "G", "r2": "G", "r3": "G", "r4": "P"} {
+		raw, err := rdb.HGet(ctx, ledger, rid).Result()
+		if err != nil || !strings.Contains(raw, `"s":"`+state+`"`) {
+			t.Errorf("%s: entry %q %v, want state %s", rid, raw, err, state)
+		}
+		inPending := rdb.ZScore(ctx, pending, rid).Err() == nil
+		if inPending != (state == "P") {
+			t.Errorf("%s: in pending %v, state %s", rid, inPending, state)
+		}
+	}
+	// A plain Grab refuses riders, which its reply could not carry.
+	if _, err := Grab(ctx, rdb, call); err == nil {
+		t.Error("Grab took commits")
+	}
+	for _, bad := range [][]string{{""}, {"a,b"}} {
+		c := grabCall("r5", "p-r5", "10.0.0.1", item(k, 1))
+		c.Commits = bad
+		if _, _, err := GrabCommitting(ctx, rdb, c); err == nil {
+			t.Errorf("commits %q accepted", bad)
+		}
+	}
+}
+
+// A rider whose entry is in no known state stops the call before any write: the
+// take is not made and the other riders are not committed.
+func TestCommitRiderUnknownStateWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k := promoKey(t, "k")
+	mustCreate(t, k, baseSpec())
+	if r := mustGrab(t, grabCall("r1", "p1", "ip", item(k, 1))); r.Code != CodeOK {
+		t.Fatalf("grab: %+v", r)
+	}
+	if err := rdb.HSet(ctx, promo.Keys(k)[3], "bad", `{"s":"Z","h":"x"}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	call := grabCall("r2", "p2", "10.0.0.1", item(k, 1))
+	call.Commits = []string{"r1", "bad"}
+	if _, _, err := GrabCommitting(ctx, rdb, call); err == nil {
+		t.Fatal("a rider in an unknown state was accepted")
+	}
+	if s, w := stateOf(t, k), expect(LedgerPending, 1); s != w {
+		t.Errorf("after the refused call: have %+v, want %+v (r1 still pending, r2 not taken)", s, w)
+	}
 }

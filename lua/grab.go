@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -47,6 +48,10 @@ type GrabCall struct {
 	// entry must be on this shard. The entry is written with the take (OK), and a
 	// requestId that holds one already answers CodeClaimed.
 	Claim *GrabClaim
+	// Commits are requestIds whose takes hold exactly Items' promotions, one entry
+	// each, committed by this call before its take, each decided as commit.lua
+	// would, whatever the take answers (ParseGrabCommits reads both).
+	Commits []string
 }
 
 // GrabClaim is the request index entry a grab claims its requestId with
@@ -108,6 +113,13 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("grab %s: %w", c.RequestID, err)
 	}
+	if len(c.Commits) > 0 {
+		arg, err := ridersArg(c.Commits)
+		if err != nil {
+			return nil, nil, fmt.Errorf("grab %s: %w", c.RequestID, err)
+		}
+		args = append(args, arg)
+	}
 	if cl := c.Claim; cl != nil {
 		if cl.IndexKey == "" || len(cl.Entry) == 0 || cl.TTLSeconds < 1 {
 			return nil, nil, fmt.Errorf("grab %s: a claim needs its index key, entry and a positive time to live", c.RequestID)
@@ -116,6 +128,23 @@ func (c GrabCall) build() ([]string, []interface{}, error) {
 		args = append(args, cl.Entry, cl.TTLSeconds)
 	}
 	return keys, args, nil
+}
+
+// ridersArg is q.lua's argument for the commits riding a take: "commit:" and
+// the requestIds, comma-separated (no requestId holds a comma: promo.ValidRequestID).
+func ridersArg(rids []string) (string, error) {
+	var b strings.Builder
+	b.WriteString("commit:")
+	for i, rid := range rids {
+		if rid == "" || strings.Contains(rid, ",") {
+			return "", fmt.Errorf("commit: requestId %q cannot ride a take", rid)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(rid)
+	}
+	return b.String(), nil
 }
 
 // partArgs is each item's part argument (its letters and bucket count), or none
@@ -151,13 +180,47 @@ func QueueGrab(ctx context.Context, p redis.Pipeliner, c GrabCall) *redis.Cmd {
 	return qScript.EvalSha(ctx, p, keys, args...)
 }
 
-// Grab runs q.lua (EVALSHA, falling back to EVAL on NOSCRIPT).
+// Grab runs q.lua (EVALSHA, falling back to EVAL on NOSCRIPT); a call with
+// Commits is GrabCommitting's.
 func Grab(ctx context.Context, c redis.Scripter, call GrabCall) (GrabReply, error) {
+	if len(call.Commits) > 0 {
+		return GrabReply{}, fmt.Errorf("grab %s: commits ride a take by GrabCommitting", call.RequestID)
+	}
 	keys, args, err := call.build()
 	if err != nil {
 		return GrabReply{}, err
 	}
 	return ParseGrab(qScript.Run(ctx, c, keys, args...))
+}
+
+// GrabCommitting runs q.lua with the commits riding it (call.Commits): the take's
+// reply, and a code per commit.
+func GrabCommitting(ctx context.Context, c redis.Scripter, call GrabCall) (GrabReply, []CommitCode, error) {
+	keys, args, err := call.build()
+	if err != nil {
+		return GrabReply{}, nil, err
+	}
+	take, codes, err := ParseGrabCommits(qScript.Run(ctx, c, keys, args...), len(call.Commits))
+	if err != nil {
+		return GrabReply{}, nil, err
+	}
+	r, err := ParseGrab(take)
+	return r, codes, err
+}
+
+// ParseGrabCommits splits the reply of a q.lua call that carried n commits
+// (GrabCall.Commits) into the take's reply, for ParseGrab, and a code per commit.
+// An error of the call is both's.
+func ParseGrabCommits(cmd *redis.Cmd, n int) (*redis.Cmd, []CommitCode, error) {
+	vals, err := cmd.Slice()
+	if err == nil && (len(vals) != 2 || vals[0] == nil) {
+		err = fmt.Errorf("q.lua: a take with %d commits answered %v", n, vals)
+	}
+	if err != nil {
+		return redis.NewCmdResult(nil, err), nil, err
+	}
+	codes, err := ParseCommits(redis.NewCmdResult(vals[1], nil), n)
+	return redis.NewCmdResult(vals[0], nil), codes, err
 }
 
 // ParseGrab reads q.lua's reply: its code and index, then what the code carries.

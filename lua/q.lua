@@ -31,6 +31,10 @@
 --           such a grab: "spn", "pn", "sn") says the grab counts the ip nowhere:
 --           allowed only while perIp is 0; the ledger keeps it, so a return and
 --           the reconciler know the grab's parts from any one of them.
+--   then optional: "commit:<requestId>,<requestId>...", the commits riding this
+--           take: requestIds whose takes hold these same promotions (one entry
+--           per item), committed as commit.lua would, before the take, whatever it
+--           answers (README "The commit rides a take")
 --   last two, with the index key: the request index entry to claim with, and its
 --           time to live in seconds
 -- Returns {code, index, ...}; index is the 0-based item concerned:
@@ -73,6 +77,8 @@
 --   {15 CHANNEL_NOT_ALLOWED, index}    the hash's channels (0 or absent: every
 --                                      channel) do not hold the grab's channel (a
 --                                      grab of none is allowed only on every channel)
+-- With riders, the reply is {the take's reply as above, {a commit.lua code per
+-- rider, in order}}.
 -- With the index key, the entry is written (SET EX) only with the take (OK), or
 -- with a DUPLICATE (the index had lost it), as a claim made apart would be: a
 -- refused grab leaves no claim behind.
@@ -88,6 +94,11 @@ if nk % 6 == 2 then
   if not claimTTL or claimTTL < 1 or not claimEntry or claimEntry == '' then
     error('q.lua: a claim wants its entry and a positive time to live')
   end
+end
+-- The commits riding this take, before the claim (README "The commit rides a take").
+local riders = nil
+if na > 9 and string.sub(ARGV[na], 1, 7) == 'commit:' then
+  riders, na = string.sub(ARGV[na], 8), na - 1
 end
 local n = (nk - 1) / 6
 if nk < 7 or nk % 6 ~= 1 or (na ~= 9 + n and na ~= 9 + 2 * n) then
@@ -158,167 +169,191 @@ local function envelopeOf(entry)
   return out
 end
 
--- A requestId claimed already is a resend (or a reuse): the caller claims it the
--- usual way, which tells which, and grabs again.
-if claimKey and redis.call('EXISTS', claimKey) == 1 then
-  return {14, 0}
+-- The riders are committed first, whatever the take then answers: each on every
+-- item of the take, decided alone, as commit.lua would.
+local committed = nil
+if riders then
+  local items, requests = {}, {}
+  for i = 1, n do
+    items[i] = {KEYS[6 * (i - 1) + 4], KEYS[6 * (i - 1) + 5]}
+  end
+  for r in string.gmatch(riders, '[^,]+') do
+    requests[#requests + 1] = {r, items}
+  end
+  if #requests == 0 then
+    error('q.lua: commit: names no requestId')
+  end
+  committed = commitRequests(requests)
 end
 
--- The ledger of every item first: a replay must take nothing and waste nothing.
-for i = 1, n do
-  local raw = redis.call('HGET', KEYS[6 * (i - 1) + 4], rid)
-  if raw then
-    local entry = cjson.decode(raw)
-    if entry.h ~= bodyHash then
-      return {2, i - 1}
-    end
-    if claimKey then -- the index lost an entry the ledger holds: claimed again
-      redis.call('SET', claimKey, claimEntry, 'EX', claimTTL)
-    end
-    local out, envelopes, any = {1, i - 1, entry.s}, {}, false
-    for j = 1, n do -- what each item's entry handed out, for the replay's answer
-      local e = entry
-      if j ~= i then
-        local r = redis.call('HGET', KEYS[6 * (j - 1) + 4], rid)
-        e = r and cjson.decode(r)
+local function take()
+  -- A requestId claimed already is a resend (or a reuse): the caller claims it the
+  -- usual way, which tells which, and grabs again.
+  if claimKey and redis.call('EXISTS', claimKey) == 1 then
+    return {14, 0}
+  end
+
+  -- The ledger of every item first: a replay must take nothing and waste nothing.
+  for i = 1, n do
+    local raw = redis.call('HGET', KEYS[6 * (i - 1) + 4], rid)
+    if raw then
+      local entry = cjson.decode(raw)
+      if entry.h ~= bodyHash then
+        return {2, i - 1}
       end
-      envelopes[j] = envelopeOf(e)
-      any = any or #envelopes[j] > 0
-    end
-    if any then
-      out[4] = envelopes
-    end
-    return out
-  end
-end
-
--- Check every item before taking anything.
-local pool = {}
-for i = 1, n do
-  local b = 6 * (i - 1)
-  local key, num = KEYS[b + 1], nums[i]
-  local h = redis.call('HMGET', key, 'remaining', 'perPin', 'perIp', 'maxPerGrab',
-    'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended', 'buckets', 'envAmount',
-    'channels')
-  if not h[1] then
-    return {3, i - 1}
-  end
-  local buckets = math.max(int(h[13]), 1)
-  if wantK[i] and wantK[i] ~= buckets then
-    return {13, i - 1, buckets, int(h[3]) > 0 and 1 or 0}
-  end
-  if h[11] ~= 'ACTIVE' then
-    return {4, i - 1}
-  end
-  if now < int(h[9]) then
-    return {5, i - 1, int(h[9])}
-  end
-  if now >= int(h[10]) then
-    if h[12] then
-      return {6, i - 1}
-    end
-    redis.call('HSET', key, 'ended', 1)
-    return {6, i - 1, announce(outbox, key, key, 'ENDED', now)}
-  end
-  local remaining = int(h[1])
-  if h[14] then -- an envelope pool: its parts are its stock
-    pool[i] = true
-    remaining = math.min(remaining, redis.call('ZCARD', KEYS[b + 6]))
-  end
-  if stock[i] and remaining <= 0 then
-    return {7, i - 1, remaining}
-  end
-  -- The channel after the sale-wide answers (every buyer gets those, and
-  -- grab-service caches them by promotion), before anything the grab charges.
-  local channels = int(h[15])
-  if channels ~= 0 and (channel == 0 or math.floor(channels / channel) % 2 == 0) then
-    return {15, i - 1}
-  end
-  if num > int(h[4]) then
-    return {11, i - 1}
-  end
-  if noIP[i] and int(h[3]) > 0 then -- before the rate window, which a resend charges
-    return {12, i - 1}
-  end
-  local rateLimit = int(h[5])
-  if pins[i] and rateLimit > 0 then
-    local limit = math.floor(rateLimit * factor / 1000)
-    if limit < 1 then
-      limit = 1
-    end
-    local window, count, start = int(h[6]), int(h[7]), int(h[8])
-    if now - start >= window then
-      start, count = now, 0
-    end
-    if count >= limit then
-      return {8, i - 1, start + window - now}
-    end
-    redis.call('HSET', key, 'winCount', count + 1, 'winStart', start)
-  end
-  local perPin = int(h[2])
-  if pins[i] and perPin > 0 and int(redis.call('HGET', KEYS[b + 2], pin)) + num > perPin then
-    return {9, i - 1}
-  end
-  local perIp = int(h[3])
-  if ips[i] and perIp > 0 and int(redis.call('HGET', KEYS[b + 3], ipKey)) + num > perIp then
-    return {10, i - 1}
-  end
-  if stock[i] and remaining < num then
-    return {7, i - 1, remaining}
-  end
-end
-
--- Every item passed: take. remaining >= num was checked, so it never goes below 0.
-local out, soldOut, envelopes, anyPool = {0, 0}, {}, {}, false
-local entry = {s = 'P', h = bodyHash, p = pin, i = ip, d = deadline}
-if ipKey ~= ip then
-  entry.j = ipKey
-end
-for i = 1, n do
-  local b = 6 * (i - 1)
-  local num = nums[i]
-  out[i + 2] = -1
-  entry.a, entry.e, envelopes[i] = nil, nil, {}
-  if stock[i] then
-    out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
-    if out[i + 2] == 0 then
-      -- a bucket's stock part announces BUCKET_EMPTY, relayed to bucket 0 (state.lua)
-      soldOut[#soldOut + 1] = KEYS[b + 1]
-    end
-    if pool[i] then -- hand out the num parts of lowest index (checked: there are num)
-      local popped, members, got, amount = redis.call('ZPOPMIN', KEYS[b + 6], num), {}, {0}, 0
-      for j = 1, #popped, 2 do
-        members[#members + 1] = popped[j]
-        amount = amount + tonumber(string.match(popped[j], ':(%d+)$'))
-        got[#got + 1] = tonumber(popped[j + 1])
+      if claimKey then -- the index lost an entry the ledger holds: claimed again
+        redis.call('SET', claimKey, claimEntry, 'EX', claimTTL)
       end
-      got[1] = amount
-      redis.call('HINCRBY', KEYS[b + 1], 'envLeft', -amount)
-      entry.a, entry.e = amount, table.concat(members, ',')
-      envelopes[i], anyPool = got, true
+      local out, envelopes, any = {1, i - 1, entry.s}, {}, false
+      for j = 1, n do -- what each item's entry handed out, for the replay's answer
+        local e = entry
+        if j ~= i then
+          local r = redis.call('HGET', KEYS[6 * (j - 1) + 4], rid)
+          e = r and cjson.decode(r)
+        end
+        envelopes[j] = envelopeOf(e)
+        any = any or #envelopes[j] > 0
+      end
+      if any then
+        out[4] = envelopes
+      end
+      return out
     end
   end
-  if pins[i] then
-    redis.call('HINCRBY', KEYS[b + 2], pin, num)
+
+  -- Check every item before taking anything.
+  local pool = {}
+  for i = 1, n do
+    local b = 6 * (i - 1)
+    local key, num = KEYS[b + 1], nums[i]
+    local h = redis.call('HMGET', key, 'remaining', 'perPin', 'perIp', 'maxPerGrab',
+      'rateLimit', 'rateWindowMs', 'winCount', 'winStart', 'startMs', 'endMs', 'state', 'ended', 'buckets', 'envAmount',
+      'channels')
+    if not h[1] then
+      return {3, i - 1}
+    end
+    local buckets = math.max(int(h[13]), 1)
+    if wantK[i] and wantK[i] ~= buckets then
+      return {13, i - 1, buckets, int(h[3]) > 0 and 1 or 0}
+    end
+    if h[11] ~= 'ACTIVE' then
+      return {4, i - 1}
+    end
+    if now < int(h[9]) then
+      return {5, i - 1, int(h[9])}
+    end
+    if now >= int(h[10]) then
+      if h[12] then
+        return {6, i - 1}
+      end
+      redis.call('HSET', key, 'ended', 1)
+      return {6, i - 1, announce(outbox, key, key, 'ENDED', now)}
+    end
+    local remaining = int(h[1])
+    if h[14] then -- an envelope pool: its parts are its stock
+      pool[i] = true
+      remaining = math.min(remaining, redis.call('ZCARD', KEYS[b + 6]))
+    end
+    if stock[i] and remaining <= 0 then
+      return {7, i - 1, remaining}
+    end
+    -- The channel after the sale-wide answers (every buyer gets those, and
+    -- grab-service caches them by promotion), before anything the grab charges.
+    local channels = int(h[15])
+    if channels ~= 0 and (channel == 0 or math.floor(channels / channel) % 2 == 0) then
+      return {15, i - 1}
+    end
+    if num > int(h[4]) then
+      return {11, i - 1}
+    end
+    if noIP[i] and int(h[3]) > 0 then -- before the rate window, which a resend charges
+      return {12, i - 1}
+    end
+    local rateLimit = int(h[5])
+    if pins[i] and rateLimit > 0 then
+      local limit = math.floor(rateLimit * factor / 1000)
+      if limit < 1 then
+        limit = 1
+      end
+      local window, count, start = int(h[6]), int(h[7]), int(h[8])
+      if now - start >= window then
+        start, count = now, 0
+      end
+      if count >= limit then
+        return {8, i - 1, start + window - now}
+      end
+      redis.call('HSET', key, 'winCount', count + 1, 'winStart', start)
+    end
+    local perPin = int(h[2])
+    if pins[i] and perPin > 0 and int(redis.call('HGET', KEYS[b + 2], pin)) + num > perPin then
+      return {9, i - 1}
+    end
+    local perIp = int(h[3])
+    if ips[i] and perIp > 0 and int(redis.call('HGET', KEYS[b + 3], ipKey)) + num > perIp then
+      return {10, i - 1}
+    end
+    if stock[i] and remaining < num then
+      return {7, i - 1, remaining}
+    end
   end
-  if ips[i] then
-    redis.call('HINCRBY', KEYS[b + 3], ipKey, num)
+
+  -- Every item passed: take. remaining >= num was checked, so it never goes below 0.
+  local out, soldOut, envelopes, anyPool = {0, 0}, {}, {}, false
+  local entry = {s = 'P', h = bodyHash, p = pin, i = ip, d = deadline}
+  if ipKey ~= ip then
+    entry.j = ipKey
   end
-  entry.n = num
-  entry.k = letters[i] -- not stored for a part that is all three
-  if entry.k == 'spi' then
-    entry.k = nil
+  for i = 1, n do
+    local b = 6 * (i - 1)
+    local num = nums[i]
+    out[i + 2] = -1
+    entry.a, entry.e, envelopes[i] = nil, nil, {}
+    if stock[i] then
+      out[i + 2] = redis.call('HINCRBY', KEYS[b + 1], 'remaining', -num)
+      if out[i + 2] == 0 then
+        -- a bucket's stock part announces BUCKET_EMPTY, relayed to bucket 0 (state.lua)
+        soldOut[#soldOut + 1] = KEYS[b + 1]
+      end
+      if pool[i] then -- hand out the num parts of lowest index (checked: there are num)
+        local popped, members, got, amount = redis.call('ZPOPMIN', KEYS[b + 6], num), {}, {0}, 0
+        for j = 1, #popped, 2 do
+          members[#members + 1] = popped[j]
+          amount = amount + tonumber(string.match(popped[j], ':(%d+)$'))
+          got[#got + 1] = tonumber(popped[j + 1])
+        end
+        got[1] = amount
+        redis.call('HINCRBY', KEYS[b + 1], 'envLeft', -amount)
+        entry.a, entry.e = amount, table.concat(members, ',')
+        envelopes[i], anyPool = got, true
+      end
+    end
+    if pins[i] then
+      redis.call('HINCRBY', KEYS[b + 2], pin, num)
+    end
+    if ips[i] then
+      redis.call('HINCRBY', KEYS[b + 3], ipKey, num)
+    end
+    entry.n = num
+    entry.k = letters[i] -- not stored for a part that is all three
+    if entry.k == 'spi' then
+      entry.k = nil
+    end
+    redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
+    redis.call('ZADD', KEYS[b + 5], deadline, rid)
   end
-  redis.call('HSET', KEYS[b + 4], rid, cjson.encode(entry))
-  redis.call('ZADD', KEYS[b + 5], deadline, rid)
+  if claimKey then
+    redis.call('SET', claimKey, claimEntry, 'EX', claimTTL)
+  end
+  for _, key in ipairs(soldOut) do
+    out[#out + 1] = announce(outbox, key, key, 'SOLD_OUT', now)
+  end
+  if anyPool then
+    out[#out + 1] = envelopes
+  end
+  return out
 end
-if claimKey then
-  redis.call('SET', claimKey, claimEntry, 'EX', claimTTL)
+
+if committed then
+  return {take(), committed}
 end
-for _, key in ipairs(soldOut) do
-  out[#out + 1] = announce(outbox, key, key, 'SOLD_OUT', now)
-end
-if anyPool then
-  out[#out + 1] = envelopes
-end
-return out
+return take()

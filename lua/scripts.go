@@ -18,6 +18,8 @@ var (
 	qSrc string
 	//go:embed commit.lua
 	commitSrc string
+	//go:embed ledgercommit.lua
+	commitPrelude string
 	//go:embed return.lua
 	returnSrc string
 	//go:embed create.lua
@@ -48,9 +50,10 @@ var (
 
 var (
 	// The scripts that may change a promotion's sale state share state.lua's
-	// functions: one definition, prepended.
-	qScript      = redis.NewScript(statePrelude + qSrc)
-	commitScript = redis.NewScript(commitSrc)
+	// functions, and the two that commit takes ledgercommit.lua's: one
+	// definition, prepended.
+	qScript      = redis.NewScript(statePrelude + commitPrelude + qSrc)
+	commitScript = redis.NewScript(commitPrelude + commitSrc)
 	returnScript = redis.NewScript(statePrelude + returnSrc)
 	createScript = redis.NewScript(createSrc)
 	patchScript  = redis.NewScript(statePrelude + patchSrc)

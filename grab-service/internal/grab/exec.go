@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,11 +16,14 @@ import (
 // errShardBusy means a shard's queue stayed full until the caller's deadline.
 var errShardBusy = errors.New("shard queue full")
 
-// job is one script call waiting for its shard's next pipeline: queue's, or a
-// commit, which joins the pipeline's other commits in one commit.lua call.
+// job is one script call waiting for its shard's next pipeline: queue's; a
+// take, which may carry commits of the same promotions; or a commit, which rides
+// such a take, else joins the pipeline's other commits in one commit.lua call.
 type job struct {
 	queue  func(redis.Pipeliner) *redis.Cmd
+	take   *lua.GrabCall
 	commit *lua.CommitCall
+	riders []*job // the commits this take carries, in this pipeline
 	cmd    *redis.Cmd
 	done   chan struct{}
 }
@@ -56,10 +60,17 @@ func (e *shardExec) do(ctx context.Context, queue func(redis.Pipeliner) *redis.C
 	return e.wait(ctx, &job{queue: queue, done: make(chan struct{})})
 }
 
+// take runs one q.lua take; commits of the same promotions in its pipeline ride
+// it (ride).
+func (e *shardExec) take(ctx context.Context, call lua.GrabCall) *redis.Cmd {
+	return e.wait(ctx, &job{take: &call, done: make(chan struct{})})
+}
+
 // commit commits one request's takes on the shard, as do would run its own
-// commit.lua, but in one call with the other commits of its pipeline: under load
-// that is one script call for many grants, at a fifth less of the shard's CPU per
-// commit (BenchmarkShardCommit).
+// commit.lua, but in a call the pipeline makes anyway: a take of the same
+// promotions, which the commit rides, else one commit.lua for the pipeline's other
+// commits. Under load a grant then costs its shard one script call
+// (BenchmarkShardCommit; docs/benchmarks.md).
 //
 // The call is not checked here: its take ran q.lua on the same requestId and keys,
 // which refuses what commit.lua would (an empty requestId, a key twice).
@@ -137,24 +148,114 @@ func (e *shardExec) run(batch []*job) {
 
 func (e *shardExec) exec(ctx context.Context, batch []*job) {
 	pipe := e.client.Pipeline()
-	var commits []*job
-	var calls []lua.CommitCall
+	apart := ride(batch)
 	for _, j := range batch {
-		if j.commit != nil {
-			commits, calls = append(commits, j), append(calls, *j.commit)
-			continue
+		switch {
+		case j.take != nil:
+			apart = append(apart, e.queueTake(ctx, pipe, j)...)
+		case j.queue != nil:
+			j.cmd = j.queue(pipe)
 		}
-		j.cmd = j.queue(pipe)
 	}
 	var merged *redis.Cmd
-	if len(calls) > 0 {
+	if len(apart) > 0 {
+		calls := make([]lua.CommitCall, len(apart))
+		for i, j := range apart {
+			calls[i] = *j.commit
+		}
 		merged = lua.QueueCommits(ctx, pipe, calls)
 	}
 	_, _ = pipe.Exec(ctx) // each call's error stays on its own Cmd
-	if merged == nil {
-		return
+	for _, j := range batch {
+		if len(j.riders) > 0 {
+			j.answerRiders()
+		}
 	}
-	// Each commit gets its own reply, as though it had been a call of its own.
+	if merged != nil {
+		answerApart(ctx, apart, merged)
+	}
+}
+
+// ride seats each commit of the batch on a take of the same promotions, and
+// answers the commits no take carries.
+func ride(batch []*job) []*job {
+	commits := false
+	for _, j := range batch {
+		j.riders = j.riders[:0]
+		commits = commits || j.commit != nil
+	}
+	if !commits {
+		return nil
+	}
+	takes := map[string]*job{}
+	for _, j := range batch {
+		if j.take != nil {
+			sig := takeKeys(j.take)
+			if _, ok := takes[sig]; !ok {
+				takes[sig] = j
+			}
+		}
+	}
+	var apart []*job
+	for _, j := range batch {
+		if j.commit == nil {
+			continue
+		}
+		if t, ok := takes[strings.Join(j.commit.Keys, "\x00")]; ok {
+			t.riders = append(t.riders, j)
+		} else {
+			apart = append(apart, j)
+		}
+	}
+	return apart
+}
+
+// takeKeys is a take's promotions as ride matches them to a commit's.
+func takeKeys(c *lua.GrabCall) string {
+	var b strings.Builder
+	for i, it := range c.Items {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(it.Key)
+	}
+	return b.String()
+}
+
+// queueTake queues a take with its riders. A take refused before it is sent (a
+// malformed call) carries none: it answers the riders it would have carried, for
+// commit.lua.
+func (e *shardExec) queueTake(ctx context.Context, pipe redis.Pipeliner, j *job) []*job {
+	call := *j.take
+	for _, r := range j.riders {
+		call.Commits = append(call.Commits, r.commit.RequestID)
+	}
+	if j.cmd = lua.QueueGrab(ctx, pipe, call); j.cmd.Err() == nil || len(j.riders) == 0 {
+		return nil
+	}
+	riders := j.riders
+	j.riders = nil
+	j.cmd = lua.QueueGrab(ctx, pipe, *j.take)
+	return riders
+}
+
+// answerRiders splits a take's reply into its own and its riders' (an error of
+// the call is everyone's: NOSCRIPT then runs them all again).
+func (j *job) answerRiders() {
+	take, codes, err := lua.ParseGrabCommits(j.cmd, len(j.riders))
+	j.cmd = take
+	for i, r := range j.riders {
+		if err != nil {
+			r.cmd = redis.NewCmdResult(nil, err)
+		} else {
+			r.cmd = redis.NewCmdResult([]any{int64(codes[i])}, nil)
+		}
+	}
+}
+
+// answerApart gives each commit of the pipeline's commit.lua call its own reply,
+// as though it had been a call of its own.
+func answerApart(ctx context.Context, commits []*job, merged *redis.Cmd) {
 	codes, err := lua.ParseCommits(merged, len(commits))
 	for i, j := range commits {
 		j.cmd = redis.NewCmd(ctx)

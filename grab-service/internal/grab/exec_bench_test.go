@@ -209,3 +209,38 @@ func BenchmarkRedisProtocol(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShardGrant is a grant's Redis side as the grab path makes it: a take,
+// then its commit, through one shard's executor, 64 grants in flight, with the
+// redis-server's CPU per grant. Compare builds with benchstat.
+// go test -bench ShardGrant -run ^$ -count 6 ./internal/grab
+func BenchmarkShardGrant(b *testing.B) {
+	client := testenv.StartRedis(b, testenv.Volatile).Client()
+	if err := lua.Load(context.Background(), client); err != nil {
+		b.Fatal(err)
+	}
+	key := benchPromotion(b, client)
+	var seq atomic.Int64
+	e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
+	defer e.close()
+	cpu := redisCPU(b, client)
+	b.ResetTimer()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			rid := "g" + strconv.FormatInt(seq.Add(1), 10)
+			now := time.Now().UnixMilli()
+			r, err := lua.ParseGrab(e.take(ctx, lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
+				Pin: rid, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}))
+			if err != nil || r.Code != lua.CodeOK {
+				b.Fatalf("take %s: %+v %v", rid, r, err)
+			}
+			if code, err := e.commit(ctx, lua.CommitCall{RequestID: rid, Keys: []string{key}}); err != nil || code != lua.CommitCommitted {
+				b.Fatalf("commit %s: %v %v", rid, code, err)
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric((redisCPU(b, client)-cpu)*1e6/float64(b.N), "redis-us/op")
+}

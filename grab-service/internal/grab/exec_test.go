@@ -170,3 +170,102 @@ func TestShardExecCommitsInOneCall(t *testing.T) {
 		t.Fatalf("pending after the commits: %v, want the aborted r7 alone", pending)
 	}
 }
+
+// The commits of a pipeline ride a take of the same promotion in it, so the
+// pipeline makes no commit.lua call for them; a commit with no such take, and
+// those a malformed take (never sent) would have carried, join one commit.lua
+// call. Each call still gets its own answer, and a flushed script cache is
+// loaded again for the take and its riders together.
+func TestShardExecCommitsRideTakes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := testenv.StartRedis(t, testenv.Volatile).Client()
+	now := time.Now().UnixMilli()
+	const a, b = "C_ridden_1", "C_alone_1"
+	for _, key := range []string{a, b} {
+		if code, err := lua.Create(ctx, c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1,
+			StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+			t.Fatalf("create %s: %v %v", key, code, err)
+		}
+	}
+	grab := func(rid, key string, num int64) lua.GrabCall {
+		return lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
+			Pin: rid, IP: "1.1.1.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: num}}}
+	}
+	type commit struct {
+		rid, key string
+		want     lua.CommitCode
+	}
+	commits := []commit{{"never-taken", a, lua.CommitNotFound}, {"rb", b, lua.CommitCommitted}}
+	for i := range 6 {
+		commits = append(commits, commit{fmt.Sprint("r", i), a, lua.CommitCommitted})
+	}
+	for _, cm := range commits[1:] {
+		if r, err := lua.Grab(ctx, c, grab(cm.rid, cm.key, 1)); err != nil || r.Code != lua.CodeOK {
+			t.Fatalf("grab %s: %+v %v", cm.rid, r, err)
+		}
+	}
+	if r, err := lua.Return(ctx, c, lua.ReturnCall{RequestID: "r5", Pin: "r5", Mode: lua.ReturnAbort, NowMs: now, Keys: []string{a}}); err != nil || r.Code != lua.ReturnReturned {
+		t.Fatalf("abort r5: %+v %v", r, err)
+	}
+	commits[len(commits)-1].want = lua.CommitReturned
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigResetStat(ctx)
+
+	// No worker runs until every call is queued, in this order, so they share one
+	// pipeline: a malformed take first (the first of its promotion, so the one the
+	// commits would ride), then three takes of a, then the commits.
+	e := newShardExec(0, c, 0, 64, 64, 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	defer e.close()
+	var wg sync.WaitGroup
+	queue := func(f func()) {
+		n := len(e.jobs)
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+		for len(e.jobs) == n {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	queue(func() {
+		if _, err := lua.ParseGrab(e.take(ctx, grab("bad", a, 0))); err == nil {
+			t.Error("a take of 0 units was sent")
+		}
+	})
+	left := make([]int64, 3)
+	for i := range left {
+		queue(func() {
+			r, err := lua.ParseGrab(e.take(ctx, grab(fmt.Sprint("t", i), a, 1)))
+			if err != nil || r.Code != lua.CodeOK {
+				t.Errorf("take t%d: %+v %v", i, r, err)
+				return
+			}
+			left[i] = r.Remaining[0]
+		})
+	}
+	for _, cm := range commits {
+		queue(func() {
+			if have, err := e.commit(ctx, lua.CommitCall{RequestID: cm.rid, Keys: []string{cm.key}}); err != nil || have != cm.want {
+				t.Errorf("commit %s: %v %v, want %v", cm.rid, have, err, cm.want)
+			}
+		})
+	}
+	go e.loop()
+	wg.Wait()
+
+	// The three takes (the first carrying the commits of a) and one commit.lua
+	// (b's commit, and those of a the malformed take left), twice: answered
+	// NOSCRIPT, then run once the scripts are loaded again.
+	if calls := testenv.CommandCalls(t, c); calls["evalsha"] != 2*4 {
+		t.Fatalf("%d EVALSHA calls, want %d: %v", calls["evalsha"], 2*4, calls)
+	}
+	if slices.Sort(left); !slices.Equal(left, []int64{92, 93, 94}) {
+		t.Fatalf("the takes left %v, want 94, 93, 92 in some order (95 after the abort)", left)
+	}
+	pending := c.ZRange(ctx, promo.Keys(a)[4], 0, -1).Val()
+	slices.Sort(pending)
+	if !slices.Equal(pending, []string{"r5", "t0", "t1", "t2"}) {
+		t.Fatalf("pending after the commits: %v, want the aborted r5 and the three new takes", pending)
+	}
+}

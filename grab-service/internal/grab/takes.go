@@ -11,7 +11,6 @@ import (
 	"github.com/flashsale/platform/internal/fanout"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/lua"
-	"github.com/redis/go-redis/v9"
 )
 
 // take runs one q.lua per shard, shards in parallel; fold, when set, is the claim
@@ -29,9 +28,7 @@ func (s *Grabber) take(ctx context.Context, req Request, hash string, gs []group
 			it := req.Items[g.idx[k]]
 			call.Items = append(call.Items, lua.GrabItem{Key: key, Num: it.Num, Part: g.parts[k], Buckets: bucketsOf(it, g.parts[k])})
 		}
-		replies[i], errs[i] = lua.ParseGrab(s.execs[g.shard].do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-			return lua.QueueGrab(ctx, p, call)
-		}))
+		replies[i], errs[i] = lua.ParseGrab(s.execs[g.shard].take(ctx, call))
 		s.post(g.shard, replies[i].Changes)
 	})
 	return replies, errs
