@@ -156,6 +156,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer scratch.drop()
 	b.res.Machine = readMachine(ctx, b.shards[0], scratch.DB)
+	findHotRedis(ctx, b.shards[o.hotShard])
 	fmt.Fprintf(os.Stderr, "bench %s on %s\n", b.id, b.res.Machine)
 
 	steps := []struct {
