@@ -157,6 +157,10 @@ func (e *shardExec) exec(ctx context.Context, batch []*job) {
 			j.cmd = j.queue(pipe)
 		}
 	}
+	for _, j := range batch {
+		e.metrics.commitsRode.Add(float64(len(j.riders)))
+	}
+	e.metrics.commitsApart.Add(float64(len(apart)))
 	var merged *redis.Cmd
 	if len(apart) > 0 {
 		calls := make([]lua.CommitCall, len(apart))

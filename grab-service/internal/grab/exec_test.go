@@ -268,4 +268,35 @@ func TestShardExecCommitsRideTakes(t *testing.T) {
 	if !slices.Equal(pending, []string{"r5", "t0", "t1", "t2"}) {
 		t.Fatalf("pending after the commits: %v, want the aborted r5 and the three new takes", pending)
 	}
+
+	// A second pipeline of well-formed takes: the commits of the first three ride
+	// the first of them, and no commit.lua call is made.
+	c.ConfigResetStat(ctx)
+	e2 := newShardExec(0, c, 0, 64, 64, 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	defer e2.close()
+	e = e2
+	for i := 3; i < 6; i++ {
+		queue(func() {
+			if r, err := lua.ParseGrab(e2.take(ctx, grab(fmt.Sprint("t", i), a, 1))); err != nil || r.Code != lua.CodeOK {
+				t.Errorf("take t%d: %+v %v", i, r, err)
+			}
+		})
+	}
+	for i := range 3 {
+		queue(func() {
+			if have, err := e2.commit(ctx, lua.CommitCall{RequestID: fmt.Sprint("t", i), Keys: []string{a}}); err != nil || have != lua.CommitCommitted {
+				t.Errorf("commit t%d: %v %v", i, have, err)
+			}
+		})
+	}
+	go e2.loop()
+	wg.Wait()
+	if calls := testenv.CommandCalls(t, c); calls["evalsha"] != 3 {
+		t.Fatalf("%d EVALSHA calls for three takes carrying three commits, want 3: %v", calls["evalsha"], calls)
+	}
+	pending = c.ZRange(ctx, promo.Keys(a)[4], 0, -1).Val()
+	slices.Sort(pending)
+	if !slices.Equal(pending, []string{"r5", "t3", "t4", "t5"}) {
+		t.Fatalf("pending after the riding commits: %v, want r5 and the three new takes", pending)
+	}
 }

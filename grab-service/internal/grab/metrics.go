@@ -19,6 +19,8 @@ type Metrics struct {
 	fallOvers    prometheus.Counter
 	// Claims by how they were made, looked up once: every grab counts one.
 	claimsFolded, claimsApart prometheus.Counter
+	// Commits by how they reached Redis: riding a take, or in a commit.lua call.
+	commitsRode, commitsApart prometheus.Counter
 }
 
 // NewMetrics registers the metrics on reg.
@@ -57,7 +59,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	claims := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 		Name: "claims_total", Help: "RequestId claims by how they were made: in the take's own script call (folded) or on their own (apart)."}, []string{"how"})
 	m.claimsFolded, m.claimsApart = claims.WithLabelValues("folded"), claims.WithLabelValues("apart")
+	commits := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+		Name: "commits_total", Help: "Commits sent to Redis by how: riding a take of the same promotions (rode) or in a commit.lua call (apart)."}, []string{"how"})
+	m.commitsRode, m.commitsApart = commits.WithLabelValues("rode"), commits.WithLabelValues("apart")
 	reg.MustRegister(m.grabs, m.grabLatency, m.cancels, m.kafkaLatency, m.kafkaErrors, m.rollbacks,
-		m.shortCircuit, m.reconciled, m.overdue, m.redisLatency, m.redisErrors, m.redisBatch, m.fallOvers, claims)
+		m.shortCircuit, m.reconciled, m.overdue, m.redisLatency, m.redisErrors, m.redisBatch, m.fallOvers, claims, commits)
 	return m
 }
