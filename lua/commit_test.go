@@ -100,19 +100,41 @@ func twoPromotions(t *testing.T) (a, b string) {
 	return a, b
 }
 
+// Every case, committed two ways: by commit.lua alone, and riding a take of the
+// same promotions (GrabCall.Commits), which must answer and change the same.
+// The take is refused (TOO_MANY, before anything is charged), so what changes
+// is the commit's alone.
 func TestCommit(t *testing.T) {
 	t.Parallel()
-	for _, tc := range commitCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			a, b := twoPromotions(t)
-			keys := tc.setup(t, a, b)
-			have, err := Commit(context.Background(), rdb, "r1", keys)
-			if err != nil || have != tc.want {
-				t.Fatalf("have %v %v, want %v", have, err, tc.want)
+	ways := map[string]func(t *testing.T, keys []string) (CommitCode, error){
+		"alone": func(t *testing.T, keys []string) (CommitCode, error) {
+			return Commit(context.Background(), rdb, "r1", keys)
+		},
+		"riding a take": func(t *testing.T, keys []string) (CommitCode, error) {
+			call := grabCall("t1", "p9", "10.9.9.9")
+			for _, k := range keys {
+				call.Items = append(call.Items, item(k, 99))
 			}
-			tc.check(t, a, b)
-		})
+			call.Commits = []string{"r1"}
+			r, codes, err := GrabCommitting(context.Background(), rdb, call)
+			if err != nil || r.Code != CodeTooMany || len(codes) != 1 {
+				t.Fatalf("the take answered %+v %v %v, want TOO_MANY and one code", r, codes, err)
+			}
+			return codes[0], nil
+		},
+	}
+	for way, commit := range ways {
+		for _, tc := range commitCases() {
+			t.Run(way+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				a, b := twoPromotions(t)
+				have, err := commit(t, tc.setup(t, a, b))
+				if err != nil || have != tc.want {
+					t.Fatalf("have %v %v, want %v", have, err, tc.want)
+				}
+				tc.check(t, a, b)
+			})
+		}
 	}
 }
 
@@ -217,31 +239,6 @@ func mustReturn(t *testing.T, c ReturnCall, want ReturnCode) ReturnReply {
 		t.Fatalf("return %s: %+v %v, want %v", c.RequestID, r, err, want)
 	}
 	return r
-}
-
-// Every case of TestCommit as a commit riding a take of the same promotions
-// (GrabCall.Commits): the same code and the same state, whatever the take
-// answers. Here the take is refused (TOO_MANY, before anything is charged), so
-// what changes is the commit's alone.
-func TestCommitRidingATake(t *testing.T) {
-	t.Parallel()
-	for _, tc := range commitCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			a, b := twoPromotions(t)
-			keys := tc.setup(t, a, b)
-			call := grabCall("t1", "p9", "10.9.9.9")
-			for _, k := range keys {
-				call.Items = append(call.Items, item(k, 99))
-			}
-			call.Commits = []string{"r1"}
-			r, codes, err := GrabCommitting(context.Background(), rdb, call)
-			if err != nil || r.Code != CodeTooMany || len(codes) != 1 || codes[0] != tc.want {
-				t.Fatalf("have %+v %v %v, want TOO_MANY and %v", r, codes, err, tc.want)
-			}
-			tc.check(t, a, b)
-		})
-	}
 }
 
 // Commits riding a take that takes: the take is made and every rider committed,

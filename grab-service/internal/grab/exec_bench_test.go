@@ -100,34 +100,42 @@ func BenchmarkShardCommit(b *testing.B) {
 		}
 		b.Run(name+"/inflight=64", func(b *testing.B) {
 			rids := takes(b, client, key, &seq, b.N)
-			e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
-			defer e.close()
 			var next atomic.Int64
-			cpu := redisCPU(b, client)
-			b.ResetTimer()
-			b.SetParallelism(32)
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				for pb.Next() {
-					call := lua.CommitCall{RequestID: rids[next.Add(1)-1], Keys: []string{key}}
-					var code lua.CommitCode
-					var err error
-					if batched {
-						code, err = e.commit(ctx, call)
-					} else {
-						code, err = lua.ParseCommit(e.do(ctx, func(p redis.Pipeliner) *redis.Cmd {
-							return lua.QueueCommit(ctx, p, call.RequestID, call.Keys)
-						}))
-					}
-					if err != nil || code != lua.CommitCommitted {
-						b.Fatalf("commit %s: %v %v", call.RequestID, code, err)
-					}
+			onExec(b, client, func(ctx context.Context, e *shardExec) {
+				call := lua.CommitCall{RequestID: rids[next.Add(1)-1], Keys: []string{key}}
+				var code lua.CommitCode
+				var err error
+				if batched {
+					code, err = e.commit(ctx, call)
+				} else {
+					code, err = lua.ParseCommit(e.do(ctx, func(p redis.Pipeliner) *redis.Cmd {
+						return lua.QueueCommit(ctx, p, call.RequestID, call.Keys)
+					}))
+				}
+				if err != nil || code != lua.CommitCommitted {
+					b.Fatalf("commit %s: %v %v", call.RequestID, code, err)
 				}
 			})
-			b.StopTimer()
-			b.ReportMetric((redisCPU(b, client)-cpu)*1e6/float64(b.N), "redis-us/op")
 		})
 	}
+}
+
+// onExec runs op on one shard's executor (4 workers, 64 calls in flight) and
+// reports the redis-server's CPU per op.
+func onExec(b *testing.B, client *redis.Client, op func(ctx context.Context, e *shardExec)) {
+	e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
+	defer e.close()
+	cpu := redisCPU(b, client)
+	b.ResetTimer()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			op(ctx, e)
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric((redisCPU(b, client)-cpu)*1e6/float64(b.N), "redis-us/op")
 }
 
 // takes makes n takes on key in pipelines of 256, and returns their requestIds.
@@ -221,26 +229,16 @@ func BenchmarkShardGrant(b *testing.B) {
 	}
 	key := benchPromotion(b, client)
 	var seq atomic.Int64
-	e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
-	defer e.close()
-	cpu := redisCPU(b, client)
-	b.ResetTimer()
-	b.SetParallelism(32)
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		for pb.Next() {
-			rid := "g" + strconv.FormatInt(seq.Add(1), 10)
-			now := time.Now().UnixMilli()
-			r, err := lua.ParseGrab(e.take(ctx, lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
-				Pin: rid, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}))
-			if err != nil || r.Code != lua.CodeOK {
-				b.Fatalf("take %s: %+v %v", rid, r, err)
-			}
-			if code, err := e.commit(ctx, lua.CommitCall{RequestID: rid, Keys: []string{key}}); err != nil || code != lua.CommitCommitted {
-				b.Fatalf("commit %s: %v %v", rid, code, err)
-			}
+	onExec(b, client, func(ctx context.Context, e *shardExec) {
+		rid := "g" + strconv.FormatInt(seq.Add(1), 10)
+		now := time.Now().UnixMilli()
+		r, err := lua.ParseGrab(e.take(ctx, lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
+			Pin: rid, IP: "10.0.0.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}))
+		if err != nil || r.Code != lua.CodeOK {
+			b.Fatalf("take %s: %+v %v", rid, r, err)
+		}
+		if code, err := e.commit(ctx, lua.CommitCall{RequestID: rid, Keys: []string{key}}); err != nil || code != lua.CommitCommitted {
+			b.Fatalf("commit %s: %v %v", rid, code, err)
 		}
 	})
-	b.StopTimer()
-	b.ReportMetric((redisCPU(b, client)-cpu)*1e6/float64(b.N), "redis-us/op")
 }
