@@ -12,7 +12,7 @@ import (
 // 1, ...) that makes it, whose request index entry (R_<requestId>) the shard ring
 // puts on the shard of promotion promoID of type typ: docs/CONTRACT.md, "A
 // requestId beside its promotion". A grab of promotions on that one shard (no
-// holdSeconds, no promotion in buckets) under such a requestId is claimed in the
+// holdSeconds; of a promotion in buckets, RequestIDBesideBucket) under such a requestId is claimed in the
 // take's own script call, a round trip to another shard fewer. Any requestId
 // remains valid; this one is cheaper. It costs about 16 hashes, and is a function
 // of its arguments alone: a retry derives the same requestId.
@@ -20,7 +20,26 @@ import (
 // It is the platform's promo.RequestIDBeside, rewritten without its dependencies;
 // a test of the platform's tools holds the two equal.
 func RequestIDBeside(base, promoID string, typ int) string {
-	want := Shard(PromotionKey(promoID, typ))
+	return besideShard(base, Shard(PromotionKey(promoID, typ)))
+}
+
+// RequestIDBesideBucket is RequestIDBeside for a promotion in buckets (its
+// `buckets` on GET /v1/promotions/...): beside the bucket that is pin's home,
+// where grab-service takes a grab of that pin first. While the promotion has no
+// ip limit such a grab is one call on that bucket's shard, and with this
+// requestId its claim is made in that call too (docs/CONTRACT.md, "A requestId
+// beside its promotion"). buckets below 2 is RequestIDBeside.
+func RequestIDBesideBucket(base, promoID string, typ, buckets int, pin string) string {
+	keys := bucketKeys(PromotionKey(promoID, typ), buckets)
+	if len(keys) < 2 { // one bucket, or a count of no promotion
+		return RequestIDBeside(base, promoID, typ)
+	}
+	return besideShard(base, Shard(keys[murmur3Sum64([]byte(pin))%uint64(len(keys))]))
+}
+
+// besideShard is base, or base with the shortest suffix ".<k>" whose index
+// entry the ring puts on shard want.
+func besideShard(base string, want int) string {
 	if Shard("R_"+base) == want {
 		return base
 	}
@@ -30,6 +49,27 @@ func RequestIDBeside(base, promoID string, typ int) string {
 			return rid
 		}
 	}
+}
+
+// bucketKeys are the hash keys of a promotion's k buckets (docs/CONTRACT.md,
+// "Buckets"): bucket 0 is the promotion's key, bucket b > 0 "<key>:b<label>",
+// labels taken 1, 2, ... skipping any the ring puts on a shard an earlier bucket
+// holds. Nil for k outside 2..Shards (one bucket is the promotion's key).
+func bucketKeys(key string, k int) []string {
+	if k < 2 || k > Shards {
+		return nil
+	}
+	var used [Shards]bool
+	keys := make([]string, 1, k)
+	keys[0], used[Shard(key)] = key, true
+	for label := 1; len(keys) < k; label++ {
+		bk := key + ":b" + strconv.Itoa(label)
+		if s := Shard(bk); !used[s] {
+			used[s] = true
+			keys = append(keys, bk)
+		}
+	}
+	return keys
 }
 
 // PromotionKey is a promotion's Redis hash key, C_<promoId>_<type>: the key the

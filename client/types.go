@@ -137,6 +137,16 @@ func (r GrabRequest) WithRequestIDBeside() GrabRequest {
 	return r
 }
 
+// WithRequestIDBesideBucket is WithRequestIDBeside for a first item of a
+// promotion in buckets buckets (RequestIDBesideBucket): beside the pin's home
+// bucket, where a grab of r.Pin is taken first.
+func (r GrabRequest) WithRequestIDBesideBucket(buckets int) GrabRequest {
+	if len(r.Items) > 0 {
+		r.RequestID = RequestIDBesideBucket(r.RequestID, r.Items[0].PromoID, r.Items[0].Type, buckets, r.Pin)
+	}
+	return r
+}
+
 // AnswerItem is one item of an answer: granted or returned.
 type AnswerItem struct {
 	PromoID string `json:"promoId"`

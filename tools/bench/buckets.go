@@ -53,9 +53,9 @@ func (b *bench) buckets(ctx context.Context) error {
 			return err
 		}
 		b.settle(20 * time.Second)
-		s := measure(ctx, b.bucketRun(id, fmt.Sprintf("%s-h%d", b.id, k), pinPool), fmt.Sprintf("%d buckets", k), b.conc, b.dur)
+		s := measure(ctx, b.bucketRun(id, k, fmt.Sprintf("%s-h%d", b.id, k), pinPool), fmt.Sprintf("%d buckets", k), b.conc, b.dur)
 		report(s.Summary)
-		busiest, err := busiestShard(ctx, b.shards, b.bucketRun(id, fmt.Sprintf("%s-c%d", b.id, k), pinPool), b.conc)
+		busiest, err := busiestShard(ctx, b.shards, b.bucketRun(id, k, fmt.Sprintf("%s-c%d", b.id, k), pinPool), b.conc)
 		if err != nil {
 			return err
 		}
@@ -148,11 +148,12 @@ func shardLoads(ctx context.Context, shards []*redis.Client) ([]shardLoad, error
 	return out, nil
 }
 
-// bucketRun grabs one unit of promotion id through grab-service per call, buyer n
-// being pin n mod pins and ip n mod pins/2.
-func (b *bench) bucketRun(id, run string, pins int64) runner {
+// bucketRun grabs one unit of promotion id, in k buckets, through grab-service per
+// call, buyer n being pin n mod pins and ip n mod pins/2; its requestId derived
+// beside the pin's home bucket unless --random-request-ids.
+func (b *bench) bucketRun(id string, k int, run string, pins int64) runner {
 	return httpRun(b.st.Grab, func(n int64) loadgen.Call {
-		body := buyerBody(run, id, n, n%pins, n%(pins/2), "198.19.", randomRequestIDs)
+		body := buyerBodyIn(run, id, k, n, n%pins, n%(pins/2), "198.19.", randomRequestIDs)
 		return loadgen.Call{Method: "POST", Path: "/v1/grab", Token: b.token, Body: body, Attempt: 1}
 	}, nil)
 }
@@ -162,9 +163,9 @@ func (b *bench) bucketRun(id, run string, pins int64) runner {
 // concurrent wave may leave units behind such a mark (a bucket briefly empty
 // while another grab's part held its last unit, given back when that grab was
 // refused elsewhere). It returns the units it was granted.
-func (b *bench) bucketSweep(ctx context.Context, id, run string) int {
+func (b *bench) bucketSweep(ctx context.Context, id string, k int, run string) int {
 	time.Sleep(time.Second)
-	r := b.bucketRun(id, run, 1<<40)
+	r := b.bucketRun(id, k, run, 1<<40)
 	for n := 0; ; n++ {
 		answers, _ := r(ctx, "", 1, 1)
 		if len(answers) == 0 || answers[0].Result != "GRANTED" {
@@ -183,10 +184,10 @@ func (b *bench) bucketSellOut(ctx context.Context, k int, row *bucketRow) error 
 	}
 	defer func() { _ = b.admin.remove(context.Background(), id) }()
 	before := b.fallOvers(ctx)
-	answers, _ := b.bucketRun(id, fmt.Sprintf("%s-s%d", b.id, k), pins)(ctx, fmt.Sprintf("sell-out, %d buckets", k), b.conc, 4*pins)
+	answers, _ := b.bucketRun(id, k, fmt.Sprintf("%s-s%d", b.id, k), pins)(ctx, fmt.Sprintf("sell-out, %d buckets", k), b.conc, 4*pins)
 	s := loadgen.Summarize(sent(answers), time.Second)
 	row.FallOvers = (b.fallOvers(ctx) - before) / float64(max(s.Calls, 1))
-	granted := s.ByResult["GRANTED"] + b.bucketSweep(ctx, id, fmt.Sprintf("%s-w%d", b.id, k))
+	granted := s.ByResult["GRANTED"] + b.bucketSweep(ctx, id, k, fmt.Sprintf("%s-w%d", b.id, k))
 	shards := make([]redis.UniversalClient, len(b.shards))
 	for i, c := range b.shards {
 		shards[i] = c

@@ -147,15 +147,22 @@ func grabBody(run, id string, n int64, random bool) []byte {
 // p<pin> from ip <net><ipn/250 mod 250>.<ipn mod 250 + 1>; its requestId as it
 // comes when random, derived beside the promotion otherwise.
 func buyerBody(run, id string, n, pin, ipn int64, net string, random bool) []byte {
+	return buyerBodyIn(run, id, 1, n, pin, ipn, net, random)
+}
+
+// buyerBodyIn is buyerBody for a promotion in k buckets: its requestId derived
+// beside the pin's home bucket, as a checkout following docs/CONTRACT.md does.
+func buyerBodyIn(run, id string, k int, n, pin, ipn int64, net string, random bool) []byte {
 	b := make([]byte, 0, 160)
 	b = append(b, `{"requestId":"`...)
 	rid := run + "-" + strconv.FormatInt(n, 10)
+	pinName := "p" + strconv.FormatInt(pin, 10)
 	if !random {
-		rid = client.RequestIDBeside(rid, id, 1)
+		rid = client.RequestIDBesideBucket(rid, id, 1, k, pinName)
 	}
 	b = append(b, rid...)
-	b = append(b, `","pin":"p`...)
-	b = strconv.AppendInt(b, pin, 10)
+	b = append(b, `","pin":"`...)
+	b = append(b, pinName...)
 	b = append(b, `","ip":"`...)
 	b = append(b, net...)
 	b = strconv.AppendInt(b, (ipn/250)%250, 10)

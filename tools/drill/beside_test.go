@@ -2,10 +2,12 @@ package main
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/flashsale/platform/client"
+	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/promo"
 	"github.com/flashsale/platform/internal/ring"
 )
@@ -40,5 +42,24 @@ func TestClientRingAndDerivationAreThePlatforms(t *testing.T) {
 	}
 	if got, want := client.RequestIDBeside("order-1", "sale", 1), promo.RequestIDBeside("order-1", "C_sale_1"); got != want {
 		t.Fatalf("%q != %q", got, want)
+	}
+}
+
+// The client's derivation beside a pin's home bucket names the shard the platform's
+// layout (internal/bucket) gives that bucket, for every bucket count.
+func TestClientDerivationBesideABucketIsThePlatforms(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 2000; i++ {
+		promoID, pin, k := "sale-"+strconv.Itoa(rnd.IntN(1000)), "pin-"+strconv.Itoa(i), 1+i%bucket.Max
+		key := promo.Key(promoID, 1)
+		want := ring.Default.Shard(key)
+		if k > 1 {
+			want = bucket.LayoutOf(ring.Default, key, k).Shards[bucket.Home(pin, k)]
+		}
+		rid := client.RequestIDBesideBucket("order-"+strconv.Itoa(i), promoID, 1, k, pin)
+		if got := ring.Default.Shard(promo.RequestIndexKey(rid)); got != want || !strings.HasPrefix(rid, "order-"+strconv.Itoa(i)) {
+			t.Fatalf("RequestIDBesideBucket(%s, %d buckets, pin %s) = %q on shard %d, want shard %d", promoID, k, pin, rid, got, want)
+		}
 	}
 }

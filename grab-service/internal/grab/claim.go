@@ -57,20 +57,32 @@ func (s *requestIndex) indexEntry(req Request, hash string, items []flow.Item) (
 }
 
 // foldsClaim reports whether a grab's claim can be made by its take's own q.lua
-// call, in the same step: one shard holds all its items, and the ring puts the
-// requestId's index entry on that shard too (a checkout may derive its requestIds
-// so: docs/CONTRACT.md, "Request index"), with no hold and no part of a bucketed
-// promotion, whose claims do more than q.lua's. A round trip to another shard less.
+// call, in the same step: one shard holds all its items (of a bucketed promotion,
+// every part of the grab: its stock from its pin's home, its ip counted nowhere),
+// and the ring puts the requestId's index entry on that shard too (a checkout may
+// derive its requestIds so: docs/CONTRACT.md, "Request index"), with no hold,
+// whose claim does more than q.lua's. A round trip to another shard less.
 func (s *requestIndex) foldsClaim(req Request, gs []group) bool {
 	if !s.cfg.FoldClaim || len(gs) != 1 || req.HoldSeconds > 0 {
 		return false
 	}
+	return gs[0].shard == s.ring.Shard(promo.RequestIndexKey(req.RequestID))
+}
+
+// movesTakes reports whether a take's answer sends a bucketed grab elsewhere
+// (a stock bucket sold out, a layout learned, the ip to be counted): the
+// fall-over rewrites the claim, which a folded take never wrote, so such a grab
+// goes again with its claim made apart.
+func movesTakes(gs []group, code lua.Code) bool {
+	if code != lua.CodeSoldOut && code != lua.CodeBucketed && code != lua.CodeIPPartNeeded {
+		return false
+	}
 	for _, p := range gs[0].parts {
 		if p != "" {
-			return false
+			return true
 		}
 	}
-	return gs[0].shard == s.ring.Shard(promo.RequestIndexKey(req.RequestID))
+	return false
 }
 
 // foldedClaim is the claim a take will make (foldsClaim): not created until it has.

@@ -146,9 +146,9 @@ func (r *grabRun) attempt(ctx context.Context, fold bool) (Result, error) {
 }
 
 // errClaimApart: a take that carried its claim found the requestId claimed already
-// (a resend, or a reuse) or its promotion in buckets, and took nothing; the grab
-// goes again with its claim made apart, which tells what the claim holds and
-// follows buckets.
+// (a resend, or a reuse), or its promotion in buckets, or a bucketed grab must
+// move (movesTakes), and took nothing; the grab goes again with its claim made
+// apart, which tells what the claim holds and follows buckets.
 var errClaimApart = errors.New("the claim must be made apart from the take")
 
 // claimStep claims the requestId in the request index before any take, unless the
@@ -213,7 +213,7 @@ func (r *grabRun) takeStep(ctx context.Context) (Result, bool, error) {
 	switch code := r.replies[0].Code; {
 	case r.errs[0] != nil, code == lua.CodeOK, code == lua.CodeDuplicate:
 		r.c.created = true // written with the take or the replay (or maybe, when unanswered)
-	case code == lua.CodeClaimed, code == lua.CodeBucketed:
+	case code == lua.CodeClaimed, code == lua.CodeBucketed, movesTakes(r.gs, code):
 		return Result{}, true, errClaimApart
 	default: // refused: no claim was written, so none is released or waited for
 		r.c.claimedAt = time.Time{}

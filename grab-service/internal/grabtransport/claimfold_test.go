@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flashsale/platform/grab-service/internal/grab"
+	"github.com/flashsale/platform/internal/bucket"
 	"github.com/flashsale/platform/internal/flow"
 	"github.com/flashsale/platform/internal/promo"
 )
@@ -113,5 +114,70 @@ func TestAClaimMadeWithTheTake(t *testing.T) {
 	}
 	if int64(granted) != left || e.hash(id).Remaining != 0 {
 		t.Errorf("%d granted of %d left, %d remaining", granted, left, e.hash(id).Remaining)
+	}
+}
+
+// A grab of a promotion in buckets, with no ip limit, whose requestId the ring
+// places beside its pin's home bucket, is claimed in its take's own call too: the
+// claim names the home bucket and a cancel finds it. When the home is sold out the
+// grab goes again with its claim made apart and falls over, and its claim names
+// the bucket it took from.
+func TestABucketedClaimMadeWithTheTake(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(_ *grab.Config, d *grab.Deps) { d.Metrics = grab.NewMetrics(reg) })
+	claims := func(how string) float64 { return counter(t, reg, "flashsale_grab_claims_total", how) }
+	const k = 4
+	id, l := e.bucketed("bfold", k, spec{total: 4 * k, perPin: 1})
+	beside := func(base, pin string) string {
+		return promo.RequestIDBeside(e.rid(base), l.Keys[bucket.Home(pin, k)])
+	}
+	// The first grab learns the layout (BUCKETED), so it claims apart.
+	if a := e.grabAs(e.rid("learn"), grabBody("", "learner", "10.0.0.9", id, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("the first grab: %d %s", a.status, a.raw)
+	}
+	// Pins of one home, h: its four units go to the first four.
+	var pins []string
+	for i := 0; len(pins) < 6; i++ {
+		if pin := fmt.Sprint("b", i); bucket.Home(pin, k) == bucket.Home("b0", k) && bucket.Home(pin, k) != bucket.Home("learner", k) {
+			pins = append(pins, pin)
+		} else if i > 10_000 {
+			t.Skip("no home without the learner's among the first pins")
+		}
+	}
+	h := bucket.Home(pins[0], k)
+	for i, pin := range pins[:4] {
+		rid := beside(fmt.Sprint("home-", i), pin)
+		folded, apart := claims("folded"), claims("apart")
+		if a := e.grabAs(rid, grabBody("", pin, "10.0.0.1", id, 1)); a.res.Result != grab.Granted {
+			t.Fatalf("grab %d from its home: %d %s", i, a.status, a.raw)
+		}
+		if claims("folded") != folded+1 || claims("apart") != apart {
+			t.Fatalf("grab %d: claims folded %v -> %v, apart %v -> %v: want one folded", i, folded, claims("folded"), apart, claims("apart"))
+		}
+		if idx, found := e.indexEntry(rid); !found || len(idx.Items) != 1 || idx.Items[0].Bucket != h || idx.Items[0].Buckets != k || !idx.Items[0].NoIP {
+			t.Fatalf("grab %d's claim: %+v found %v, want bucket %d of %d, noIp", i, idx, found, h, k)
+		}
+	}
+	if a := e.do("POST", "/v1/grab/"+beside("home-0", pins[0])+"/cancel", checkoutToken, map[string]any{"pin": pins[0]}); a.status != http.StatusOK {
+		t.Fatalf("the cancel of a folded bucketed grant: %d %s", a.status, a.raw)
+	}
+	// The cancel gave a unit back to h: one more from home, then h is empty.
+	if a := e.grabAs(beside("home-4", pins[4]), grabBody("", pins[4], "10.0.0.1", id, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("the grab after the cancel: %d %s", a.status, a.raw)
+	}
+	rid := beside("over", pins[5])
+	apart := claims("apart")
+	if a := e.grabAs(rid, grabBody("", pins[5], "10.0.0.1", id, 1)); a.res.Result != grab.Granted {
+		t.Fatalf("the grab whose home is sold out: %d %s", a.status, a.raw)
+	}
+	if claims("apart") != apart+1 {
+		t.Errorf("the fall-over's claim: apart %v -> %v, want one more", apart, claims("apart"))
+	}
+	if idx, found := e.indexEntry(rid); !found || len(idx.Items) != 1 || idx.Items[0].Bucket == h {
+		t.Fatalf("the fall-over's claim: %+v found %v, want another bucket than %d", idx, found, h)
+	}
+	if rem, _, _ := e.buckets(id, l); rem[h] != 0 {
+		t.Errorf("home bucket %d has %d left, want 0: %v", h, rem[h], rem)
 	}
 }
