@@ -106,7 +106,7 @@ func (r *restore) stage(ctx context.Context) (err error) {
 	if r.pool, err = readPool(ctx, r.rec, r.tg, &r.out); err != nil {
 		return err
 	}
-	r.t = flowTally{pins: map[string]int64{}, ips: map[string]int64{}, pool: r.pool}
+	r.t = flowTally{pins: newCounts(), ips: newCounts(), pool: r.pool}
 	r.req = &hset{w: r.w, key: st.req}
 	if err := r.readFlows(ctx); err != nil {
 		return err
@@ -252,9 +252,7 @@ func newFanout(rowsRead func(int)) *fanout {
 // tally sums the rows into t.
 func (f *fanout) tally(t *flowTally) {
 	for batch := range f.toTally {
-		for _, r := range batch {
-			t.add(r)
-		}
+		t.addBatch(batch)
 	}
 	close(f.tallied)
 }
@@ -322,13 +320,14 @@ type partRow struct {
 // pool); the caller gives back those of the cancelled requests.
 type flowTally struct {
 	granted, returned int64
-	pins, ips         map[string]int64
+	pins, ips         *counts
+	keys              []counterKeys // addBatch's
 	cancels           []store.FlowRow
 	pool              *store.EnvelopePool
 	badBucket         int // rows naming a bucket the promotion lacks (the reader's)
 }
 
-func (t *flowTally) add(r partRow) {
+func (t *flowTally) add(r partRow, c *counterKeys) {
 	n := r.Num
 	stock := has(r.part, promo.PartStock)
 	if r.Cancel {
@@ -345,12 +344,52 @@ func (t *flowTally) add(r partRow) {
 			t.pool.Hold(r.Parts)
 		}
 	}
-	if has(r.part, promo.PartPin) {
-		t.pins[r.Pin] += n
+	if c.pin {
+		t.pins.add(r.Pin, c.pinHash, n)
 	}
-	if has(r.part, promo.PartIP) {
-		t.ips[ipCounterKey(r.IP)] += n // the field q.lua counted (promo.IPKey)
+	if c.ip {
+		t.ips.add(c.ipKey, c.ipHash, n)
 	}
+}
+
+// addBatch sums rows: their counters' keys are hashed, then their slots touched
+// in a loop that does nothing else, so that many reads are in flight at once
+// (counts), then the rows added.
+func (t *flowTally) addBatch(rows []partRow) {
+	keys := t.keys[:0]
+	for _, r := range rows {
+		c := counterKeys{pin: has(r.part, promo.PartPin), ip: has(r.part, promo.PartIP)}
+		if c.pin {
+			c.pinHash = t.pins.hash(r.Pin)
+		}
+		if c.ip {
+			c.ipKey = ipCounterKey(r.IP) // the field q.lua counted (promo.IPKey)
+			c.ipHash = t.ips.hash(c.ipKey)
+		}
+		keys = append(keys, c)
+	}
+	for i := range keys {
+		c := &keys[i]
+		if c.pin {
+			t.pins.touch(c.pinHash)
+		}
+		if c.ip {
+			t.ips.touch(c.ipHash)
+		}
+	}
+	for i, r := range rows {
+		t.add(r, &keys[i])
+	}
+	clear(keys) // the ip keys
+	t.keys = keys
+}
+
+// counterKeys are the pin and ip counters a row adds to, if any, with their
+// hashes.
+type counterKeys struct {
+	pin, ip         bool
+	ipKey           string
+	pinHash, ipHash uint64
 }
 
 // ipCounterKey is promo.IPCounterKey(ip) without parsing a string that holds no
@@ -414,10 +453,11 @@ func hashFields(tg target, remaining int64, pool *store.EnvelopePool) []any {
 // putCounters writes the non-zero counters; a negative one (a CANCEL the record
 // kept without its GRAB, which the sink never stores) is left out and reported,
 // and a zero one (everything returned) is left out as q.lua would never write it.
-func putCounters(w *pipe, key string, counters map[string]int64, promoKey, what string, warnings *[]string) (int, error) {
+func putCounters(w *pipe, key string, counters *counts, promoKey, what string, warnings *[]string) (int, error) {
 	h := &hset{w: w, key: key}
 	n := 0
-	for who, v := range counters {
+	for i, who := range counters.keys {
+		v := counters.sums[i]
 		if v == 0 {
 			continue
 		}
