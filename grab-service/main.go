@@ -41,6 +41,7 @@ func run(logger *slog.Logger) error {
 	fs.BoolVar(&cfg.FoldClaim, "fold-claim", cfg.FoldClaim, "claim a requestId in its take's own script call when the ring puts both on one shard")
 	fs.IntVar(&cfg.Workers, "shard-workers", cfg.Workers, "pipelines in flight per shard")
 	fs.IntVar(&cfg.MaxBatch, "shard-batch", cfg.MaxBatch, "most script calls coalesced into one pipeline (1 = no coalescing)")
+	fs.DurationVar(&cfg.CommitLinger, "commit-linger", cfg.CommitLinger, "longest a grant's commit waits for a take of its promotions on its shard to ride (0 = the next pipeline)")
 	fs.IntVar(&cfg.RefusalCacheSize, "refusal-cache-size", cfg.RefusalCacheSize, "most promotions the local SOLD_OUT/STOPPED/ENDED/NOT_FOUND cache holds")
 	fs.IntVar(&cfg.StatusCacheSize, "status-cache-size", cfg.StatusCacheSize, "most promotions the status cache holds")
 	fs.Float64Var(&cfg.StatusRate, "status-rate", cfg.StatusRate,

@@ -38,16 +38,31 @@ type shardExec struct {
 	maxBatch int
 	timeout  time.Duration
 	metrics  *Metrics
+	parked   *parkedCommits // nil: a commit goes in the next pipeline, take or not
 	// This shard's series, looked up once rather than per pipeline.
 	latency prometheus.Observer
 	errors  prometheus.Counter
 }
 
-func newShardExec(shard int, c redis.UniversalClient, workers, maxBatch, queue int, timeout time.Duration, m *Metrics) *shardExec {
+// execConfig sizes a shard's executor (Config's Workers, MaxBatch, Queue,
+// RedisTimeout and CommitLinger).
+type execConfig struct {
+	workers, maxBatch, queue int
+	timeout, linger          time.Duration
+}
+
+func (c Config) exec() execConfig {
+	return execConfig{workers: c.Workers, maxBatch: c.MaxBatch, queue: c.Queue, timeout: c.RedisTimeout, linger: c.CommitLinger}
+}
+
+func newShardExec(shard int, c redis.UniversalClient, cfg execConfig, m *Metrics) *shardExec {
 	label := strconv.Itoa(shard)
-	e := &shardExec{shard: shard, client: c, jobs: make(chan *job, queue), maxBatch: maxBatch, timeout: timeout, metrics: m,
+	e := &shardExec{shard: shard, client: c, jobs: make(chan *job, cfg.queue), maxBatch: cfg.maxBatch, timeout: cfg.timeout, metrics: m,
 		latency: m.redisLatency.WithLabelValues(label), errors: m.redisErrors.WithLabelValues(label)}
-	for i := 0; i < workers; i++ {
+	if cfg.linger > 0 {
+		e.parked = &parkedCommits{linger: cfg.linger, run: e.run}
+	}
+	for i := 0; i < cfg.workers; i++ {
 		go e.loop()
 	}
 	return e
@@ -69,13 +84,20 @@ func (e *shardExec) take(ctx context.Context, call lua.GrabCall) *redis.Cmd {
 // commit commits one request's takes on the shard, as do would run its own
 // commit.lua, but in a call the pipeline makes anyway: a take of the same
 // promotions, which the commit rides, else one commit.lua for the pipeline's other
-// commits. Under load a grant then costs its shard one script call
-// (BenchmarkShardCommit; docs/benchmarks.md).
+// commits. With a linger the commit waits up to it for such a take (park.go).
+// Under load a grant then costs its shard one script call (BenchmarkShardCommit;
+// docs/benchmarks.md).
 //
 // The call is not checked here: its take ran q.lua on the same requestId and keys,
 // which refuses what commit.lua would (an empty requestId, a key twice).
 func (e *shardExec) commit(ctx context.Context, call lua.CommitCall) (lua.CommitCode, error) {
-	return lua.ParseCommit(e.wait(ctx, &job{commit: &call, done: make(chan struct{})}))
+	j := &job{commit: &call, done: make(chan struct{})}
+	if e.parked == nil {
+		return lua.ParseCommit(e.wait(ctx, j))
+	}
+	e.parked.park(j)
+	<-j.done
+	return lua.ParseCommit(j.cmd)
 }
 
 func (e *shardExec) wait(ctx context.Context, j *job) *redis.Cmd {
@@ -90,7 +112,13 @@ func (e *shardExec) wait(ctx context.Context, j *job) *redis.Cmd {
 	return j.cmd
 }
 
-func (e *shardExec) close() { close(e.jobs) }
+// close runs the parked commits and stops the workers.
+func (e *shardExec) close() {
+	if e.parked != nil {
+		e.parked.flush()
+	}
+	close(e.jobs)
+}
 
 func (e *shardExec) loop() {
 	batch := make([]*job, 0, e.maxBatch)
@@ -107,6 +135,9 @@ func (e *shardExec) loop() {
 			default:
 				break fill
 			}
+		}
+		if e.parked != nil {
+			batch = e.parked.unpark(batch, e.maxBatch)
 		}
 		e.run(batch)
 	}

@@ -63,7 +63,7 @@ func BenchmarkShardGrab(b *testing.B) {
 			})
 		})
 		b.Run(fmt.Sprintf("coalesced/inflight=%d", par*2), func(b *testing.B) {
-			e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
+			e := newShardExec(0, client, execConfig{workers: 4, maxBatch: 64, queue: 4096, timeout: time.Second}, NewMetrics(prometheus.NewRegistry()))
 			defer e.close()
 			cpu := redisCPU(b, client)
 			b.SetParallelism(par)
@@ -123,7 +123,7 @@ func BenchmarkShardCommit(b *testing.B) {
 // onExec runs op on one shard's executor (4 workers, 64 calls in flight) and
 // reports the redis-server's CPU per op.
 func onExec(b *testing.B, client *redis.Client, op func(ctx context.Context, e *shardExec)) {
-	e := newShardExec(0, client, 4, 64, 4096, time.Second, NewMetrics(prometheus.NewRegistry()))
+	e := newShardExec(0, client, execConfig{workers: 4, maxBatch: 64, queue: 4096, timeout: time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e.close()
 	cpu := redisCPU(b, client)
 	b.ResetTimer()

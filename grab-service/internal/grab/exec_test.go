@@ -25,7 +25,7 @@ func TestShardExecCoalescesWithinMaxBatch(t *testing.T) {
 	const calls, maxBatch = 200, 4
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
 	reg := prometheus.NewRegistry()
-	e := newShardExec(0, c, 1, maxBatch, calls, 5*time.Second, NewMetrics(reg))
+	e := newShardExec(0, c, execConfig{workers: 1, maxBatch: maxBatch, queue: calls, timeout: 5*time.Second}, NewMetrics(reg))
 	defer e.close()
 
 	var wg sync.WaitGroup
@@ -81,7 +81,7 @@ func TestShardExecReloadsScriptsAfterAFlush(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	e := newShardExec(0, c, 1, 8, 8, 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	e := newShardExec(0, c, execConfig{workers: 1, maxBatch: 8, queue: 8, timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e.close()
 
 	var wg sync.WaitGroup
@@ -141,7 +141,7 @@ func TestShardExecCommitsInOneCall(t *testing.T) {
 	c.ConfigResetStat(ctx)
 
 	// No worker runs until every commit is queued, so the pipelines are full ones.
-	e := newShardExec(0, c, 0, maxBatch, len(want), 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	e := newShardExec(0, c, execConfig{workers: 0, maxBatch: maxBatch, queue: len(want), timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e.close()
 	var wg sync.WaitGroup
 	for rid, code := range want {
@@ -217,7 +217,7 @@ func TestShardExecCommitsRideTakes(t *testing.T) {
 	// No worker runs until every call is queued, in this order, so they share one
 	// pipeline: a malformed take first (the first of its promotion, so the one the
 	// commits would ride), then three takes of a, then the commits.
-	e := newShardExec(0, c, 0, 64, 64, 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	e := newShardExec(0, c, execConfig{workers: 0, maxBatch: 64, queue: 64, timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e.close()
 	var wg sync.WaitGroup
 	queue := func(f func()) {
@@ -272,7 +272,7 @@ func TestShardExecCommitsRideTakes(t *testing.T) {
 	// A second pipeline of well-formed takes: the commits of the first three ride
 	// the first of them, and no commit.lua call is made.
 	c.ConfigResetStat(ctx)
-	e2 := newShardExec(0, c, 0, 64, 64, 5*time.Second, NewMetrics(prometheus.NewRegistry()))
+	e2 := newShardExec(0, c, execConfig{workers: 0, maxBatch: 64, queue: 64, timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e2.close()
 	e = e2
 	for i := 3; i < 6; i++ {
@@ -298,5 +298,87 @@ func TestShardExecCommitsRideTakes(t *testing.T) {
 	slices.Sort(pending)
 	if !slices.Equal(pending, []string{"r5", "t3", "t4", "t5"}) {
 		t.Fatalf("pending after the riding commits: %v, want r5 and the three new takes", pending)
+	}
+}
+
+// With a linger, commits that find no take wait for one: a take of their
+// promotion carries them, in its one call, and the others stay parked until the
+// linger ends, then go in one commit.lua call.
+func TestShardExecCommitsWaitForATake(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := testenv.StartRedis(t, testenv.Volatile).Client()
+	now := time.Now().UnixMilli()
+	const a, b = "C_waited_1", "C_lonely_1"
+	for _, key := range []string{a, b} {
+		if code, err := lua.Create(ctx, c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1,
+			StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+			t.Fatalf("create %s: %v %v", key, code, err)
+		}
+	}
+	grab := func(rid, key string) lua.GrabCall {
+		return lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
+			Pin: rid, IP: "1.1.1.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}
+	}
+	rids := map[string]string{"r0": a, "r1": a, "r2": a, "rb": b}
+	for rid, key := range rids {
+		if r, err := lua.Grab(ctx, c, grab(rid, key)); err != nil || r.Code != lua.CodeOK {
+			t.Fatalf("grab %s: %+v %v", rid, r, err)
+		}
+	}
+	if err := lua.Load(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	c.ConfigResetStat(ctx)
+
+	// A linger far longer than the test: only a take, or the executor's close,
+	// sends these commits.
+	e := newShardExec(0, c, execConfig{workers: 1, maxBatch: 64, queue: 64, timeout: 5 * time.Second, linger: time.Hour}, NewMetrics(prometheus.NewRegistry()))
+	var wa, wb sync.WaitGroup
+	for rid, key := range rids {
+		wg := &wa
+		if key == b {
+			wg = &wb
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if have, err := e.commit(ctx, lua.CommitCall{RequestID: rid, Keys: []string{key}}); err != nil || have != lua.CommitCommitted {
+				t.Errorf("commit %s: %v %v", rid, have, err)
+			}
+		}()
+	}
+	for parked := 0; parked < len(rids); time.Sleep(time.Millisecond) {
+		e.parked.mu.Lock()
+		parked = len(e.parked.jobs)
+		e.parked.mu.Unlock()
+	}
+	if calls := testenv.CommandCalls(t, c); calls["evalsha"] != 0 {
+		t.Fatalf("parked commits made %d EVALSHA calls, want none before a take: %v", calls["evalsha"], calls)
+	}
+	if r, err := lua.ParseGrab(e.take(ctx, grab("t0", a))); err != nil || r.Code != lua.CodeOK || r.Remaining[0] != 96 {
+		t.Fatalf("take t0: %+v %v, want OK with 96 left", r, err)
+	}
+	wa.Wait()
+	if calls := testenv.CommandCalls(t, c); calls["evalsha"] != 1 {
+		t.Fatalf("a take carrying three parked commits made %d EVALSHA calls, want 1: %v", calls["evalsha"], calls)
+	}
+	if pending := c.ZRange(ctx, promo.Keys(a)[4], 0, -1).Val(); !slices.Equal(pending, []string{"t0"}) {
+		t.Fatalf("pending on %s: %v, want the new take t0 alone", a, pending)
+	}
+	if pending := c.ZRange(ctx, promo.Keys(b)[4], 0, -1).Val(); !slices.Equal(pending, []string{"rb"}) {
+		t.Fatalf("pending on %s: %v, want rb, whose commit has no take to ride yet", b, pending)
+	}
+	e.close() // runs what is parked
+	wb.Wait()
+	if pending := c.ZCard(ctx, promo.Keys(b)[4]).Val(); pending != 0 {
+		t.Fatalf("%d pending on %s after the close, want rb committed", pending, b)
+	}
+
+	// A short linger with no take coming: the commit goes alone when it ends.
+	e2 := newShardExec(0, c, execConfig{workers: 1, maxBatch: 64, queue: 64, timeout: 5 * time.Second, linger: time.Millisecond}, NewMetrics(prometheus.NewRegistry()))
+	defer e2.close()
+	if have, err := e2.commit(ctx, lua.CommitCall{RequestID: "t0", Keys: []string{a}}); err != nil || have != lua.CommitCommitted {
+		t.Fatalf("commit t0 alone: %v %v", have, err)
 	}
 }

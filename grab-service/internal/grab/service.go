@@ -59,6 +59,9 @@ type Config struct {
 	FoldClaim bool
 	// Workers per shard, calls per pipeline, and the bounded queue in front of them.
 	Workers, MaxBatch, Queue int
+	// CommitLinger is the longest a commit waits for a take of its promotions on
+	// its shard to ride (park.go); 0 sends it in the shard's next pipeline.
+	CommitLinger time.Duration
 	// HoldsKey is the sorted set of held grants on each shard (holds.go); tests
 	// that share the shards keep their own.
 	HoldsKey string
@@ -85,6 +88,7 @@ func Defaults() Config {
 		Workers:             4,
 		MaxBatch:            64,
 		Queue:               4096,
+		CommitLinger:        time.Millisecond,
 		HoldsKey:            promo.HoldsKey,
 		StateOutboxKey:      promo.StateOutboxKey,
 	}
@@ -174,7 +178,7 @@ func New(cfg Config, d Deps) (*Grabber, error) {
 	}
 	c := &core{Deps: d, cfg: cfg, ring: ring.Default}
 	for i, sc := range d.Shards {
-		c.execs = append(c.execs, newShardExec(i, sc, cfg.Workers, cfg.MaxBatch, cfg.Queue, cfg.RedisTimeout, d.Metrics))
+		c.execs = append(c.execs, newShardExec(i, sc, cfg.exec(), d.Metrics))
 	}
 	guard := &shardGuard{core: c}
 	s := &Grabber{core: c, index: &requestIndex{core: c}, route: newRouter(c), guard: guard,
