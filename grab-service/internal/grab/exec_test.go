@@ -25,7 +25,7 @@ func TestShardExecCoalescesWithinMaxBatch(t *testing.T) {
 	const calls, maxBatch = 200, 4
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
 	reg := prometheus.NewRegistry()
-	e := newShardExec(0, c, execConfig{workers: 1, maxBatch: maxBatch, queue: calls, timeout: 5*time.Second}, NewMetrics(reg))
+	e := newShardExec(0, c, execConfig{workers: 1, maxBatch: maxBatch, queue: calls, timeout: 5 * time.Second}, NewMetrics(reg))
 	defer e.close()
 
 	var wg sync.WaitGroup
@@ -81,7 +81,7 @@ func TestShardExecReloadsScriptsAfterAFlush(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	e := newShardExec(0, c, execConfig{workers: 1, maxBatch: 8, queue: 8, timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
+	e := newShardExec(0, c, execConfig{workers: 1, maxBatch: 8, queue: 8, timeout: 5 * time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e.close()
 
 	var wg sync.WaitGroup
@@ -141,7 +141,7 @@ func TestShardExecCommitsInOneCall(t *testing.T) {
 	c.ConfigResetStat(ctx)
 
 	// No worker runs until every commit is queued, so the pipelines are full ones.
-	e := newShardExec(0, c, execConfig{workers: 0, maxBatch: maxBatch, queue: len(want), timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
+	e := newShardExec(0, c, execConfig{workers: 0, maxBatch: maxBatch, queue: len(want), timeout: 5 * time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e.close()
 	var wg sync.WaitGroup
 	for rid, code := range want {
@@ -217,7 +217,7 @@ func TestShardExecCommitsRideTakes(t *testing.T) {
 	// No worker runs until every call is queued, in this order, so they share one
 	// pipeline: a malformed take first (the first of its promotion, so the one the
 	// commits would ride), then three takes of a, then the commits.
-	e := newShardExec(0, c, execConfig{workers: 0, maxBatch: 64, queue: 64, timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
+	e := newShardExec(0, c, execConfig{workers: 0, maxBatch: 64, queue: 64, timeout: 5 * time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e.close()
 	var wg sync.WaitGroup
 	queue := func(f func()) {
@@ -272,7 +272,7 @@ func TestShardExecCommitsRideTakes(t *testing.T) {
 	// A second pipeline of well-formed takes: the commits of the first three ride
 	// the first of them, and no commit.lua call is made.
 	c.ConfigResetStat(ctx)
-	e2 := newShardExec(0, c, execConfig{workers: 0, maxBatch: 64, queue: 64, timeout: 5*time.Second}, NewMetrics(prometheus.NewRegistry()))
+	e2 := newShardExec(0, c, execConfig{workers: 0, maxBatch: 64, queue: 64, timeout: 5 * time.Second}, NewMetrics(prometheus.NewRegistry()))
 	defer e2.close()
 	e = e2
 	for i := 3; i < 6; i++ {
