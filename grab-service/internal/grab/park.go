@@ -16,9 +16,10 @@ type parkedCommits struct {
 	linger time.Duration
 	run    func([]*job) // runs a pipeline of commits whose linger ended
 
-	mu    sync.Mutex
-	jobs  []*job
-	timer *time.Timer // armed while jobs is not empty
+	mu       sync.Mutex
+	jobs     []*job
+	timer    *time.Timer // armed while jobs is not empty and no flush runs
+	flushing bool        // one flush at a time: a hung shard holds one pipeline, not one per linger
 }
 
 // park keeps j until a take carries it or the linger ends.
@@ -26,7 +27,12 @@ func (p *parkedCommits) park(j *job) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.jobs = append(p.jobs, j)
-	if p.timer == nil {
+	p.arm()
+}
+
+// arm starts the linger of what is parked, unless it runs already; p.mu is held.
+func (p *parkedCommits) arm() {
+	if p.timer == nil && !p.flushing && len(p.jobs) > 0 {
 		p.timer = time.AfterFunc(p.linger, p.flush)
 	}
 }
@@ -66,17 +72,27 @@ func (p *parkedCommits) unpark(batch []*job, room int) []*job {
 	return batch
 }
 
-// flush runs every parked commit now, in one pipeline.
+// flush runs every parked commit now, in one pipeline; those parked while it
+// runs get a linger of their own once it is done.
 func (p *parkedCommits) flush() {
 	p.mu.Lock()
+	if p.flushing {
+		p.mu.Unlock()
+		return
+	}
 	jobs := p.jobs
 	p.jobs = nil
 	if p.timer != nil {
 		p.timer.Stop()
 		p.timer = nil
 	}
+	p.flushing = true
 	p.mu.Unlock()
 	if len(jobs) > 0 {
 		p.run(jobs)
 	}
+	p.mu.Lock()
+	p.flushing = false
+	p.arm()
+	p.mu.Unlock()
 }
