@@ -118,10 +118,7 @@ func TestShardExecCommitsInOneCall(t *testing.T) {
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
 	const key, grabs, maxBatch = "C_batched_1", 40, 16
 	now := time.Now().UnixMilli()
-	if code, err := lua.Create(ctx, c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1,
-		StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-		t.Fatalf("create: %v %v", code, err)
-	}
+	createOpen(t, c, now, key)
 	want := map[string]lua.CommitCode{"never-taken": lua.CommitNotFound}
 	for i := range grabs {
 		rid := fmt.Sprint("r", i)
@@ -182,16 +179,8 @@ func TestShardExecCommitsRideTakes(t *testing.T) {
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
 	now := time.Now().UnixMilli()
 	const a, b = "C_ridden_1", "C_alone_1"
-	for _, key := range []string{a, b} {
-		if code, err := lua.Create(ctx, c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1,
-			StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-			t.Fatalf("create %s: %v %v", key, code, err)
-		}
-	}
-	grab := func(rid, key string, num int64) lua.GrabCall {
-		return lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
-			Pin: rid, IP: "1.1.1.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: num}}}
-	}
+	createOpen(t, c, now, a, b)
+	grab := func(rid, key string, num int64) lua.GrabCall { return takeCall(now, rid, key, num) }
 	type commit struct {
 		rid, key string
 		want     lua.CommitCode
@@ -310,16 +299,8 @@ func TestShardExecCommitsWaitForATake(t *testing.T) {
 	c := testenv.StartRedis(t, testenv.Volatile).Client()
 	now := time.Now().UnixMilli()
 	const a, b = "C_waited_1", "C_lonely_1"
-	for _, key := range []string{a, b} {
-		if code, err := lua.Create(ctx, c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1,
-			StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
-			t.Fatalf("create %s: %v %v", key, code, err)
-		}
-	}
-	grab := func(rid, key string) lua.GrabCall {
-		return lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
-			Pin: rid, IP: "1.1.1.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: 1}}}
-	}
+	createOpen(t, c, now, a, b)
+	grab := func(rid, key string) lua.GrabCall { return takeCall(now, rid, key, 1) }
 	rids := map[string]string{"r0": a, "r1": a, "r2": a, "rb": b}
 	for rid, key := range rids {
 		if r, err := lua.Grab(ctx, c, grab(rid, key)); err != nil || r.Code != lua.CodeOK {
@@ -381,4 +362,21 @@ func TestShardExecCommitsWaitForATake(t *testing.T) {
 	if have, err := e2.commit(ctx, lua.CommitCall{RequestID: "t0", Keys: []string{a}}); err != nil || have != lua.CommitCommitted {
 		t.Fatalf("commit t0 alone: %v %v", have, err)
 	}
+}
+
+// createOpen creates promotions of 100 units, at most one a grab, on sale now.
+func createOpen(t *testing.T, c redis.UniversalClient, now int64, keys ...string) {
+	t.Helper()
+	for _, key := range keys {
+		if code, err := lua.Create(context.Background(), c, ring.Default.Shard(key), key, lua.AdminSpec{Ver: 1, Total: 100, MaxPerGrab: 1,
+			StartMs: now - 60_000, EndMs: now + 3_600_000, State: "ACTIVE"}); err != nil || code != lua.AdminOK {
+			t.Fatalf("create %s: %v %v", key, code, err)
+		}
+	}
+}
+
+// takeCall is a take of num units of key by a buyer named after the requestId.
+func takeCall(now int64, rid, key string, num int64) lua.GrabCall {
+	return lua.GrabCall{NowMs: now, DeadlineMs: now + 60_000, RequestID: rid, BodyHash: "h",
+		Pin: rid, IP: "1.1.1.1", RateFactorPermille: 1000, Items: []lua.GrabItem{{Key: key, Num: num}}}
 }
