@@ -78,7 +78,7 @@ func run(logger *slog.Logger) error {
 	g := svc.NewGroup(logger)
 	conns := svc.NewConnMetrics(a.Registry)
 	g.HTTP(svc.Server(f.Listen, a.Handler, logger), conns.Limit("api", f.MaxConns))
-	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger), conns.Limit("ops", f.MaxConns))
+	g.HTTP(svc.OpsServer(f.OpsListen, a.Ops, logger), conns.Limit("ops", f.MaxConns))
 	g.Loop(a.RunFence)
 	g.Loop(a.RunSentinels)  // follows the masters Redis Sentinel elects, when it runs
 	g.Loop(a.RunReconciler) // settles what a crashed grab or cancel left open

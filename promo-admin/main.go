@@ -101,7 +101,7 @@ func serve(a *app.App, f svc.Flags, logger *slog.Logger) error {
 	g := svc.NewGroup(logger)
 	conns := svc.NewConnMetrics(a.Registry)
 	g.HTTP(svc.Server(f.Listen, a.Handler, logger), conns.Limit("api", f.MaxConns))
-	g.HTTP(svc.Server(f.OpsListen, a.Ops, logger), conns.Limit("ops", f.MaxConns))
+	g.HTTP(svc.OpsServer(f.OpsListen, a.Ops, logger), conns.Limit("ops", f.MaxConns))
 	g.Loop(a.Admin.RunRepairer) // at once, then every --repair-every
 	g.Loop(a.FollowSwitches)
 	g.Loop(a.RecordSwitches) // every version in force in the switch history, those made outside the API included

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,3 +70,35 @@ type discardWriter struct {
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(code int)        { w.status = code }
+
+// An on-call engineer's profile of pprof's default 30 s must be served by the ops
+// listener: the public listener's 10 s deadline cut any of 10 s or more short (its
+// answer came back empty). A profile shorter than its server's deadline is served
+// whole and a longer one is not, shown on a server of a 2 s deadline; OpsServer's
+// deadline must leave room for the default.
+func TestOpsServerServesAThirtySecondProfile(t *testing.T) {
+	t.Parallel()
+	if srv := OpsServer("127.0.0.1:0", http.NotFoundHandler(), slog.New(slog.NewTextHandler(io.Discard, nil))); srv.WriteTimeout <= 31*time.Second {
+		t.Fatalf("ops listener WriteTimeout %s: a 30 s profile cannot be written", srv.WriteTimeout)
+	}
+	srv := server("127.0.0.1:0", httpx.OpsHandler(prometheus.NewRegistry(), nil, true), slog.New(slog.NewTextHandler(io.Discard, nil)), 2*time.Second)
+	ts := httptest.NewUnstartedServer(srv.Handler)
+	ts.Config = srv
+	ts.Start()
+	defer ts.Close()
+	for _, c := range []struct {
+		seconds int
+		whole   bool
+	}{{1, true}, {3, false}} {
+		resp, err := http.Get(ts.URL + "/debug/pprof/profile?seconds=" + strconv.Itoa(c.seconds))
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		served := err == nil && resp.StatusCode == http.StatusOK && len(body) > 0
+		if served != c.whole {
+			t.Fatalf("a %d s profile on a server of a 2 s deadline: served %v (%v, %d bytes); want %v", c.seconds, served, err, len(body), c.whole)
+		}
+	}
+}

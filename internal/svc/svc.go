@@ -236,16 +236,32 @@ const handlerDeadline = 10 * time.Second
 // cannot hold a connection forever; it gives every request an id and logs the
 // failed and the slow ones.
 func Server(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return server(addr, h, log, handlerDeadline)
+}
+
+func server(addr string, h http.Handler, log *slog.Logger, deadline time.Duration) *http.Server {
 	return &http.Server{
 		Addr:              addr,
-		Handler:           httpx.Serve(log, handlerDeadline, h),
+		Handler:           httpx.Serve(log, deadline, h),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: 2 * time.Second,
 		ReadTimeout:       5 * time.Second,
-		WriteTimeout:      handlerDeadline,
+		WriteTimeout:      deadline,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    16 << 10,
 	}
+}
+
+// opsDeadline bounds a request of the ops listener: past a minute, so that a CPU
+// profile of pprof's default 30 s (or up to a minute) can be written, where the
+// public listener's 10 s refused every profile of 10 s or more.
+const opsDeadline = 65 * time.Second
+
+// OpsServer is Server for the ops listener (--ops-listen): the same bounds but a
+// deadline that leaves room for a profile. The listener is off the public network
+// and its connections are bounded by --max-conns, so the longer hold costs little.
+func OpsServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return server(addr, h, log, opsDeadline)
 }
 
 // Group runs actors until one stops or SIGTERM/SIGINT arrives, then stops them all.

@@ -121,7 +121,7 @@ func serveProbes(g *svc.Group, f svc.Flags, reg *prometheus.Registry, checks map
 	probes := func(mux *http.ServeMux) { httpx.Probes(mux, nil, checks, nil) }
 	conns := svc.NewConnMetrics(reg)
 	g.HTTP(svc.Server(f.Listen, httpx.RouteFallback(mux), log), conns.Limit("api", f.MaxConns))
-	g.HTTP(svc.Server(f.OpsListen, httpx.OpsHandler(reg, probes, false), log), conns.Limit("ops", f.MaxConns))
+	g.HTTP(svc.OpsServer(f.OpsListen, httpx.OpsHandler(reg, probes, false), log), conns.Limit("ops", f.MaxConns))
 }
 
 // openStore opens MySQL, waiting out an outage at start as the sink waits out one
