@@ -22,7 +22,8 @@ const SlowRequest = time.Second
 type scope struct {
 	context.Context // the request's own: its values, and its cancellation once armed
 	id              string
-	actor           Actor // Require's; the zero Actor (no role) outside a guarded route
+	idHeader        [1]string // the X-Request-Id header's value slice, in the scope's allocation
+	actor           Actor     // Require's; the zero Actor (no role) outside a guarded route
 	w               statusWriter
 
 	deadline time.Time // zero: none of the scope's own
@@ -74,8 +75,10 @@ func newScope(w http.ResponseWriter, r *http.Request) *scope {
 		_, _ = rand.Read(b)
 		id = hex.EncodeToString(b)
 	}
-	w.Header().Set("X-Request-Id", id)
-	s := &scope{Context: r.Context(), id: id}
+	s := &scope{Context: r.Context(), id: id, idHeader: [1]string{id}}
+	// Header().Set would allocate the one-value slice; the scope holds it instead.
+	// The key is already canonical, as Set would make it.
+	w.Header()["X-Request-Id"] = s.idHeader[:]
 	s.w = statusWriter{ResponseWriter: w, status: http.StatusOK}
 	return s
 }
