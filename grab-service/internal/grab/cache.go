@@ -91,7 +91,26 @@ func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) 
 			return Result{}, false
 		}
 		s.Metrics.shortCircuit.WithLabelValues(string(o)).Inc()
-		return refusal(req.RequestID, o, i, "answered from the local "+string(o)+" cache"), true
+		return refusal(req.RequestID, o, i, cachedMessage(o)), true
 	}
 	return Result{}, false
+}
+
+// cachedMessage is the message of an answer from the refusal cache: a constant
+// for each outcome the cache holds, so an answer builds no string for it.
+func cachedMessage(o Outcome) string {
+	const prefix, suffix = "answered from the local ", " cache"
+	switch o {
+	case SoldOut:
+		return prefix + string(SoldOut) + suffix
+	case Stopped:
+		return prefix + string(Stopped) + suffix
+	case Ended:
+		return prefix + string(Ended) + suffix
+	case NotFound:
+		return prefix + string(NotFound) + suffix
+	case NotStarted:
+		return prefix + string(NotStarted) + suffix
+	}
+	return prefix + string(o) + suffix
 }

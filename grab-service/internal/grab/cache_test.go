@@ -193,3 +193,13 @@ func TestCachedEntriesGoUnreadAfterTheirTime(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Every outcome the refusal cache holds has its constant message, the one the
+// answer has always carried.
+func TestCachedMessage(t *testing.T) {
+	for _, o := range []Outcome{SoldOut, Stopped, Ended, NotFound, NotStarted, Blocked} {
+		if got, want := cachedMessage(o), "answered from the local "+string(o)+" cache"; got != want {
+			t.Errorf("%s: message %q, want %q", o, got, want)
+		}
+	}
+}
