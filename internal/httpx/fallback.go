@@ -1,6 +1,9 @@
 package httpx
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // RouteFallback answers requests that match no route of mux with the contract's
 // Error body instead of the mux's plain text ("404 page not found", "Method Not
@@ -11,6 +14,14 @@ func RouteFallback(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
+			if r.RequestURI != "*" && !strings.Contains(pattern, "{") {
+				// What the mux would serve, without finding it again: a pattern
+				// with no wildcards gives the request no path values, only its
+				// Pattern. The mux answers "*" itself, and sets a wildcard's values.
+				r.Pattern = pattern
+				h.ServeHTTP(w, r)
+				return
+			}
 			mux.ServeHTTP(w, r)
 			return
 		}
