@@ -129,6 +129,17 @@ func ParseGrab(w wireGrab) (grab.Request, error) {
 	})
 }
 
+// canonicalIP is ip unmapped, as text: the text it was parsed from when that is
+// already the canonical form (the usual dotted IPv4), without a string of its own.
+func canonicalIP(text string, ip netip.Addr) string {
+	var buf [64]byte
+	canon := ip.Unmap().AppendTo(buf[:0])
+	if string(canon) == text {
+		return text
+	}
+	return string(canon)
+}
+
 // parseGrab validates the top-level fields of w (its Items only for presence),
 // then each of the n items item(i) yields, in order.
 func parseGrab(w wireGrab, n int, item func(i int) (wireItem, error)) (grab.Request, error) {
@@ -155,7 +166,7 @@ func parseGrab(w wireGrab, n int, item func(i int) (wireItem, error)) (grab.Requ
 	if err != nil || ip.Zone() != "" {
 		return req, httpx.Invalid("ip", "must be an IPv4 or IPv6 address")
 	}
-	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: ip.Unmap().String(), Items: make([]grab.Item, 0, n)}
+	req = grab.Request{RequestID: *w.RequestID, Pin: *w.Pin, IP: canonicalIP(*w.IP, ip), Items: make([]grab.Item, 0, n)}
 	if w.HoldSeconds != nil {
 		req.HoldSeconds = int(*w.HoldSeconds)
 	}
