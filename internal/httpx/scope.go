@@ -102,14 +102,44 @@ type armedCtx struct {
 }
 
 func (s *scope) arm() context.Context {
+	if a := s.armed.Load(); a != nil {
+		return a.ctx
+	}
 	if s.deadline.IsZero() {
 		return s.Context
 	}
-	s.once.Do(func() {
-		ctx, cancel := context.WithDeadline(s.Context, s.deadline)
-		s.armed.Store(&armedCtx{ctx, cancel})
-	})
+	s.armAt(s.deadline)
 	return s.armed.Load().ctx
+}
+
+// armAt arms the scope's deadline at d unless it is armed already, at whatever
+// deadline; it reports whether this call armed it.
+func (s *scope) armAt(d time.Time) (armed bool) {
+	s.once.Do(func() {
+		ctx, cancel := context.WithDeadline(s.Context, d)
+		s.armed.Store(&armedCtx{ctx, cancel})
+		armed = true
+	})
+	return armed
+}
+
+// WithDeadline is context.WithDeadline for a handler that bounds its own work (a
+// grab's answer timeout): under a request's scope not armed yet it arms the
+// scope's one deadline at the earlier of the two instead of a second context and
+// timer beneath it (the grab's own was 3% of grab-service's CPU in the hot phase).
+// The cancel is then a no-op: the scope's deadline ends when the handler returns.
+func WithDeadline(ctx context.Context, d time.Time) (context.Context, context.CancelFunc) {
+	s := scopeOf(ctx)
+	if s == nil {
+		return context.WithDeadline(ctx, d)
+	}
+	if !s.deadline.IsZero() && s.deadline.Before(d) {
+		d = s.deadline
+	}
+	if !s.armAt(d) {
+		return context.WithDeadline(ctx, d)
+	}
+	return ctx, func() {}
 }
 
 // release stops the timer, if one was armed, when the handler returns.
@@ -120,6 +150,9 @@ func (s *scope) release() {
 }
 
 func (s *scope) Deadline() (time.Time, bool) {
+	if a := s.armed.Load(); a != nil { // armed at its own deadline, or earlier (WithDeadline)
+		return a.ctx.Deadline()
+	}
 	if d, ok := s.Context.Deadline(); ok && (s.deadline.IsZero() || d.Before(s.deadline)) {
 		return d, true
 	}

@@ -128,6 +128,80 @@ func BenchmarkRequestDeadline(b *testing.B) {
 	}
 }
 
+// A handler's own deadline under a request's scope arms the scope's one timer at
+// the earlier deadline rather than a second context beneath it; once the scope is
+// armed, or outside a scope, it is context.WithDeadline's.
+func TestWithDeadlineArmsTheScopeOnce(t *testing.T) {
+	t.Parallel()
+	check := func(name string, ctx context.Context, same bool, got context.Context, want time.Time) {
+		t.Helper()
+		if (got == ctx) != same {
+			t.Errorf("%s: the same context %v, want %v", name, got == ctx, same)
+		}
+		if d, ok := got.Deadline(); !ok || !d.Equal(want) {
+			t.Errorf("%s: deadline %v %v, want %v", name, d, ok, want)
+		}
+	}
+	var start time.Time
+	h := Serve(nil, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		soon := time.Now().Add(50 * time.Millisecond)
+		got, cancel := WithDeadline(ctx, soon)
+		defer cancel()
+		check("first, earlier than the scope's", ctx, true, got, soon)
+		later, cancelLater := WithDeadline(ctx, soon.Add(time.Second))
+		defer cancelLater()
+		check("second, once armed", ctx, false, later, soon)
+		<-got.Done()
+		if !errors.Is(got.Err(), context.DeadlineExceeded) || time.Since(start) < 50*time.Millisecond {
+			t.Errorf("the armed deadline ended with %v after %s", got.Err(), time.Since(start))
+		}
+	}))
+	start = time.Now()
+	h.ServeHTTP(discard{}, httptest.NewRequest("POST", "/v1/grab", nil))
+
+	h = Serve(nil, 40*time.Millisecond, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		want, _ := ctx.Deadline()
+		got, cancel := WithDeadline(ctx, time.Now().Add(time.Hour))
+		defer cancel()
+		check("later than the scope's", ctx, true, got, want)
+	}))
+	h.ServeHTTP(discard{}, httptest.NewRequest("POST", "/v1/grab", nil))
+
+	bare := context.Background()
+	d := time.Now().Add(time.Minute)
+	got, cancel := WithDeadline(bare, d)
+	defer cancel()
+	check("outside a scope", bare, false, got, d)
+}
+
+// BenchmarkGrabDeadline is a grab's own answer deadline under the request's scope,
+// waited on as a grab waits on it: the scope's timer armed at the earlier deadline
+// (WithDeadline) against a second context beneath it (context.WithDeadline):
+// go test -bench GrabDeadline -benchmem ./internal/httpx
+func BenchmarkGrabDeadline(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		with func(context.Context, time.Time) (context.Context, context.CancelFunc)
+	}{{"scope", WithDeadline}, {"context", context.WithDeadline}} {
+		b.Run(c.name, func(b *testing.B) {
+			h := Serve(nil, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ctx, cancel := c.with(r.Context(), time.Now().Add(3*time.Second))
+				_ = ctx.Done()
+				cancel()
+			}))
+			conn, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			r := httptest.NewRequest("POST", "/v1/grab", nil).WithContext(conn)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(discard{}, r)
+			}
+		})
+	}
+}
+
 // testKey is the key of the test's context value.
 type testKey struct{}
 

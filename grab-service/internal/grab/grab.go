@@ -8,6 +8,7 @@ import (
 
 	"github.com/flashsale/platform/configcenter"
 	"github.com/flashsale/platform/internal/flow"
+	"github.com/flashsale/platform/internal/httpx"
 	"github.com/flashsale/platform/internal/ring"
 	"github.com/flashsale/platform/lua"
 )
@@ -37,7 +38,7 @@ func (s *Grabber) grab(ctx context.Context, req Request, now time.Time) (Result,
 		return res, nil
 	}
 	deadline := now.Add(s.cfg.AnswerTimeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := httpx.WithDeadline(ctx, deadline) // the request's one timer, not a second
 	defer cancel()
 	r := &grabRun{s: s, req: req, now: now, deadline: deadline, factor: snap.RateFactorPermille()}
 	if res, done := r.place(ctx, snap); done {
