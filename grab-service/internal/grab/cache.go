@@ -24,8 +24,29 @@ type cachedRefusal struct {
 // holds reports whether the cached answer still stands at now.
 func (r cachedRefusal) holds(now time.Time) bool { return r.until.IsZero() || now.Before(r.until) }
 
+// cachedMessages holds the outcomes the refusal cache keeps, each with the message
+// its answers carry: built once, so an answer builds no string.
+var cachedMessages = func() map[Outcome]string {
+	m := map[Outcome]string{}
+	for _, o := range []Outcome{SoldOut, Stopped, Ended, NotFound, NotStarted} {
+		m[o] = cachedPrefix + string(o) + cachedSuffix
+	}
+	return m
+}()
+
+const cachedPrefix, cachedSuffix = "answered from the local ", " cache"
+
 func cacheable(o Outcome) bool {
-	return o == SoldOut || o == Stopped || o == Ended || o == NotFound || o == NotStarted
+	_, ok := cachedMessages[o]
+	return ok
+}
+
+// cachedMessage is the message of an answer from the refusal cache.
+func cachedMessage(o Outcome) string {
+	if m, ok := cachedMessages[o]; ok {
+		return m
+	}
+	return cachedPrefix + string(o) + cachedSuffix
 }
 
 // The two caches are keyed by the promotions clients name, and a client may name
@@ -94,23 +115,4 @@ func (s *Grabber) shortCircuit(ctx context.Context, req Request, now time.Time) 
 		return refusal(req.RequestID, o, i, cachedMessage(o)), true
 	}
 	return Result{}, false
-}
-
-// cachedMessage is the message of an answer from the refusal cache: a constant
-// for each outcome the cache holds, so an answer builds no string for it.
-func cachedMessage(o Outcome) string {
-	const prefix, suffix = "answered from the local ", " cache"
-	switch o {
-	case SoldOut:
-		return prefix + string(SoldOut) + suffix
-	case Stopped:
-		return prefix + string(Stopped) + suffix
-	case Ended:
-		return prefix + string(Ended) + suffix
-	case NotFound:
-		return prefix + string(NotFound) + suffix
-	case NotStarted:
-		return prefix + string(NotStarted) + suffix
-	}
-	return prefix + string(o) + suffix
 }
